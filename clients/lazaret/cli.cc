@@ -1,0 +1,70 @@
+#include "clients/lazaret/cli.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "clients/lazaret/commands.h"
+#include "services/common/runtime_dir.h"
+
+namespace lazaret::cli {
+namespace {
+
+constexpr CommandInfo kCommands[] = {
+    {"up", "up [--foreground]", "start the Lazaret service set (once per user)", CmdUp},
+    {"down", "down", "stop the service set; nothing is left running", CmdDown},
+    {"status", "status [--json]", "show each service's health, pid and capabilities", CmdStatus},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out, "usage: lazaret <command> [args]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-34s %s\n", c.synopsis, c.summary);
+  std::fprintf(out,
+               "\nenvironment:\n"
+               "  LAZARET_RUNTIME_DIR  runtime directory (default $XDG_RUNTIME_DIR/lazaret)\n");
+}
+
+}  // namespace
+
+std::string SelfDir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string exe(buf, n);
+  return exe.substr(0, exe.rfind('/'));
+}
+
+std::string FindLibexecDir() {
+  if (const char* v = std::getenv("LAZARET_LIBEXEC_DIR"); v != nullptr && *v == '/') return v;
+  const std::string self = SelfDir();
+  if (access(absl::StrCat(self, "/lazaret-supervisord").c_str(), X_OK) == 0) return self;
+  return absl::StrCat(self, "/../libexec/lazaret");
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return 2;
+  }
+  std::string_view name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    PrintUsage(stdout);
+    return 0;
+  }
+  Context ctx;
+  ctx.runtime_dir = DefaultRuntimeDir();
+  ctx.libexec_dir = FindLibexecDir();
+  ctx.stdout_is_tty = isatty(STDOUT_FILENO) == 1;
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : kCommands) {
+    if (name == c.name) return c.run(ctx, args);
+  }
+  std::fprintf(stderr, "lazaret: unknown command '%s'\n\n", argv[1]);
+  PrintUsage(stderr);
+  return 2;
+}
+
+}  // namespace lazaret::cli

@@ -1,0 +1,20 @@
+// Every `lazaret` subcommand, one function each. Grouped by the file that
+// implements them.
+#ifndef LAZARET_CLIENTS_LAZARET_COMMANDS_H_
+#define LAZARET_CLIENTS_LAZARET_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "clients/lazaret/cli.h"
+
+namespace lazaret::cli {
+
+// service_set.cc: the service set.
+int CmdUp(const Context& ctx, const std::vector<std::string>& args);
+int CmdDown(const Context& ctx, const std::vector<std::string>& args);
+int CmdStatus(const Context& ctx, const std::vector<std::string>& args);
+
+}  // namespace lazaret::cli
+
+#endif  // LAZARET_CLIENTS_LAZARET_COMMANDS_H_

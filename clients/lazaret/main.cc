@@ -1,0 +1,3 @@
+#include "clients/lazaret/cli.h"
+
+int main(int argc, char** argv) { return lazaret::cli::Main(argc, argv); }

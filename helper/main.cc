@@ -1,0 +1,3 @@
+#include "helper/mounthelper.h"
+
+int main(int argc, char** argv) { return lazaret::ServiceMain(lazaret::mounthelper::Spec(), argc, argv); }

@@ -1,0 +1,68 @@
+#include "services/common/runtime_dir.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "services/common/status_util.h"
+
+namespace lazaret {
+
+std::string DefaultRuntimeDir() {
+  if (const char* v = std::getenv("LAZARET_RUNTIME_DIR"); v != nullptr && *v == '/') {
+    return v;
+  }
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && *xdg == '/') {
+    // Only use XDG_RUNTIME_DIR when it really is ours (it is inherited
+    // verbatim by `su`/`sudo`, and pointing at another user's is a trap).
+    struct stat st {};
+    if (lstat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+      return absl::StrCat(xdg, "/lazaret");
+    }
+  }
+  return absl::StrCat("/tmp/lazaret-", geteuid());
+}
+
+absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path) {
+  std::string p(path);
+  if (p.empty() || p[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("runtime directory '", p, "' must be an absolute path"));
+  }
+  if (mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("creating runtime directory ", p), errno);
+  }
+  struct stat st {};
+  if (lstat(p.c_str(), &st) != 0) {
+    return ErrnoStatus(absl::StrCat("inspecting runtime directory ", p), errno);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "runtime directory ", p, " is not a directory (a symlink or file is there); ",
+        "remove it or set LAZARET_RUNTIME_DIR"));
+  }
+  if (st.st_uid != geteuid()) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("runtime directory %s belongs to uid %d, not to you (uid %d); "
+                        "remove it or set LAZARET_RUNTIME_DIR",
+                        p, st.st_uid, geteuid()));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("runtime directory %s has mode %04o; it must be 0700 "
+                        "(run: chmod 700 %s)",
+                        p, st.st_mode & 07777, p));
+  }
+  return p;
+}
+
+std::string SocketPath(const std::string& runtime_dir, const std::string& service) {
+  return absl::StrCat(runtime_dir, "/", service, ".sock");
+}
+
+}  // namespace lazaret

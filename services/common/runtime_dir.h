@@ -1,0 +1,28 @@
+// The per-user runtime directory that holds every service socket, the
+// supervisor lock and its log. Runs in every host-side process; trusts
+// nothing it finds on disk: the directory must be a real directory owned by
+// the caller with mode 0700.
+#ifndef LAZARET_SERVICES_COMMON_RUNTIME_DIR_H_
+#define LAZARET_SERVICES_COMMON_RUNTIME_DIR_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace lazaret {
+
+// Resolution order: $LAZARET_RUNTIME_DIR (tests, several instances), then
+// $XDG_RUNTIME_DIR/lazaret, then /tmp/lazaret-<uid>. Does not create it.
+std::string DefaultRuntimeDir();
+
+// Creates `path` (one level) with mode 0700 if missing, then verifies it is a
+// directory (not a symlink) owned by the effective uid with no group/other
+// access. Returns the path on success.
+absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path);
+
+// Well-known socket names inside the runtime directory.
+std::string SocketPath(const std::string& runtime_dir, const std::string& service);
+
+}  // namespace lazaret
+
+#endif  // LAZARET_SERVICES_COMMON_RUNTIME_DIR_H_

@@ -1,0 +1,91 @@
+// gRPC over a Unix socket with a per-connection SO_PEERCRED check. Runs in
+// every service. gRPC never sees the listening socket: this class accepts
+// each connection itself, checks the peer's uid against the owner's, and only
+// then hands the descriptor to gRPC. A refused peer never reaches a handler.
+#ifndef LAZARET_SERVICES_COMMON_UNIX_SERVER_H_
+#define LAZARET_SERVICES_COMMON_UNIX_SERVER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/service_type.h>
+
+#include "absl/status/statusor.h"
+
+namespace lazaret {
+
+// A bound, listening Unix socket. Binding happens before capabilities are
+// dropped; the socket is created with mode 0600.
+class UnixListener {
+ public:
+  // Refuses when something other than a socket is at `path`, or when another
+  // process is still accepting on it; removes a stale socket left by a crash.
+  static absl::StatusOr<std::unique_ptr<UnixListener>> Bind(const std::string& path);
+  ~UnixListener();
+  UnixListener(const UnixListener&) = delete;
+  UnixListener& operator=(const UnixListener&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  UnixListener(int fd, std::string path, ino_t ino) : fd_(fd), path_(std::move(path)), ino_(ino) {}
+  int fd_;
+  std::string path_;
+  ino_t ino_;  // unlinked at destruction only if the path still names our socket
+};
+
+// Whose connections a server accepts.
+struct PeerPolicy {
+  uid_t allowed_uid;
+};
+
+class GrpcUnixServer {
+ public:
+  // Starts serving. grpc.health.v1 and server reflection are always on.
+  // `services` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<GrpcUnixServer>> Start(
+      std::unique_ptr<UnixListener> listener, const std::vector<grpc::Service*>& services,
+      PeerPolicy peers);
+  ~GrpcUnixServer();
+  GrpcUnixServer(const GrpcUnixServer&) = delete;
+  GrpcUnixServer& operator=(const GrpcUnixServer&) = delete;
+
+  // Stops accepting, finishes in-flight calls (bounded), removes the socket.
+  void Shutdown();
+
+  uint64_t refused_connections() const { return refused_.load(); }
+
+ private:
+  GrpcUnixServer(std::unique_ptr<UnixListener> listener, std::unique_ptr<grpc::Server> server,
+                 PeerPolicy peers, int wake_fd);
+  void AcceptLoop();
+
+  std::unique_ptr<UnixListener> listener_;
+  std::unique_ptr<grpc::Server> server_;
+  PeerPolicy peers_;
+  int wake_fd_;
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<bool> stopped_{false};
+  std::thread accept_thread_;
+};
+
+// A channel to a Lazaret service socket.
+std::shared_ptr<grpc::Channel> DialUnix(const std::string& socket_path);
+
+// grpc.health.v1 Check against `socket_path`; OK when SERVING.
+absl::Status CheckHealth(const std::string& socket_path, int timeout_ms);
+
+// The one place an absl::Status becomes a grpc::Status (and back).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace lazaret
+
+#endif  // LAZARET_SERVICES_COMMON_UNIX_SERVER_H_

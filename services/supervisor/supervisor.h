@@ -1,0 +1,54 @@
+// lazaret-supervisord: started by `lazaret up`. Launches the service set,
+// waits for each to report healthy, restarts a crashed one with backoff, and
+// answers GetStatus/Shutdown on supervisor.sock. Trusts only its owner (peer
+// uid check) and the binaries next to itself.
+#ifndef LAZARET_SERVICES_SUPERVISOR_SUPERVISOR_H_
+#define LAZARET_SERVICES_SUPERVISOR_SUPERVISOR_H_
+
+#include <sys/capability.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace lazaret::supervisor {
+
+// The supervisor uses no capability itself.
+inline constexpr std::array<cap_value_t, 0> kCapabilities = {};
+
+// Held in the permitted and bounding sets only, never effective, so that a
+// service started by a root supervisor can receive what it declares
+// (CAP_SYS_ADMIN for the mount helper) and can empty its own bounding set
+// (CAP_SETPCAP). An unprivileged supervisor has nothing to delegate.
+inline constexpr std::array<cap_value_t, 2> kDelegatedCapabilities = {CAP_SETPCAP, CAP_SYS_ADMIN};
+
+// One supervised process.
+struct ManagedService {
+  std::string name;    // "configd": socket <runtime_dir>/configd.sock
+  std::string binary;  // absolute path
+  std::vector<std::string> capabilities;  // declared set, for status
+};
+
+// The service set `lazaret up` runs, from the binaries in `libexec_dir`.
+std::vector<ManagedService> DefaultServiceSet(const std::string& libexec_dir);
+
+struct Options {
+  std::string runtime_dir;  // empty: DefaultRuntimeDir()
+  std::string libexec_dir;  // empty: the directory of this executable
+};
+
+// Runs until SIGINT/SIGTERM/SIGHUP or a Shutdown RPC, then stops every
+// service and removes every socket and the lock. Precondition: termination
+// signals are blocked (BlockTerminationSignals) and no threads exist.
+absl::Status Run(const Options& options);
+
+// File names inside the runtime directory.
+inline constexpr char kLockFile[] = "supervisor.lock";
+inline constexpr char kLogFile[] = "supervisor.log";
+inline constexpr char kSocketName[] = "supervisor";
+
+}  // namespace lazaret::supervisor
+
+#endif  // LAZARET_SERVICES_SUPERVISOR_SUPERVISOR_H_

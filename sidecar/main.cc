@@ -1,0 +1,3 @@
+#include "sidecar/netrouter.h"
+
+int main(int argc, char** argv) { return lazaret::ServiceMain(lazaret::netrouter::Spec(), argc, argv); }
