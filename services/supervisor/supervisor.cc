@@ -19,7 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "helper/mounthelper.h"
+#include "helper/mount/mounthelper.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/brokerd/brokerd.h"
 #include "services/common/capabilities.h"

@@ -1,4 +1,4 @@
-#include "helper/mounthelper.h"
+#include "helper/mount/mounthelper.h"
 
 #include "lazaret/mounthelper/v1/mounthelper.grpc.pb.h"
 #include "services/common/unix_server.h"
