@@ -194,11 +194,16 @@ int CmdDown(const Context& ctx, const std::vector<std::string>& args) {
                  args[0].c_str());
     return 2;
   }
-  auto stub = pb::SupervisorService::NewStub(DialUnix(SupervisorSocket(ctx)));
-  grpc::ClientContext cc;
-  cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  pb::ShutdownResponse resp;
-  grpc::Status s = stub->Shutdown(&cc, pb::ShutdownRequest(), &resp);
+  grpc::Status s;
+  {
+    // The channel closes at the end of this scope, so the supervisor's
+    // server is not left waiting on our idle connection while it stops.
+    auto stub = pb::SupervisorService::NewStub(DialUnix(SupervisorSocket(ctx)));
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    pb::ShutdownResponse resp;
+    s = stub->Shutdown(&cc, pb::ShutdownRequest(), &resp);
+  }
   if (!s.ok()) {
     if (!SupervisorLockHeld(ctx)) {
       std::printf("Lazaret is not running.\n");

@@ -1,0 +1,350 @@
+// `lazaret up` brings up the real service set; every service answers health
+// and reflection, holds exactly its declared capabilities, refuses other
+// uids, comes back after SIGKILL, and `lazaret down` leaves nothing behind.
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <toml++/toml.h>
+
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "helper/mount/mounthelper.h"
+#include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
+#include "services/brokerd/brokerd.h"
+#include "services/common/capabilities.h"
+#include "services/common/unix_server.h"
+#include "services/configd/configd.h"
+#include "services/netpolicyd/netpolicyd.h"
+#include "services/supervisor/supervisor.h"
+#include "sidecar/netrouter.h"
+#include "tests/support/test_support.h"
+
+namespace lazaret {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using test::Binary;
+using test::CommandResult;
+using test::ProcessAlive;
+using test::Run;
+using test::TempDir;
+using test::WaitFor;
+namespace sv = ::lazaret::supervisor::v1;
+
+// The services `lazaret up` must run and the gRPC services each exposes.
+const std::map<std::string, std::vector<std::string>>& ExpectedApis() {
+  static const auto* apis = new std::map<std::string, std::vector<std::string>>{
+      {"configd", {"lazaret.config.v1.ConfigService"}},
+      {"netpolicyd", {"lazaret.netpolicy.v1.NetPolicyService"}},
+      {"brokerd", {"lazaret.approver.v1.ApproverService"}},
+      {"mount-helper", {"lazaret.mounthelper.v1.MountHelperService"}},
+      {"supervisor", {"lazaret.supervisor.v1.SupervisorService"}},
+  };
+  return *apis;
+}
+
+std::vector<std::string> ListServicesByReflection(const std::string& socket) {
+  auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(DialUnix(socket));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  grpc::reflection::v1alpha::ServerReflectionRequest req;
+  req.set_list_services("");
+  std::vector<std::string> names;
+  if (!stream->Write(req)) return names;
+  stream->WritesDone();
+  grpc::reflection::v1alpha::ServerReflectionResponse resp;
+  while (stream->Read(&resp)) {
+    for (const auto& s : resp.list_services_response().service()) names.push_back(s.name());
+  }
+  stream->Finish();
+  return names;
+}
+
+class ServiceSetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    test::BecomeSubreaper();
+    runtime_ = std::make_unique<TempDir>("laz-it");
+    rt_ = runtime_->path() + "/rt";
+    env_ = {{"LAZARET_RUNTIME_DIR", rt_}};
+  }
+
+  void TearDown() override {
+    Lazaret({"down"});
+    test::ReapOrphans();
+  }
+
+  CommandResult Lazaret(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {Binary("lazaret")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::Run(argv, env_);
+  }
+
+  sv::GetStatusResponse Status() {
+    CommandResult r = Lazaret({"status", "--json"});
+    sv::GetStatusResponse st;
+    google::protobuf::util::JsonParseOptions o;
+    o.ignore_unknown_fields = true;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &st, o).ok()) << r.out;
+    return st;
+  }
+
+  const sv::ServiceStatus* Find(const sv::GetStatusResponse& st, const std::string& name) {
+    for (const auto& s : st.services()) {
+      if (s.name() == name) return &s;
+    }
+    return nullptr;
+  }
+
+  // Every pid the set consists of, supervisor included.
+  std::vector<pid_t> AllPids(const sv::GetStatusResponse& st) {
+    std::vector<pid_t> pids = {st.supervisor_pid()};
+    for (const auto& s : st.services()) pids.push_back(s.pid());
+    return pids;
+  }
+
+  void ExpectNothingLeft(const std::vector<pid_t>& pids) {
+    test::ReapOrphans();
+    for (pid_t p : pids) {
+      EXPECT_TRUE(WaitFor(
+          [&] {
+            test::ReapOrphans();
+            return !ProcessAlive(p);
+          },
+          seconds(10)))
+          << "process " << p << " is still alive";
+    }
+    DIR* d = opendir(rt_.c_str());
+    ASSERT_NE(d, nullptr);
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      EXPECT_FALSE(name.size() > 5 && name.substr(name.size() - 5) == ".sock")
+          << "socket left behind: " << name;
+      EXPECT_NE(name, supervisor::kLockFile) << "lock file left behind";
+    }
+    closedir(d);
+  }
+
+  std::unique_ptr<TempDir> runtime_;
+  std::string rt_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(ServiceSetTest, UpStartsEveryServiceHealthyWithReflection) {
+  CommandResult up = Lazaret({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  sv::GetStatusResponse st = Status();
+  ASSERT_TRUE(st.all_healthy());
+  ASSERT_EQ(st.services_size(), 4);
+  for (const auto& [name, apis] : ExpectedApis()) {
+    const std::string socket = rt_ + "/" + name + ".sock";
+    EXPECT_TRUE(CheckHealth(socket, 2000).ok()) << name;
+    std::vector<std::string> listed = ListServicesByReflection(socket);
+    std::set<std::string> have(listed.begin(), listed.end());
+    EXPECT_TRUE(have.count("grpc.health.v1.Health")) << name;
+    EXPECT_TRUE(have.count("grpc.reflection.v1alpha.ServerReflection")) << name;
+    for (const auto& api : apis) EXPECT_TRUE(have.count(api)) << name << " lacks " << api;
+  }
+  // Sockets and runtime dir are owner-only.
+  struct stat st_dir {};
+  ASSERT_EQ(stat(rt_.c_str(), &st_dir), 0);
+  EXPECT_EQ(st_dir.st_mode & 0777, 0700u);
+}
+
+TEST_F(ServiceSetTest, SecondUpDoesNotStartASecondSet) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse first = Status();
+  CommandResult again = Lazaret({"up"});
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_NE(again.out.find("already up"), std::string::npos) << again.out;
+  const sv::GetStatusResponse second = Status();
+  EXPECT_EQ(first.supervisor_pid(), second.supervisor_pid());
+  for (const auto& s : first.services()) EXPECT_EQ(Find(second, s.name())->pid(), s.pid());
+  // Exactly one supervisor binary is running for this runtime dir.
+  int count = 0;
+  DIR* proc = opendir("/proc");
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0 || !ProcessAlive(pid)) continue;
+    std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("lazaret-supervisord") != std::string::npos &&
+        cmdline.find(rt_ + " ") != std::string::npos) {
+      ++count;
+    }
+  }
+  closedir(proc);
+  EXPECT_EQ(count, 1);
+}
+
+TEST_F(ServiceSetTest, SigkilledServiceIsRestartedBySupervisor) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse before = Status();
+  const pid_t old_pid = Find(before, "configd")->pid();
+  ASSERT_GT(old_pid, 0);
+  ASSERT_EQ(kill(old_pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sv::GetStatusResponse st = Status();
+        const auto* c = Find(st, "configd");
+        return c != nullptr && c->pid() != old_pid && c->pid() > 0 &&
+               c->state() == sv::SERVICE_STATE_HEALTHY && c->restarts() == 1;
+      },
+      seconds(15)));
+  EXPECT_TRUE(CheckHealth(rt_ + "/configd.sock", 2000).ok());
+  const std::string log = test::ReadFile(rt_ + "/" + supervisor::kLogFile);
+  EXPECT_NE(log.find("configd (pid " + std::to_string(old_pid) + ") killed by"), std::string::npos)
+      << log;
+}
+
+template <size_t N>
+uint64_t MaskOf(const std::array<cap_value_t, N>& caps) {
+  return caps::Mask(absl::MakeConstSpan(caps.data(), caps.size()));
+}
+
+TEST_F(ServiceSetTest, EachServiceHoldsExactlyItsDeclaredCapabilities) {
+  if (geteuid() != 0) GTEST_SKIP() << "capability sets are only observable when started as root";
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse st = Status();
+  const std::map<std::string, uint64_t> declared = {
+      {"configd", MaskOf(configd::kCapabilities)},
+      {"netpolicyd", MaskOf(netpolicyd::kCapabilities)},
+      {"brokerd", MaskOf(brokerd::kCapabilities)},
+      {"mount-helper", MaskOf(mounthelper::kCapabilities)},
+  };
+  for (const auto& [name, mask] : declared) {
+    const pid_t pid = Find(st, name)->pid();
+    SCOPED_TRACE(name);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapPrm"), mask);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapEff"), mask);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapBnd"), mask);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapInh"), 0u);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapAmb"), 0u);
+    EXPECT_EQ(test::ProcStatusHex(pid, "NoNewPrivs"), 1u);
+  }
+  // The supervisor delegates but never has anything effective.
+  const pid_t sup = st.supervisor_pid();
+  EXPECT_EQ(test::ProcStatusHex(sup, "CapEff"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(sup, "CapPrm"), MaskOf(supervisor::kDelegatedCapabilities));
+  EXPECT_EQ(test::ProcStatusHex(sup, "CapBnd"), MaskOf(supervisor::kDelegatedCapabilities));
+  EXPECT_EQ(test::ProcStatusHex(sup, "NoNewPrivs"), 1u);
+}
+
+TEST_F(ServiceSetTest, DownStopsEverythingAndLeavesNoSocketOrProcess) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const std::vector<pid_t> pids = AllPids(Status());
+  CommandResult down = Lazaret({"down"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  ExpectNothingLeft(pids);
+  CommandResult st = Lazaret({"status"});
+  EXPECT_EQ(st.exit_code, 3);
+  EXPECT_NE(st.out.find("not running"), std::string::npos);
+}
+
+TEST_F(ServiceSetTest, SigtermToSupervisorShutsTheSetDownCleanly) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse st = Status();
+  ASSERT_EQ(kill(st.supervisor_pid(), SIGTERM), 0);
+  ExpectNothingLeft(AllPids(st));
+}
+
+TEST_F(ServiceSetTest, SigintToAServiceStopsItCleanlyAndItIsRestarted) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const pid_t pid = Find(Status(), "brokerd")->pid();
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto* b = Find(Status(), "brokerd");
+        return b->pid() != pid && b->state() == sv::SERVICE_STATE_HEALTHY;
+      },
+      seconds(15)));
+  const std::string log = test::ReadFile(rt_ + "/" + supervisor::kLogFile);
+  EXPECT_NE(log.find("brokerd (pid " + std::to_string(pid) + ") exited with status 0"),
+            std::string::npos)
+      << log;
+}
+
+// A service started by another user refuses our (root's) connection: the
+// SO_PEERCRED check, not only the directory permissions, keeps others out.
+TEST_F(ServiceSetTest, ConnectionFromAnotherUidIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to start a service as another uid";
+  const uid_t nobody = 65534;
+  const std::string dir = runtime_->path() + "/other";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(chown(runtime_->path().c_str(), 0, 0), 0);
+  ASSERT_EQ(chmod(runtime_->path().c_str(), 0711), 0);
+  ASSERT_EQ(chown(dir.c_str(), nobody, nobody), 0);
+  const std::string log = dir + "/configd.log";
+  const std::string binary = Binary("lazaret-configd");
+  const std::string flag = "--runtime-dir=" + dir;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(nobody) != 0 || setuid(nobody) != 0) _exit(90);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    dup2(fd, 2);
+    execl(binary.c_str(), binary.c_str(), flag.c_str(), static_cast<char*>(nullptr));
+    _exit(91);
+  }
+  const std::string socket = dir + "/configd.sock";
+  ASSERT_TRUE(WaitFor([&] { return access(socket.c_str(), F_OK) == 0; }, seconds(10)));
+  // Root can traverse the 0700 directory, so only the peer check stands in the way.
+  EXPECT_FALSE(CheckHealth(socket, 1500).ok());
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string text = test::ReadFile(log);
+  EXPECT_NE(text.find("refused connection"), std::string::npos) << text;
+  EXPECT_NE(text.find("from uid 0"), std::string::npos) << text;
+}
+
+// deploy/capabilities.toml restates every declared set; they must agree.
+TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
+  toml::parse_result parsed = toml::parse_file(LAZARET_SOURCE_DIR "/deploy/capabilities.toml");
+  ASSERT_TRUE(parsed) << parsed.error().description();
+  const toml::table& t = parsed.table();
+  auto names = [&](const std::string& binary, const char* key) {
+    std::vector<std::string> out;
+    if (const toml::array* arr = t[binary][key].as_array()) {
+      for (const auto& v : *arr) out.push_back(v.value_or(std::string()));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto code = [](const auto& arr) {
+    return caps::Names(absl::MakeConstSpan(arr.data(), arr.size()));
+  };
+  EXPECT_EQ(names("lazaret-configd", "capabilities"), sorted(code(configd::kCapabilities)));
+  EXPECT_EQ(names("lazaret-netpolicyd", "capabilities"), sorted(code(netpolicyd::kCapabilities)));
+  EXPECT_EQ(names("lazaret-brokerd", "capabilities"), sorted(code(brokerd::kCapabilities)));
+  EXPECT_EQ(names("lazaret-mount-helper", "capabilities"),
+            sorted(code(mounthelper::kCapabilities)));
+  EXPECT_EQ(names("lazaret-netrouter", "capabilities"), sorted(code(netrouter::kCapabilities)));
+  EXPECT_EQ(names("lazaret-supervisord", "capabilities"), sorted(code(supervisor::kCapabilities)));
+  EXPECT_EQ(names("lazaret-supervisord", "delegated"),
+            sorted(code(supervisor::kDelegatedCapabilities)));
+  // Every binary in the manifest is one we know about, and vice versa.
+  EXPECT_EQ(t.size(), 6u);
+}
+
+}  // namespace
+}  // namespace lazaret
