@@ -1,3 +1,5 @@
 #include "sidecar/netrouter.h"
 
-int main(int argc, char** argv) { return lazaret::ServiceMain(lazaret::netrouter::Spec(), argc, argv); }
+int main(int argc, char** argv) {
+  return lazaret::ServiceMain(lazaret::netrouter::Spec(), argc, argv);
+}

@@ -1,4 +1,6 @@
-// lazaret-netrouter: the Netlink router inside the shell-less network sidecar (runc, FROM scratch). Applies typed route operations to the network namespace the agent sandbox shares. CAP_NET_ADMIN is the only capability it keeps.
+// lazaret-netrouter: the Netlink router inside the shell-less network sidecar (runc, FROM scratch).
+// Applies typed route operations to the network namespace the agent sandbox shares. CAP_NET_ADMIN
+// is the only capability it keeps.
 #ifndef LAZARET_SIDECAR_NETROUTER_H_
 #define LAZARET_SIDECAR_NETROUTER_H_
 

@@ -1,6 +1,7 @@
 // `lazaret up`, `down` and `status`: start, stop and inspect the supervisor
 // that runs the service set for this user.
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
@@ -14,8 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -123,8 +122,10 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
   }
   std::string binary = absl::StrCat(ctx.libexec_dir, "/lazaret-supervisord");
   if (access(binary.c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "lazaret up: %s not found; build Lazaret (see README) or set "
-                 "LAZARET_LIBEXEC_DIR\n", binary.c_str());
+    std::fprintf(stderr,
+                 "lazaret up: %s not found; build Lazaret (see README) or set "
+                 "LAZARET_LIBEXEC_DIR\n",
+                 binary.c_str());
     return 1;
   }
   std::string a1 = absl::StrCat("--runtime-dir=", ctx.runtime_dir);
@@ -209,9 +210,11 @@ int CmdDown(const Context& ctx, const std::vector<std::string>& args) {
       std::printf("Lazaret is not running.\n");
       return 0;
     }
-    std::fprintf(stderr, "lazaret down: the supervisor holds its lock but does not answer on %s "
-                 "(%s); see %s/%s\n", SupervisorSocket(ctx).c_str(), s.error_message().c_str(),
-                 ctx.runtime_dir.c_str(), supervisor::kLogFile);
+    std::fprintf(stderr,
+                 "lazaret down: the supervisor holds its lock but does not answer on %s "
+                 "(%s); see %s/%s\n",
+                 SupervisorSocket(ctx).c_str(), s.error_message().c_str(), ctx.runtime_dir.c_str(),
+                 supervisor::kLogFile);
     return 1;
   }
   const auto deadline = Clock::now() + kDownTimeout;
@@ -233,7 +236,8 @@ int CmdStatus(const Context& ctx, const std::vector<std::string>& args) {
     if (a == "--json") {
       json = true;
     } else {
-      std::fprintf(stderr, "lazaret status: unknown argument '%s'\nusage: lazaret status [--json]\n",
+      std::fprintf(stderr,
+                   "lazaret status: unknown argument '%s'\nusage: lazaret status [--json]\n",
                    a.c_str());
       return 2;
     }

@@ -1,3 +1,5 @@
 #include "helper/mount/mounthelper.h"
 
-int main(int argc, char** argv) { return lazaret::ServiceMain(lazaret::mounthelper::Spec(), argc, argv); }
+int main(int argc, char** argv) {
+  return lazaret::ServiceMain(lazaret::mounthelper::Spec(), argc, argv);
+}

@@ -1,4 +1,6 @@
-// lazaret-mount-helper: the mount helper. Performs a closed set of typed fuse-overlayfs mounts for profile persistence. Meant to run inside `podman unshare`, where CAP_SYS_ADMIN is that of the user's own user namespace.
+// lazaret-mount-helper: the mount helper. Performs a closed set of typed fuse-overlayfs mounts for
+// profile persistence. Meant to run inside `podman unshare`, where CAP_SYS_ADMIN is that of the
+// user's own user namespace.
 #ifndef LAZARET_HELPER_MOUNT_MOUNTHELPER_H_
 #define LAZARET_HELPER_MOUNT_MOUNTHELPER_H_
 

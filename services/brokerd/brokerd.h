@@ -1,4 +1,5 @@
-// lazaret-brokerd: the escalation broker. Receives host-command requests from sandboxes and serves the approver API. Holds no capabilities: approved commands run as the user.
+// lazaret-brokerd: the escalation broker. Receives host-command requests from sandboxes and serves
+// the approver API. Holds no capabilities: approved commands run as the user.
 #ifndef LAZARET_SERVICES_BROKERD_BROKERD_H_
 #define LAZARET_SERVICES_BROKERD_BROKERD_H_
 

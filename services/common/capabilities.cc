@@ -116,7 +116,8 @@ absl::StatusOr<Report> DropToDeclared(const Declaration& declaration) {
     // its children their capabilities, so it leaves that rule in place.
     if (declaration.delegated.empty() &&
         prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED) != 0) {
+                                     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED) !=
+            0) {
       return ErrnoStatus("setting securebits", errno);
     }
     report.bounding_dropped = true;

@@ -27,9 +27,9 @@ struct Declaration {
 
 // What the process ended up with, for status reporting.
 struct Report {
-  std::vector<cap_value_t> held;      // permitted after the drop
-  std::vector<cap_value_t> missing;   // declared but never available
-  bool bounding_dropped = false;      // had CAP_SETPCAP, so the bounding set is exact
+  std::vector<cap_value_t> held;     // permitted after the drop
+  std::vector<cap_value_t> missing;  // declared but never available
+  bool bounding_dropped = false;     // had CAP_SETPCAP, so the bounding set is exact
 };
 
 // Drops everything not declared: bounding set (when CAP_SETPCAP is

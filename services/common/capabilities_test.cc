@@ -1,13 +1,12 @@
 #include "services/common/capabilities.h"
 
+#include <gtest/gtest.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace lazaret::caps {
 namespace {
@@ -26,7 +25,8 @@ TEST(CapabilitiesTest, MaskMatchesProcStatusBitLayout) {
 uint64_t ProcField(const std::string& field) {
   std::ifstream in("/proc/self/status");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1), nullptr, 16);
+    if (line.rfind(field + ":", 0) == 0)
+      return std::stoull(line.substr(field.size() + 1), nullptr, 16);
   }
   return ~uint64_t{0};
 }

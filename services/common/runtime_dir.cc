@@ -42,9 +42,9 @@ absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path) {
     return ErrnoStatus(absl::StrCat("inspecting runtime directory ", p), errno);
   }
   if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "runtime directory ", p, " is not a directory (a symlink or file is there); ",
-        "remove it or set LAZARET_RUNTIME_DIR"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("runtime directory ", p, " is not a directory (a symlink or file is there); ",
+                     "remove it or set LAZARET_RUNTIME_DIR"));
   }
   if (st.st_uid != geteuid()) {
     return absl::FailedPreconditionError(

@@ -1,12 +1,11 @@
 #include "services/common/runtime_dir.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace lazaret {
 namespace {
@@ -48,9 +47,7 @@ TEST_F(RuntimeDirTest, RefusesGroupOrWorldAccessibleDirectory) {
   EXPECT_NE(r.status().message().find("chmod 700"), std::string::npos);
 }
 
-TEST_F(RuntimeDirTest, RefusesRelativePath) {
-  EXPECT_FALSE(EnsurePrivateDir("relative/dir").ok());
-}
+TEST_F(RuntimeDirTest, RefusesRelativePath) { EXPECT_FALSE(EnsurePrivateDir("relative/dir").ok()); }
 
 TEST(DefaultRuntimeDirTest, ExplicitOverrideWins) {
   setenv("LAZARET_RUNTIME_DIR", "/tmp/laz-explicit", 1);

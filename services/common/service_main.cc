@@ -7,9 +7,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "services/common/flags.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/common/flags.h"
 #include "services/common/log.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"

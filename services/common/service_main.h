@@ -8,13 +8,13 @@
 #ifndef LAZARET_SERVICES_COMMON_SERVICE_MAIN_H_
 #define LAZARET_SERVICES_COMMON_SERVICE_MAIN_H_
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/service_type.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/service_type.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

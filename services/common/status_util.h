@@ -18,11 +18,11 @@ absl::Status ErrnoStatus(const std::string& what, int err);
 #define LAZ_STATUS_CONCAT_INNER_(a, b) a##b
 #define LAZ_STATUS_CONCAT_(a, b) LAZ_STATUS_CONCAT_INNER_(a, b)
 
-#define LAZ_RETURN_IF_ERROR(expr)                \
-  do {                                           \
+#define LAZ_RETURN_IF_ERROR(expr)                               \
+  do {                                                          \
     if (absl::Status laz_status_ = (expr); !laz_status_.ok()) { \
-      return laz_status_;                        \
-    }                                            \
+      return laz_status_;                                       \
+    }                                                           \
   } while (0)
 
 #define LAZ_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

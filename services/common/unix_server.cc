@@ -1,6 +1,9 @@
 #include "services/common/unix_server.h"
 
 #include <fcntl.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_posix.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -12,14 +15,10 @@
 #include <chrono>
 #include <cstring>
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/server_posix.h>
-
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
-#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace lazaret {
 namespace {
@@ -28,9 +27,9 @@ absl::StatusOr<sockaddr_un> MakeAddress(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "socket path '", path, "' is longer than ", sizeof(addr.sun_path) - 1,
-        " bytes; choose a shorter runtime directory (LAZARET_RUNTIME_DIR)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket path '", path, "' is longer than ", sizeof(addr.sun_path) - 1,
+                     " bytes; choose a shorter runtime directory (LAZARET_RUNTIME_DIR)"));
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
@@ -53,12 +52,12 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Bind(const std::stri
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          path, " exists and is not a socket; refusing to replace it (remove it yourself if it "
-                "is yours)"));
+          path,
+          " exists and is not a socket; refusing to replace it (remove it yourself if it "
+          "is yours)"));
     }
     if (SomeoneListens(addr)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("another process is already serving on ", path));
+      return absl::AlreadyExistsError(absl::StrCat("another process is already serving on ", path));
     }
     if (unlink(path.c_str()) != 0) {
       return ErrnoStatus(absl::StrCat("removing stale socket ", path), errno);
@@ -116,9 +115,11 @@ absl::StatusOr<std::unique_ptr<GrpcUnixServer>> GrpcUnixServer::Start(
 }
 
 GrpcUnixServer::GrpcUnixServer(std::unique_ptr<UnixListener> listener,
-                               std::unique_ptr<grpc::Server> server, PeerPolicy peers,
-                               int wake_fd)
-    : listener_(std::move(listener)), server_(std::move(server)), peers_(peers), wake_fd_(wake_fd) {}
+                               std::unique_ptr<grpc::Server> server, PeerPolicy peers, int wake_fd)
+    : listener_(std::move(listener)),
+      server_(std::move(server)),
+      peers_(peers),
+      wake_fd_(wake_fd) {}
 
 GrpcUnixServer::~GrpcUnixServer() {
   Shutdown();
@@ -142,8 +143,8 @@ void GrpcUnixServer::AcceptLoop() {
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
         cred.uid != peers_.allowed_uid) {
       ++refused_;
-      LAZ_LOG_WARNING << "refused connection on " << listener_->path() << " from uid "
-                      << cred.uid << " pid " << cred.pid << " (only uid " << peers_.allowed_uid
+      LAZ_LOG_WARNING << "refused connection on " << listener_->path() << " from uid " << cred.uid
+                      << " pid " << cred.pid << " (only uid " << peers_.allowed_uid
                       << " may connect)";
       close(conn);
       continue;
@@ -188,14 +189,12 @@ absl::Status CheckHealth(const std::string& socket_path, int timeout_ms) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 }  // namespace lazaret

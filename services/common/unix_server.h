@@ -5,6 +5,8 @@
 #ifndef LAZARET_SERVICES_COMMON_UNIX_SERVER_H_
 #define LAZARET_SERVICES_COMMON_UNIX_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/service_type.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -12,9 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/service_type.h>
 
 #include "absl/status/statusor.h"
 

@@ -1,5 +1,6 @@
 #include "services/common/unix_server.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -8,8 +9,6 @@
 
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace lazaret {
 namespace {

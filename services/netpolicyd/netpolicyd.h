@@ -1,4 +1,6 @@
-// lazaret-netpolicyd: the network-policy service. Computes each session's egress route table and pushes it to the session's sidecar router over gRPC. Holds no capabilities: the only process that touches Netlink is the router inside the sidecar.
+// lazaret-netpolicyd: the network-policy service. Computes each session's egress route table and
+// pushes it to the session's sidecar router over gRPC. Holds no capabilities: the only process that
+// touches Netlink is the router inside the sidecar.
 #ifndef LAZARET_SERVICES_NETPOLICYD_NETPOLICYD_H_
 #define LAZARET_SERVICES_NETPOLICYD_NETPOLICYD_H_
 

@@ -17,8 +17,10 @@ int main(int argc, char** argv) {
     } else if (lazaret::ConsumeFlag(a, "--libexec-dir=")) {
       options.libexec_dir = std::string(a);
     } else {
-      std::fprintf(stderr, "lazaret-supervisord: unknown argument '%s' (accepted: "
-                   "--runtime-dir=DIR, --libexec-dir=DIR)\n", argv[i]);
+      std::fprintf(stderr,
+                   "lazaret-supervisord: unknown argument '%s' (accepted: "
+                   "--runtime-dir=DIR, --libexec-dir=DIR)\n",
+                   argv[i]);
       return 2;
     }
   }

@@ -285,12 +285,13 @@ class Supervisor final : public pb::SupervisorService::Service {
         }
         c->state = pb::SERVICE_STATE_HEALTHY;
         c->strikes = 0;
-      } else if (c->state != pb::SERVICE_STATE_STARTING || Clock::now() - c->started > kStartTimeout) {
+      } else if (c->state != pb::SERVICE_STATE_STARTING ||
+                 Clock::now() - c->started > kStartTimeout) {
         ++c->strikes;
         c->state = pb::SERVICE_STATE_UNHEALTHY;
         if (c->strikes >= kUnhealthyStrikes) {
-          LAZ_LOG_WARNING << c->spec.name << " failed " << c->strikes
-                          << " health checks (" << health.message() << "); killing it";
+          LAZ_LOG_WARNING << c->spec.name << " failed " << c->strikes << " health checks ("
+                          << health.message() << "); killing it";
           kill(c->pid, SIGKILL);
         }
       }

@@ -26,8 +26,8 @@ inline constexpr std::array<cap_value_t, 2> kDelegatedCapabilities = {CAP_SETPCA
 
 // One supervised process.
 struct ManagedService {
-  std::string name;    // "configd": socket <runtime_dir>/configd.sock
-  std::string binary;  // absolute path
+  std::string name;                       // "configd": socket <runtime_dir>/configd.sock
+  std::string binary;                     // absolute path
   std::vector<std::string> capabilities;  // declared set, for status
 };
 

@@ -3,10 +3,14 @@
 // uids, comes back after SIGKILL, and `lazaret down` leaves nothing behind.
 #include <dirent.h>
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
 #include <grp.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,11 +18,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
-#include <toml++/toml.h>
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "helper/mount/mounthelper.h"
