@@ -1,0 +1,26 @@
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "helper/sandbox-init/sandbox_init.h"
+
+int main(int argc, char** argv) {
+  using lazaret::sandbox_init::kSetupFailedExitCode;
+  lazaret::sandbox_init::Options options;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (auto r = lazaret::sandbox_init::ParseArgs(args, &options); !r.ok()) {
+    std::fprintf(stderr, "lazaret-sandbox-init: %s\n", r.message().c_str());
+    return kSetupFailedExitCode;
+  }
+  if (!options.git_dir.empty()) {
+    if (auto r = lazaret::sandbox_init::BuildGitDir(options); !r.ok()) {
+      std::fprintf(stderr, "lazaret-sandbox-init: setting up git failed: %s\n",
+                   r.message().c_str());
+      return kSetupFailedExitCode;
+    }
+  }
+  std::string error;
+  const int code = lazaret::sandbox_init::ExecCommand(options, &error);
+  std::fprintf(stderr, "lazaret-sandbox-init: %s\n", error.c_str());
+  return code;
+}

@@ -1,0 +1,69 @@
+// lazaret-sandbox-init: the first program in every sandbox. Runs inside the
+// gVisor sandbox as the container's root, before the agent command, with
+// nothing of the agent running yet. It builds the Git Shadow's git directory
+// in the tmpfs the runner mounted (HEAD, symlinks into the read-only shadow,
+// an empty hooks/, a copy of the host index) and then becomes the command.
+//
+// What it trusts: its argv (written by the `lazaret` CLI on the host and
+// fixed in the podman command line; the image cannot change it) and the
+// mounts the runner made. What it checks anyway: that the git directory it
+// writes into really is a tmpfs (so a missing mount can never make it write
+// into the host's .git through the /workspace bind), that the bind mount
+// points it expects exist, and that every name it creates is one of a fixed
+// set. It is linked statically and uses only libc and the C++ standard
+// library so it runs in any image.
+#ifndef LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
+#define LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
+
+#include <string>
+#include <vector>
+
+namespace lazaret::sandbox_init {
+
+// Exit code when setting up fails; the command never starts then (the same
+// code podman uses for its own failures).
+inline constexpr int kSetupFailedExitCode = 125;
+
+// The outcome of one step: success, or the message saying what failed.
+// (No Abseil here: the binary is static and tiny.)
+class [[nodiscard]] Result {
+ public:
+  static Result Ok() { return Result(""); }
+  static Result Fail(std::string message) { return Result(std::move(message)); }
+  bool ok() const { return message_.empty(); }
+  const std::string& message() const { return message_; }
+
+ private:
+  explicit Result(std::string message) : message_(std::move(message)) {}
+  std::string message_;
+};
+
+struct Options {
+  // Git Shadow; all empty when the workspace has no repository.
+  std::string git_dir;                 // --git-dir: the tmpfs to fill (/workspace/.git)
+  std::string git_shadow;              // --git-shadow: the read-only host common dir
+  std::string git_head;                // --git-head: "refs/heads/lazaret/..."
+  std::string git_index;               // --git-index: host index to copy (optional)
+  std::vector<std::string> git_links;  // --git-link: names to symlink into the shadow
+  // After "--". Empty: the user's shell.
+  std::vector<std::string> command;
+};
+
+// Parses `--flag=value` options up to "--"; everything after it is the
+// command.
+Result ParseArgs(const std::vector<std::string>& args, Options* options);
+
+// Fills options.git_dir. Precondition: options.git_dir is non-empty.
+Result BuildGitDir(const Options& options);
+
+// The program to run when no command is given: $SHELL if it is an absolute
+// path to an executable, else /bin/bash, else /bin/sh.
+std::string DefaultShell();
+
+// Replaces this process with the command (or the default shell). Returns
+// only on failure, with the exit code to use (126 or 127, as shells do).
+int ExecCommand(const Options& options, std::string* error);
+
+}  // namespace lazaret::sandbox_init
+
+#endif  // LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
