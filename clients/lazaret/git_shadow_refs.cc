@@ -1,0 +1,101 @@
+#include "clients/lazaret/git_shadow_refs.h"
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace lazaret::cli {
+namespace {
+
+constexpr size_t kMaxRefNameLength = 1000;
+constexpr size_t kMaxComponentLength = 200;
+
+bool IsForbiddenRefChar(unsigned char c) {
+  if (c < 0x21 || c >= 0x7f) return true;  // control, space, DEL, non-ASCII
+  switch (c) {
+    case '~':
+    case '^':
+    case ':':
+    case '?':
+    case '*':
+    case '[':
+    case '\\':
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool IsValidRefComponent(const std::string& component) {
+  if (component.empty() || component.size() > kMaxComponentLength) return false;
+  if (component[0] == '.') return false;
+  if (absl::EndsWith(component, ".lock")) return false;
+  for (size_t i = 0; i < component.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(component[i]);
+    if (IsForbiddenRefChar(c) || c == '/') return false;
+    if (c == '.' && i + 1 < component.size() && component[i + 1] == '.') return false;
+    if (c == '@' && i + 1 < component.size() && component[i + 1] == '{') return false;
+  }
+  return true;
+}
+
+bool IsValidRefName(const std::string& refname) {
+  if (refname.empty() || refname.size() > kMaxRefNameLength) return false;
+  if (refname == "@" || refname.back() == '.' || refname.back() == '/') return false;
+  if (refname.find('/') == std::string::npos) return false;
+  for (absl::string_view part : absl::StrSplit(refname, '/')) {
+    if (!IsValidRefComponent(std::string(part))) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<CheckedAgentBranch> CheckAgentBranch(const std::string& profile,
+                                                    const std::string& branch) {
+  std::string short_name;
+  if (branch.empty()) {
+    short_name = absl::StrCat("lazaret/agent-", profile);
+  } else if (absl::StartsWith(branch, "lazaret/")) {
+    short_name = branch;
+  } else {
+    short_name = absl::StrCat("lazaret/", branch);
+  }
+  const std::string refname = absl::StrCat("refs/heads/", short_name);
+  if (short_name.size() <= sizeof("lazaret/") - 1 || !IsValidRefName(refname)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent branch '", short_name,
+        "' is not a valid git branch name (see git check-ref-format; Lazaret also allows "
+        "only printable ASCII)",
+        branch.empty() ? absl::StrCat(": the profile name '", profile, "' cannot be used in it")
+                       : ""));
+  }
+  return CheckedAgentBranch(std::move(short_name));
+}
+
+std::optional<size_t> ObjectIdLength(const std::string& object_format) {
+  if (object_format == "sha1") return 40;
+  if (object_format == "sha256") return 64;
+  return std::nullopt;
+}
+
+bool IsObjectId(const std::string& s, size_t length) {
+  if (s.size() != length) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> ParseLooseRef(const std::string& contents, size_t length) {
+  std::string oid = contents;
+  if (!oid.empty() && oid.back() == '\n') oid.pop_back();
+  if (!IsObjectId(oid, length)) return std::nullopt;
+  if (oid.find_first_not_of('0') == std::string::npos) return std::nullopt;  // the null id
+  return oid;
+}
+
+}  // namespace lazaret::cli

@@ -1,0 +1,877 @@
+// Git Shadow tests with real git on temporary repositories. The agent is
+// simulated by running git - as root - inside an emulation of the sandbox's
+// mount layout: a private mount namespace (`unshare -m`) with a fresh root
+// on a tmpfs, the workspace bound at /workspace and every mount of the plan
+// made exactly as podman makes it (read-only binds remounted read-only;
+// nested mount points must already exist inside read-only binds, as under
+// podman), then lazaret-sandbox-init and the agent's commands chrooted into
+// it. Everything is then checked on the host.
+#include "clients/lazaret/git_shadow.h"
+
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace lazaret::cli {
+namespace {
+
+struct ShResult {
+  int code = -1;
+  std::string out;
+};
+
+// Runs a shell command (test scaffolding only) and returns its exit code and
+// combined output.
+ShResult Sh(const std::string& cmd) {
+  ShResult r;
+  FILE* f = popen(absl::StrCat("( ", cmd, " ) 2>&1").c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
+  const int status = pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+// git with a fixed identity, run on the host as the developer would.
+std::string Git(const std::string& dir, const std::string& args) {
+  ShResult r = Sh(absl::StrCat("cd ", Quote(dir),
+                               " && git -c user.name=Dev -c user.email=dev@example.com "
+                               "-c init.defaultBranch=main -c protocol.file.allow=always ",
+                               args));
+  EXPECT_EQ(r.code, 0) << "git " << args << " in " << dir << ":\n" << r.out;
+  return Trim(r.out);
+}
+
+// Everything of the host repository the sandbox must never change, as one
+// comparable text: config, hooks, HEAD, index, packed-refs, every ref and
+// reflog outside refs/heads/lazaret, the info/ and modules/ files.
+std::string HostState(const std::string& repo) {
+  const std::string git_dir = Git(repo, "rev-parse --path-format=absolute --git-common-dir");
+  const std::string own_git_dir = Git(repo, "rev-parse --path-format=absolute --git-dir");
+  return Sh(absl::StrCat(
+                "cd ", Quote(git_dir), " && sha256sum config packed-refs shallow 2>/dev/null; cd ",
+                Quote(own_git_dir), " && sha256sum HEAD index 2>/dev/null; cd ", Quote(git_dir),
+                " && find hooks info modules logs -type f -not -path 'logs/refs/heads/lazaret/*' "
+                "2>/dev/null | sort | xargs -r sha256sum; find hooks -printf '%p %m\\n' | sort; "
+                "git --git-dir=. for-each-ref --format='%(objectname) %(refname)' | "
+                "grep -v ' refs/heads/lazaret/'"))
+      .out;
+}
+
+std::set<std::string> HostObjects(const std::string& repo) {
+  const std::string out = Git(repo, "cat-file --batch-all-objects --batch-check='%(objectname)'");
+  std::set<std::string> objects;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    objects.emplace(line);
+  }
+  return objects;
+}
+
+class GitShadowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/laz-gs-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    state_dir_ = base_ + "/profile/git";
+  }
+  void TearDown() override {
+    if (!HasFailure()) (void)!system(absl::StrCat("rm -rf ", base_).c_str());
+  }
+
+  // A repository with two commits on main, a tag, a second branch, a fake
+  // remote-tracking ref, a staged-but-uncommitted file and a hook.
+  std::string MakeRepo(const std::string& name) {
+    const std::string repo = absl::StrCat(base_, "/", name);
+    Sh(absl::StrCat("mkdir -p ", Quote(repo)));
+    Git(repo, "init -q");
+    Git(repo, "config user.name Dev");
+    Git(repo, "config user.email dev@example.com");
+    Sh(absl::StrCat("cd ", Quote(repo), " && echo one > a.txt && echo keep > b.txt"));
+    Git(repo, "add a.txt b.txt");
+    Git(repo, "commit -q -m one");
+    Git(repo, "tag v1");
+    Git(repo, "branch feature");
+    Sh(absl::StrCat("cd ", Quote(repo), " && echo two >> a.txt"));
+    Git(repo, "commit -q -am two");
+    Git(repo, "update-ref refs/remotes/origin/main HEAD~1");
+    Sh(absl::StrCat("cd ", Quote(repo), " && echo staged > staged.txt"));
+    Git(repo, "add staged.txt");
+    Sh(absl::StrCat("cd ", Quote(repo),
+                    " && printf '#!/bin/sh\\ntouch /tmp/dev-hook-ran\\n' > .git/hooks/pre-commit"
+                    " && chmod +x .git/hooks/pre-commit"));
+    return repo;
+  }
+
+  absl::StatusOr<GitShadowPlan> Plan(const std::string& workspace, const std::string& branch = "",
+                                     bool worktree = false) {
+    GitShadowRequest req;
+    req.workspace_dir = workspace;
+    req.profile = "test";
+    req.state_dir = state_dir_;
+    req.branch = branch;
+    req.worktree_mode = worktree;
+    return PlanGitShadow(req);
+  }
+
+  // Runs `script` with bash as the agent inside the emulated sandbox of
+  // `plan`. Returns its exit code and output.
+  ShResult RunInSandbox(const GitShadowPlan& plan, const std::string& script) {
+    if (geteuid() != 0) return ShResult{-2, "not root"};
+    const std::string root = absl::StrCat(base_, "/sandbox-root");
+    std::string s = "set -e\n";
+    absl::StrAppend(&s, "R=", Quote(root), "\nmkdir -p \"$R\"\nmount -t tmpfs tmpfs \"$R\"\n",
+                    "mkdir -p \"$R/usr\" \"$R/etc\" \"$R/dev\" \"$R/tmp\" \"$R/root\" "
+                    "\"$R/proc\" \"$R/workspace\" \"$R/run/lazaret/bin\"\n",
+                    "for d in bin lib lib64 sbin; do ln -s usr/$d \"$R/$d\"; done\n",
+                    "mount --rbind /usr \"$R/usr\"; mount -o remount,ro,bind \"$R/usr\"\n",
+                    "mount --rbind /etc \"$R/etc\"; mount -o remount,ro,bind \"$R/etc\"\n",
+                    "mount --rbind /dev \"$R/dev\"\nmount -t proc proc \"$R/proc\"\n",
+                    "mount -t tmpfs tmpfs \"$R/tmp\"\n", "mount --bind ",
+                    Quote(plan.workspace_host_dir), " \"$R/workspace\"\n");
+    for (const Mount& m : plan.mounts) {
+      if (const auto* t = std::get_if<TmpfsMount>(&m)) {
+        absl::StrAppend(&s, "mkdir -p \"$R\"", Quote(t->container),
+                        "\nmount -t tmpfs -o mode=", t->mode, " tmpfs \"$R\"", Quote(t->container),
+                        "\n");
+        continue;
+      }
+      const auto& b = std::get<BindMount>(m);
+      const std::string target = absl::StrCat("\"$R\"", Quote(b.container));
+      absl::StrAppend(&s, "if [ -d ", Quote(b.host), " ]; then mkdir -p ", target,
+                      "; else mkdir -p \"$(dirname ", target, ")\"; [ -e ", target, " ] || touch ",
+                      target, "; fi\n", "mount --bind ", Quote(b.host), " ", target, "\n");
+      if (b.read_only) absl::StrAppend(&s, "mount -o remount,ro,bind ", target, "\n");
+    }
+    absl::StrAppend(&s, "touch \"$R/run/lazaret/bin/lazaret-sandbox-init\"\n", "mount --bind ",
+                    Quote(LAZARET_SANDBOX_INIT_BIN),
+                    " \"$R/run/lazaret/bin/lazaret-sandbox-init\"\n",
+                    "cat > \"$R/tmp/agent.sh\" <<'LAZARET_AGENT_EOF'\n", script,
+                    "\nLAZARET_AGENT_EOF\n", "set +e\n");
+    std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                    "HOME=/root",
+                                    "GIT_AUTHOR_NAME=Agent",
+                                    "GIT_AUTHOR_EMAIL=agent@sandbox",
+                                    "GIT_COMMITTER_NAME=Agent",
+                                    "GIT_COMMITTER_EMAIL=agent@sandbox"};
+    for (const auto& e : plan.env) env.push_back(absl::StrCat(e.name, "=", e.value));
+    std::vector<std::string> init = {"/run/lazaret/bin/lazaret-sandbox-init"};
+    init.insert(init.end(), plan.init_args.begin(), plan.init_args.end());
+    std::vector<std::string> quoted;
+    for (const auto& a : init) quoted.push_back(Quote(a));
+    for (const auto& e : env) quoted.push_back(Quote(e));
+    absl::StrAppend(
+        &s, "chroot \"$R\" ", quoted[0], " ",
+        absl::StrJoin(quoted.begin() + 1, quoted.begin() + 1 + plan.init_args.size(), " "),
+        " -- /usr/bin/env -i ",
+        absl::StrJoin(quoted.begin() + 1 + plan.init_args.size(), quoted.end(), " "),
+        " /bin/bash -c 'cd /workspace && . /tmp/agent.sh'\n");
+    const std::string setup = absl::StrCat(base_, "/sandbox.sh");
+    std::ofstream(setup) << s;
+    return Sh(absl::StrCat("unshare -m --propagation private bash ", Quote(setup)));
+  }
+
+  bool CanEmulateSandbox() {
+    return geteuid() == 0 && Sh("unshare -m --propagation private true").code == 0;
+  }
+
+  std::string base_;
+  std::string state_dir_;
+};
+
+#define REQUIRE_SANDBOX_EMULATION()                                                            \
+  if (!CanEmulateSandbox())                                                                    \
+  GTEST_SKIP() << "needs root and unshare -m to emulate the sandbox's nested mounts (CI runs " \
+                  "the tests as root)"
+
+std::vector<std::string> Describe(const std::vector<Mount>& mounts) {
+  std::vector<std::string> out;
+  for (const Mount& m : mounts) {
+    if (const auto* t = std::get_if<TmpfsMount>(&m)) {
+      out.push_back(absl::StrCat("tmpfs ", t->container));
+    } else {
+      const auto& b = std::get<BindMount>(m);
+      out.push_back(absl::StrCat(b.read_only ? "ro " : "rw ", b.host, " ", b.container));
+    }
+  }
+  return out;
+}
+
+TEST_F(GitShadowTest, PlanForNormalRepoHasTheDocumentedMountsInOrder) {
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->has_repo);
+  EXPECT_EQ(plan->workspace_host_dir, repo);
+  EXPECT_EQ(plan->agent_branch, "lazaret/agent-test");
+  const std::string s = plan->write_back.repo_state_dir;
+  EXPECT_EQ(s.rfind(state_dir_ + "/", 0), 0u);
+  const std::string g = repo + "/.git";
+  EXPECT_EQ(Describe(plan->mounts), (std::vector<std::string>{
+                                        "tmpfs /workspace/.git",
+                                        "ro " + g + " /run/lazaret/git",
+                                        "ro " + g + "/index /run/lazaret/git-session/index",
+                                        "ro " + g + "/refs /workspace/.git/refs",
+                                        "rw " + s + "/refs /workspace/.git/refs/heads/lazaret",
+                                        "ro " + g + "/logs/refs /workspace/.git/logs/refs",
+                                        "rw " + s + "/logs /workspace/.git/logs/refs/heads/lazaret",
+                                        "rw " + s + "/objects /workspace/.git/objects",
+                                    }));
+  EXPECT_EQ(
+      plan->init_args,
+      (std::vector<std::string>{
+          "--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git",
+          "--git-head=refs/heads/lazaret/agent-test", "--git-index=/run/lazaret/git-session/index",
+          "--git-link=config", "--git-link=packed-refs", "--git-link=info", "--git-link=shallow"}));
+  ASSERT_FALSE(plan->env.empty());
+  EXPECT_EQ(plan->env[0].name, "GIT_CONFIG_COUNT");
+  // The agent branch exists on the host at HEAD, the mount points exist, S
+  // borrows the shadow's objects.
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse HEAD"));
+  EXPECT_TRUE(Exists(g + "/refs/heads/lazaret"));
+  EXPECT_TRUE(Exists(g + "/logs/refs/heads/lazaret"));
+  std::ifstream alt(s + "/objects/info/alternates");
+  std::string line;
+  std::getline(alt, line);
+  EXPECT_EQ(line, "/run/lazaret/git/objects");
+  EXPECT_EQ(Trim(Sh("cat " + Quote(s + "/refs/agent-test")).out), Git(repo, "rev-parse HEAD"));
+  struct stat st {};
+  ASSERT_EQ(stat(state_dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(GitShadowTest, NoRepositoryMeansNoGitMounts) {
+  const std::string dir = base_ + "/plain";
+  Sh("mkdir -p " + Quote(dir));
+  auto plan = Plan(dir);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->has_repo);
+  EXPECT_TRUE(plan->mounts.empty());
+  EXPECT_TRUE(plan->init_args.empty());
+  EXPECT_TRUE(plan->env.empty());
+  EXPECT_EQ(plan->workspace_host_dir, dir);
+  EXPECT_FALSE(Plan(dir, "", /*worktree=*/true).ok());
+}
+
+TEST_F(GitShadowTest, SubdirectoryOfARepoGetsNoShadowAndANotice) {
+  const std::string repo = MakeRepo("repo");
+  Sh("mkdir -p " + Quote(repo + "/src"));
+  auto plan = Plan(repo + "/src");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->has_repo);
+  EXPECT_TRUE(plan->mounts.empty());
+  EXPECT_EQ(plan->workspace_host_dir, repo + "/src") << "never widened to the repository top";
+  ASSERT_EQ(plan->notices.size(), 1u);
+  EXPECT_NE(plan->notices[0].find("not at its top"), std::string::npos);
+  EXPECT_FALSE(Exists(state_dir_)) << "nothing is created for a subdirectory";
+}
+
+TEST_F(GitShadowTest, RefusesBareRepository) {
+  const std::string bare = base_ + "/bare.git";
+  Sh("git init -q --bare " + Quote(bare));
+  auto plan = Plan(bare);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("bare"), std::string::npos) << plan.status();
+  EXPECT_FALSE(Plan(bare + "/hooks").ok());
+}
+
+TEST_F(GitShadowTest, RefusesBranchNamedLazaret) {
+  const std::string repo = MakeRepo("repo");
+  Git(repo, "branch lazaret");
+  auto plan = Plan(repo);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("branch named 'lazaret'"), std::string::npos)
+      << plan.status();
+}
+
+TEST_F(GitShadowTest, RefusesRepositoryWithAlternates) {
+  const std::string repo = MakeRepo("repo");
+  Git(base_, "clone -q --shared repo shared");
+  auto plan = Plan(base_ + "/shared");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("alternates"), std::string::npos) << plan.status();
+}
+
+TEST_F(GitShadowTest, BranchFlagPicksAnotherAgentBranch) {
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo, "fix-1");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->agent_branch, "lazaret/fix-1");
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/fix-1"), Git(repo, "rev-parse HEAD"));
+  EXPECT_FALSE(Plan(repo, "bad..name").ok());
+}
+
+TEST_F(GitShadowTest, AgentBranchBehindHeadIsFastForwardedDivergedIsLeftAlone) {
+  const std::string repo = MakeRepo("repo");
+  ASSERT_TRUE(Plan(repo).ok());
+  Git(repo, "commit -q -m three");  // commits the staged file
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse HEAD"));
+  // Diverge: the agent branch gets a commit HEAD does not have.
+  Git(repo, "checkout -q lazaret/agent-test");
+  Git(repo, "commit -q --allow-empty -m agent-side");
+  const std::string agent_tip = Git(repo, "rev-parse HEAD");
+  Git(repo, "checkout -q main");
+  Git(repo, "commit -q --allow-empty -m dev-side");
+  plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), agent_tip);
+  ASSERT_FALSE(plan->notices.empty());
+  EXPECT_NE(plan->notices.back().find("has commits your HEAD does not have"), std::string::npos);
+}
+
+TEST_F(GitShadowTest, LinkedWorktreeUsesCommonDirAndItsOwnIndex) {
+  const std::string repo = MakeRepo("repo");
+  Git(repo, "worktree add -q ../wt feature");
+  const std::string wt = base_ + "/wt";
+  auto plan = Plan(wt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->has_repo);
+  const std::string s = plan->write_back.repo_state_dir;
+  const std::string g = repo + "/.git";
+  EXPECT_EQ(plan->write_back.host_common_dir, g);
+  EXPECT_EQ(Describe(plan->mounts),
+            (std::vector<std::string>{
+                "ro " + s + "/dotgit /workspace/.git",
+                "tmpfs /run/lazaret/git-dir",
+                "ro " + g + " /run/lazaret/git",
+                "ro " + g + "/worktrees/wt/index /run/lazaret/git-session/index",
+                "ro " + g + "/refs /run/lazaret/git-dir/refs",
+                "rw " + s + "/refs /run/lazaret/git-dir/refs/heads/lazaret",
+                "ro " + g + "/logs/refs /run/lazaret/git-dir/logs/refs",
+                "rw " + s + "/logs /run/lazaret/git-dir/logs/refs/heads/lazaret",
+                "rw " + s + "/objects /run/lazaret/git-dir/objects",
+            }));
+  EXPECT_EQ(Trim(Sh("cat " + Quote(s + "/dotgit")).out), "gitdir: /run/lazaret/git-dir");
+  // The agent branch starts at the worktree's HEAD (feature), not main's.
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse feature"));
+}
+
+TEST_F(GitShadowTest, SubmodulesAreReadOnlyAndNonAbsorbedOnesAreRefused) {
+  const std::string lib = MakeRepo("lib");
+  const std::string repo = MakeRepo("super");
+  Git(repo, "submodule add -q ../lib vendor/lib");
+  Git(repo, "commit -q -m sub");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<std::string> d = Describe(plan->mounts);
+  EXPECT_EQ(d[d.size() - 2], "ro " + repo + "/.git/modules /workspace/.git/modules");
+  EXPECT_EQ(d.back(), "ro " + repo + "/vendor/lib/.git /workspace/vendor/lib/.git");
+
+  // A submodule with its .git directory inside the working tree is refused.
+  const std::string old = MakeRepo("old");
+  Git(base_, "clone -q lib old/inner");
+  Git(old, "add inner");
+  Git(old, "commit -q -m inner");
+  auto refused = Plan(old);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("absorbgitdirs"), std::string::npos)
+      << refused.status();
+}
+
+// ---- With the sandbox emulated: the agent really runs git. ----
+
+TEST_F(GitShadowTest, AgentCanStatusDiffAddCommitBranchAndLogAndDeveloperSeesTheCommit) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  const std::set<std::string> objects_before = HostObjects(repo);
+  const std::string dev_head = Git(repo, "rev-parse HEAD");
+
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+git status --porcelain > /tmp/status
+grep -q '^A  staged.txt' /tmp/status   # the developer's staged file shows as staged
+test "$(git rev-parse --abbrev-ref HEAD)" = lazaret/agent-test
+echo agent > agent.txt
+git diff --quiet
+git add agent.txt
+git diff --cached --name-only | grep -q agent.txt
+git commit -q -m 'agent work'
+git branch lazaret/topic
+git log --oneline -3
+git branch -a
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("agent work"), std::string::npos);
+  EXPECT_NE(r.out.find("feature"), std::string::npos);
+
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(report->imported.size(), 2u);
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "agent work");
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/topic"), Git(repo, "rev-parse lazaret/agent-test"));
+  EXPECT_EQ(Git(repo, "diff --name-only main lazaret/agent-test"), "agent.txt\nstaged.txt");
+  // Every new object is in the host's own object database.
+  Git(repo, "fsck --no-dangling --connectivity-only");
+  EXPECT_EQ(Git(repo, "rev-parse HEAD"), dev_head);
+  EXPECT_EQ(HostState(repo), before) << "host config, hooks, HEAD, index and refs unchanged";
+  const std::set<std::string> objects_after = HostObjects(repo);
+  for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
+
+  // Nothing changed since: cheap, no fetch.
+  auto again = WriteBack(plan->write_back);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->fetched);
+  EXPECT_TRUE(again->imported.empty());
+}
+
+TEST_F(GitShadowTest, FreshCloneShowsAllBranchesAndTagsInside) {
+  REQUIRE_SANDBOX_EMULATION();
+  MakeRepo("origin");
+  Git(base_, "clone -q origin clone");
+  const std::string clone = base_ + "/clone";
+  ASSERT_TRUE(Exists(clone + "/.git/packed-refs"));
+  auto plan = Plan(clone);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, "git branch -a; git tag; git status --short | wc -l");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("remotes/origin/feature"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("remotes/origin/main"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v1"), std::string::npos) << r.out;
+}
+
+TEST_F(GitShadowTest, WritesOutsideTheAgentNamespaceFailReadOnly) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  ShResult r = RunInSandbox(*plan, R"SH(
+for cmd in "git branch evil" "git tag evil-tag" "git config core.pager evil" \
+           "git remote add x /tmp" "git update-ref refs/heads/main HEAD~1" \
+           "git update-ref -d refs/heads/feature" "git update-ref refs/remotes/origin/main HEAD" \
+           "git checkout -q -b evil2" "git pack-refs --all"; do
+  if $cmd >/tmp/out 2>&1; then echo "ALLOWED: $cmd"; cat /tmp/out; fi
+  grep -q 'Read-only file system' /tmp/out || { echo "NOT EROFS: $cmd"; cat /tmp/out; }
+done
+echo x >> .git/config 2>/dev/null && echo "ALLOWED: append config"
+echo change >> a.txt
+git stash >/dev/null 2>&1 && echo "ALLOWED: stash"
+echo done
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("NOT EROFS"), std::string::npos) << r.out;
+  ASSERT_TRUE(WriteBack(plan->write_back).ok());
+  EXPECT_EQ(HostState(repo), before);
+}
+
+TEST_F(GitShadowTest, HookAndConfigPlantedInsideNeverRunOnHost) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string hooks_and_config =
+      "cd " + Quote(repo) + "/.git && sha256sum config hooks/* && ls -l hooks";
+  const std::string hooks_and_config_before = Sh(hooks_and_config).out;
+  const std::string marker = base_ + "/pwned";
+  ShResult r = RunInSandbox(*plan, absl::StrCat(R"SH(
+set -e
+for h in pre-commit post-commit post-checkout pre-push reference-transaction fsmonitor-watchman; do
+  printf '#!/bin/sh\ntouch )SH",
+                                                marker, R"SH(\n' > .git/hooks/$h
+  chmod +x .git/hooks/$h
+done
+rm .git/config
+cat > .git/config <<EOF
+[core]
+  repositoryformatversion = 0
+  bare = false
+  pager = touch )SH",
+                                                marker, R"SH(
+  fsmonitor = touch )SH",
+                                                marker, R"SH(
+  hooksPath = /workspace/evil-hooks
+  sshCommand = touch )SH",
+                                                marker, R"SH(
+[diff]
+  external = touch )SH",
+                                                marker, R"SH(
+[alias]
+  status = !touch )SH",
+                                                marker, R"SH(
+[include]
+  path = /workspace/evil.cfg
+EOF
+mkdir -p evil-hooks
+cp .git/hooks/* evil-hooks/
+printf '[core]\n  pager = touch %s\n' )SH",
+                                                marker, R"SH( > evil.cfg
+git commit -q --allow-empty -m 'with hooks' || true
+echo ok
+)SH"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  // The hooks ran inside (they are harmless there); remove the evidence.
+  Sh("rm -f " + Quote(marker));
+  ASSERT_TRUE(WriteBack(plan->write_back).ok());
+  // The developer uses git normally on the host.
+  Sh(absl::StrCat("cd ", Quote(repo),
+                  " && git status >/dev/null && git log -1 | cat >/dev/null && git diff "
+                  "lazaret/agent-test >/dev/null && git -c user.name=D -c user.email=d@e commit -q "
+                  "-m dev && git checkout -q feature && git checkout -q main"));
+  EXPECT_FALSE(Exists(marker)) << "agent code ran on the host";
+  Sh("rm -f /tmp/dev-hook-ran");
+  EXPECT_EQ(Sh(hooks_and_config).out, hooks_and_config_before);
+  EXPECT_EQ(Sh("cd " + Quote(repo) + " && ls .git/hooks | grep -v sample").out, "pre-commit\n");
+}
+
+TEST_F(GitShadowTest, HostConfigChangeIsVisibleInsideAtOnce) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // While the sandbox runs, the host replaces .git/config (git config
+  // writes a new file and renames it over the old one) and then drops a
+  // flag into the workspace.
+  const std::string flag = repo + "/flag";
+  Sh(absl::StrCat("( sleep 1; cd ", Quote(repo), " && git config lazaret.probe changed && touch ",
+                  Quote(flag), " ) >/dev/null 2>&1 &"));
+  ShResult r = RunInSandbox(*plan, R"SH(
+before=$(git config lazaret.probe || echo unset)
+for i in $(seq 100); do [ -e /workspace/flag ] && break; sleep 0.1; done
+echo "$before -> $(git config lazaret.probe)")SH");
+  EXPECT_EQ(Trim(r.out), "unset -> changed") << r.out;
+}
+
+TEST_F(GitShadowTest, PlantedSymlinksFifosAndDevicesAreRemovedAndNeverFollowed) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  const std::string s = plan->write_back.repo_state_dir;
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+echo work > w.txt && git add w.txt && git commit -q -m work
+O=.git/objects
+mkdir -p $O/ab $O/pack
+ln -s /etc/shadow $O/ab/cdef0123456789abcdef0123456789abcdef01
+mkfifo $O/pack/pack-0123456789abcdef0123456789abcdef01234567.pack
+touch $O/pack/pack-0123456789abcdef0123456789abcdef01234567.idx
+mknod $O/ab/1111111111111111111111111111111111111111 c 1 3 || true
+ln -s /run/lazaret/git/hooks $O/cd
+ln -s /run/lazaret/git/refs/heads/main .git/refs/heads/lazaret/evil-link
+mkfifo .git/refs/heads/lazaret/evil-fifo
+ln -s /etc/passwd .git/logs/refs/heads/lazaret/evil-log
+mkfifo .git/logs/refs/heads/lazaret/agent-test-fifo
+echo ok
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  const std::string removed = absl::StrJoin(report->removed, "\n");
+  for (const char* what : {"objects/ab/cdef0123456789abcdef0123456789abcdef01: symlink",
+                           "objects/pack/pack-0123456789abcdef0123456789abcdef01234567.pack: FIFO",
+                           "objects/cd: symlink", "refs/evil-link: symlink", "refs/evil-fifo: FIFO",
+                           "logs/evil-log: symlink", "logs/agent-test-fifo: FIFO"}) {
+    EXPECT_NE(removed.find(what), std::string::npos) << what << "\n" << removed;
+  }
+  EXPECT_FALSE(Exists(s + "/objects/ab/cdef0123456789abcdef0123456789abcdef01"));
+  EXPECT_FALSE(Exists(s + "/refs/evil-link"));
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "work");
+  EXPECT_EQ(HostState(repo), before);
+}
+
+TEST_F(GitShadowTest, AlternatesPlantedInsideHaveNoEffectOnHost) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  // The agent builds a commit whose objects live only in a store outside S,
+  // and points S's alternates (and http-alternates) at it.
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+git init -q --bare /workspace/evil.git
+echo /workspace/evil.git/objects >> .git/objects/info/alternates
+echo http://192.0.2.1/evil > .git/objects/info/http-alternates
+blob=$(echo evil | GIT_DIR=/workspace/evil.git git hash-object -w --stdin)
+tree=$(printf '100644 blob %s\tevil\n' $blob | GIT_DIR=/workspace/evil.git git mktree)
+c=$(GIT_DIR=/workspace/evil.git git commit-tree -m evil $tree)
+git update-ref refs/heads/lazaret/agent-test $c
+git cat-file -e $c && echo visible-inside
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("visible-inside"), std::string::npos);
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->import_status.ok()) << "the objects are not in S; import must fail";
+  const std::string removed = absl::StrJoin(report->removed, "\n");
+  EXPECT_NE(removed.find("objects/info/http-alternates"), std::string::npos) << removed;
+  EXPECT_NE(removed.find("objects/info/alternates: changed by the sandbox"), std::string::npos)
+      << removed;
+  EXPECT_FALSE(Exists(repo + "/.git/objects/info/alternates"));
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse HEAD"));
+  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(
+      Trim(Sh("cat " + Quote(plan->write_back.repo_state_dir + "/import/objects/info/alternates"))
+               .out),
+      repo + "/.git/objects");
+}
+
+TEST_F(GitShadowTest, GcPruneRepackAndReflogExpireInsideKeepEveryHostObjectRefAndReflog) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");         // has a staged-only blob
+  Git(repo, "commit-tree -m dangling HEAD^{tree}");  // an unreferenced commit
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  const std::set<std::string> objects_before = HostObjects(repo);
+  ShResult r = RunInSandbox(*plan, R"SH(
+echo x > x.txt && git add x.txt && git commit -q -m x
+git gc --prune=now --aggressive; echo "gc=$?"
+git prune --expire=now; echo "prune=$?"
+git repack -a -d -f; echo "repack=$?"
+git reflog expire --all --expire=now; echo "reflog=$?"
+git pack-refs --all; echo "pack-refs=$?"
+git log --oneline -1
+)SH");
+  EXPECT_NE(r.out.find("gc=0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("repack=0"), std::string::npos) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "x");
+  EXPECT_EQ(HostState(repo), before);
+  const std::set<std::string> objects_after = HostObjects(repo);
+  for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
+  EXPECT_EQ(Git(repo, "diff --cached --name-only"), "staged.txt");
+}
+
+TEST_F(GitShadowTest, RemovingOrMovingGitInsideLeavesHostIntact) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  ShResult r = RunInSandbox(*plan, R"SH(
+rm -rf /workspace/.git 2>/dev/null
+mv /workspace/.git /workspace/git-moved 2>/dev/null && echo MOVED
+rm -rf /workspace/.git/refs/heads/main 2>/dev/null
+ls /workspace/.git
+)SH");
+  EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
+  ASSERT_TRUE(WriteBack(plan->write_back).ok());
+  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt");
+}
+
+TEST_F(GitShadowTest, AgentRefsThatAreNotOneObjectIdAreRejected) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+echo 'ref: refs/heads/main' > .git/refs/heads/lazaret/symbolic
+echo garbage > .git/refs/heads/lazaret/garbage
+printf '%s\n%s\n' $(git rev-parse HEAD) $(git rev-parse HEAD) > .git/refs/heads/lazaret/two
+echo ok
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->rejected.size(), 3u) << absl::StrJoin(report->rejected, "\n");
+  EXPECT_FALSE(report->fetched);
+  EXPECT_EQ(Sh("cd " + Quote(repo) + " && git for-each-ref refs/heads/lazaret | wc -l").out, "1\n");
+}
+
+TEST_F(GitShadowTest, HostAndSandboxMovingTheSameBranchKeepsBoth) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r =
+      RunInSandbox(*plan, "git commit -q --allow-empty -m agent-side && git rev-parse HEAD");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string agent_tip = Trim(r.out);
+  Git(repo, "branch -f lazaret/agent-test feature");  // the developer moves it meanwhile
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->conflicts.size(), 1u);
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse feature"));
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test-sandbox-" + agent_tip.substr(0, 12)),
+            agent_tip);
+}
+
+TEST_F(GitShadowTest, WorkLeftByACrashedSessionIsImportedAtTheNextPlan) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, "git commit -q --allow-empty -m unsaved && git rev-parse HEAD");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // No WriteBack: the session "crashed". `lazaret clean` or the next run
+  // brings it in.
+  auto all = WriteBackAll(state_dir_);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Trim(r.out));
+  ShResult r2 =
+      RunInSandbox(*plan, "git commit -q --allow-empty -m unsaved2 && git rev-parse HEAD");
+  ASSERT_TRUE(Plan(repo).ok());
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Trim(r2.out));
+}
+
+TEST_F(GitShadowTest, LinkedWorktreeWorksInside) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  Git(repo, "worktree add -q ../wt feature");
+  const std::string wt = base_ + "/wt";
+  auto plan = Plan(wt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+git status --short
+git rev-parse --abbrev-ref HEAD
+echo y > y.txt && git add y.txt && git commit -q -m in-worktree
+echo 'gitdir: /tmp' > .git 2>/dev/null && echo REWROTE || true
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lazaret/agent-test"), std::string::npos);
+  EXPECT_EQ(r.out.find("REWROTE"), std::string::npos);
+  ASSERT_TRUE(WriteBack(plan->write_back).ok());
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "in-worktree");
+  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(Git(wt, "rev-parse --abbrev-ref HEAD"), "feature");
+}
+
+TEST_F(GitShadowTest, SubmodulesWorkReadOnlyInside) {
+  REQUIRE_SANDBOX_EMULATION();
+  MakeRepo("lib");
+  const std::string repo = MakeRepo("super");
+  Git(repo, "submodule add -q ../lib vendor/lib");
+  Git(repo, "commit -q -m sub");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string before = HostState(repo);
+  const std::string sub_git_file = Sh("cat " + Quote(repo + "/vendor/lib/.git")).out;
+  ShResult r = RunInSandbox(*plan, R"SH(
+git status --short && echo STATUS-OK
+git -C vendor/lib log --oneline -1 && echo SUBLOG-OK
+(cd vendor/lib && echo z > z && git add z 2>&1 && git commit -q -m z 2>&1) && echo SUBCOMMIT
+echo 'gitdir: /workspace/evil' > vendor/lib/.git 2>/dev/null && echo REWROTE
+git config -f .git/modules/vendor/lib/config core.fsmonitor evil 2>/dev/null && echo SUBCONFIG
+true
+)SH");
+  EXPECT_NE(r.out.find("STATUS-OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SUBLOG-OK"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SUBCOMMIT"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SUBCONFIG"), std::string::npos) << r.out;
+  ASSERT_TRUE(WriteBack(plan->write_back).ok());
+  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(Sh("cat " + Quote(repo + "/vendor/lib/.git")).out, sub_git_file);
+}
+
+TEST_F(GitShadowTest, ShallowRepositoryWorksInside) {
+  REQUIRE_SANDBOX_EMULATION();
+  MakeRepo("origin");
+  Git(base_, "clone -q --depth 1 file://" + base_ + "/origin shallow");
+  const std::string repo = base_ + "/shallow";
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+test "$(git rev-parse --is-shallow-repository)" = true
+git log --oneline | wc -l
+git commit -q --allow-empty -m on-shallow
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "on-shallow");
+}
+
+TEST_F(GitShadowTest, WorktreeModeLeavesTheDevelopersTreeUntouched) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  const std::string files_before = Sh("cd " + Quote(repo) + " && sha256sum *.txt").out;
+  auto plan = Plan(repo, "", /*worktree=*/true);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NE(plan->workspace_host_dir, repo);
+  EXPECT_EQ(plan->workspace_host_dir.rfind(state_dir_, 0), 0u);
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+test ! -e staged.txt   # the developer's uncommitted work is not here
+git status --porcelain | wc -l
+echo wt > a.txt && git commit -q -am in-agent-worktree
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(Trim(r.out), "0") << "a clean worktree of the agent branch";
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "in-agent-worktree");
+  EXPECT_EQ(Sh("cd " + Quote(repo) + " && sha256sum *.txt").out, files_before);
+  // The next session's worktree catches up with the branch.
+  auto plan2 = Plan(repo, "", /*worktree=*/true);
+  ASSERT_TRUE(plan2.ok()) << plan2.status();
+  ShResult r2 = RunInSandbox(*plan2, "git status --porcelain | wc -l; git log -1 --format=%s");
+  EXPECT_EQ(Trim(r2.out), "0\nin-agent-worktree") << r2.out;
+  (void)before;
+}
+
+TEST_F(GitShadowTest, Sha256RepositoryWorks) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = base_ + "/sha256";
+  Sh("mkdir -p " + Quote(repo));
+  Git(repo, "init -q --object-format=sha256");
+  Git(repo, "commit -q --allow-empty -m root");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, "git commit -q --allow-empty -m agent256");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "agent256");
+}
+
+}  // namespace
+}  // namespace lazaret::cli
