@@ -1,18 +1,88 @@
 #include "services/configd/configd.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
+#include "services/common/log.h"
 #include "services/common/unix_server.h"
+#include "services/configd/host_paths.h"
+#include "services/configd/layer_files.h"
+#include "services/configd/proto_convert.h"
 
 namespace lazaret::configd {
 namespace {
 
 namespace pb = ::lazaret::config::v1;
 
+// Stateless: every call reads the files again, so an edit or a `lazaret
+// trust` takes effect at once and nothing is cached across requests.
 class ConfigServiceImpl final : public pb::ConfigService::Service {
-  grpc::Status ResolveProfile(grpc::ServerContext*, const pb::ResolveProfileRequest*,
-                              pb::ResolveProfileResponse*) override {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "profile resolution is not built yet");
+ public:
+  explicit ConfigServiceImpl(config::HostContext host) : host_(std::move(host)) {}
+
+  grpc::Status ResolveProfile(grpc::ServerContext*, const pb::ResolveProfileRequest* req,
+                              pb::ResolveProfileResponse* resp) override {
+    absl::StatusOr<config::Selector> sel = CheckSelector(req->selector());
+    if (!sel.ok()) return ToGrpcStatus(sel.status());
+    const config::LoadedConfig loaded = config::LoadForSelector(host_, *sel);
+    absl::StatusOr<config::ResolvedProfile> profile = loaded.Profile(req->profile());
+    if (!profile.ok()) {
+      LogRefusal(*sel, profile.status());
+      return ToGrpcStatus(profile.status());
+    }
+    config::ToProto(*profile, resp->mutable_profile());
+    for (const auto& w : loaded.diagnostics.warnings()) config::ToProto(w, resp->add_warnings());
+    for (const auto& l : loaded.layers) config::ToProto(l, resp->add_layers());
+    return grpc::Status::OK;
   }
+
+  grpc::Status ListProfiles(grpc::ServerContext*, const pb::ListProfilesRequest* req,
+                            pb::ListProfilesResponse* resp) override {
+    absl::StatusOr<config::Selector> sel = CheckSelector(req->selector());
+    if (!sel.ok()) return ToGrpcStatus(sel.status());
+    const config::LoadedConfig loaded = config::LoadForSelector(host_, *sel);
+    if (absl::Status st = loaded.status(); !st.ok()) {
+      LogRefusal(*sel, st);
+      return ToGrpcStatus(st);
+    }
+    for (const auto& [name, p] : loaded.profiles) resp->add_profiles(name);
+    resp->set_default_profile(loaded.default_profile);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Validate(grpc::ServerContext*, const pb::ValidateRequest* req,
+                        pb::ValidateResponse* resp) override {
+    absl::StatusOr<config::Selector> sel = CheckSelector(req->selector());
+    if (!sel.ok()) return ToGrpcStatus(sel.status());
+    const config::LoadedConfig loaded = config::LoadForSelector(host_, *sel);
+    resp->set_ok(!loaded.diagnostics.has_errors());
+    for (const auto& e : loaded.diagnostics.errors()) config::ToProto(e, resp->add_errors());
+    for (const auto& w : loaded.diagnostics.warnings()) config::ToProto(w, resp->add_warnings());
+    for (const auto& l : loaded.layers) config::ToProto(l, resp->add_layers());
+    return grpc::Status::OK;
+  }
+
+ private:
+  static absl::StatusOr<config::Selector> CheckSelector(const pb::ConfigSelector& s) {
+    if (s.workspace_dir().empty() || s.workspace_dir()[0] != '/') {
+      return absl::InvalidArgumentError("selector.workspace_dir must be an absolute path");
+    }
+    if (!s.explicit_config().empty() && s.explicit_config()[0] != '/') {
+      return absl::InvalidArgumentError("selector.explicit_config must be an absolute path");
+    }
+    return config::Selector{s.workspace_dir(), s.explicit_config()};
+  }
+
+  static void LogRefusal(const config::Selector& sel, const absl::Status& st) {
+    if (absl::IsPermissionDenied(st)) {
+      LAZ_LOG_WARNING << "refused the workspace configuration of " << sel.workspace_dir
+                      << ": it widens what the user granted";
+    }
+  }
+
+  const config::HostContext host_;
 };
 
 }  // namespace
@@ -21,9 +91,11 @@ ServiceSpec Spec() {
   return ServiceSpec{
       .name = "configd",
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = [](const std::string&) -> absl::StatusOr<ServiceHandlers> {
+      .make_handlers = [](const std::string& runtime_dir) -> absl::StatusOr<ServiceHandlers> {
+        absl::StatusOr<config::HostContext> host = config::HostContextFromEnvironment(runtime_dir);
+        if (!host.ok()) return host.status();
         ServiceHandlers h;
-        h.services.push_back(std::make_unique<ConfigServiceImpl>());
+        h.services.push_back(std::make_unique<ConfigServiceImpl>(*std::move(host)));
         return h;
       },
   };

@@ -1,4 +1,9 @@
-// lazaret-configd: the config service. Turns TOML layers into resolved, validated profiles. Holds no capabilities; its input (TOML files, one of them agent-writable) is untrusted.
+// lazaret-configd: the config service. Turns TOML layers into resolved,
+// validated profiles; the single process that parses Lazaret's TOML. Runs as
+// the user, started by the supervisor, and holds no capabilities. Its input
+// is untrusted: the workspace's lazaret.toml is agent-writable, and even the
+// request (workspace directory, --config path) is only as trusted as the
+// local client that sent it. Its output is trusted by the rest of Lazaret.
 #ifndef LAZARET_SERVICES_CONFIGD_CONFIGD_H_
 #define LAZARET_SERVICES_CONFIGD_CONFIGD_H_
 

@@ -1,3 +1,5 @@
 #include "services/configd/configd.h"
 
-int main(int argc, char** argv) { return lazaret::ServiceMain(lazaret::configd::Spec(), argc, argv); }
+int main(int argc, char** argv) {
+  return lazaret::ServiceMain(lazaret::configd::Spec(), argc, argv);
+}

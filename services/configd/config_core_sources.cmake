@@ -1,0 +1,16 @@
+# The configuration loader's core: TOML schema, merge, narrowing, expansion.
+# It needs only Abseil and toml++ (header-only, TOML_EXCEPTIONS=0), so the
+# libFuzzer build in tests/fuzz can compile it with clang on its own.
+# Included by services/configd/CMakeLists.txt and tests/fuzz/CMakeLists.txt.
+set(LAZARET_CONFIG_CORE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/auto_approve.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cidr.cc
+  ${CMAKE_CURRENT_LIST_DIR}/diagnostics.cc
+  ${CMAKE_CURRENT_LIST_DIR}/embedded_default.cc
+  ${CMAKE_CURRENT_LIST_DIR}/host_paths.cc
+  ${CMAKE_CURRENT_LIST_DIR}/loader.cc
+  ${CMAKE_CURRENT_LIST_DIR}/schema.cc
+  ${CMAKE_CURRENT_LIST_DIR}/shell_words.cc
+)
+set(LAZARET_CONFIG_TOML_DEFINITIONS TOML_EXCEPTIONS=0 TOML_HEADER_ONLY=1 TOML_ENABLE_FORMATTERS=0)
+set(LAZARET_CONFIG_ABSL_LIBS absl::status absl::statusor absl::strings absl::str_format)

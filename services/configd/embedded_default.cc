@@ -1,0 +1,59 @@
+#include "services/configd/embedded_default.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace lazaret::config {
+
+const std::string& EmbeddedDefaultToml() {
+  static const std::string* const kText = new std::string(absl::StrCat(R"toml(
+# Lazaret's built-in defaults (the lowest layer). See docs/configuration.md.
+default_profile = ")toml",
+                                                                       kDefaultProfileName, R"toml("
+
+[storage]
+data_root = "~/.local/share/lazaret"
+
+[network]
+default_allow = ["0.0.0.0/0", "::/0"]
+# Never reachable from a sandbox unless a trusted layer says otherwise:
+# private, shared, loopback, link-local (cloud metadata), multicast and
+# reserved ranges, and the IPv6 forms that embed IPv4 addresses.
+default_deny = [
+  "0.0.0.0/8",        # "this network"
+  "10.0.0.0/8",       # RFC 1918
+  "100.64.0.0/10",    # RFC 6598 carrier-grade NAT / tailnets
+  "127.0.0.0/8",      # loopback
+  "169.254.0.0/16",   # link-local, 169.254.169.254 cloud metadata
+  "172.16.0.0/12",    # RFC 1918
+  "192.0.0.0/24",     # IETF protocol assignments
+  "192.168.0.0/16",   # RFC 1918
+  "198.18.0.0/15",    # benchmarking, used inside some private networks
+  "224.0.0.0/4",      # multicast
+  "240.0.0.0/4",      # reserved, 255.255.255.255 broadcast
+  "::/128",           # unspecified
+  "::1/128",          # loopback
+  "::ffff:0:0/96",    # IPv4-mapped
+  "64:ff9b::/96",     # NAT64 well-known prefix
+  "64:ff9b:1::/48",   # NAT64 local-use prefix
+  "100::/64",         # discard-only
+  "2002::/16",        # 6to4 (embeds IPv4 addresses)
+  "fc00::/7",         # unique local
+  "fe80::/10",        # link-local
+  "fec0::/10",        # deprecated site-local
+  "ff00::/8",         # multicast
+]
+
+[escalation]
+enabled = true
+socket_dir = "{runtime_dir}/escalation"
+auto_approve = []
+
+[profiles.)toml",
+                                                                       kDefaultProfileName, R"toml(]
+image = ")toml",
+                                                                       kDefaultImage, R"toml("
+)toml"));
+  return *kText;
+}
+
+}  // namespace lazaret::config

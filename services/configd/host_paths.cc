@@ -1,0 +1,344 @@
+#include "services/configd/host_paths.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace lazaret::config {
+namespace {
+
+struct TokenInfo {
+  absl::string_view name;
+  Token token;
+};
+constexpr TokenInfo kTokens[] = {
+    {"profile_name", kTokenProfileName},
+    {"profile_dir", kTokenProfileDir},
+    {"workspace_dir", kTokenWorkspaceDir},
+    {"runtime_dir", kTokenRuntimeDir},
+};
+
+std::string AllowedTokenList(unsigned allowed) {
+  std::vector<std::string> names;
+  for (const TokenInfo& t : kTokens) {
+    if ((allowed & t.token) != 0) names.push_back(absl::StrCat("{", t.name, "}"));
+  }
+  return names.empty() ? std::string("none") : absl::StrJoin(names, ", ");
+}
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+std::string StripTrailingSlashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// Walks `tmpl` once; with `values` null only checks syntax.
+absl::StatusOr<std::string> Walk(absl::string_view tmpl, unsigned allowed,
+                                 const ExpansionValues* values) {
+  std::string out;
+  size_t i = 0;
+  if (!tmpl.empty() && tmpl[0] == '~') {
+    if (tmpl.size() > 1 && tmpl[1] != '/') {
+      return absl::InvalidArgumentError(
+          "'~user' is not supported; only a leading \"~\" or \"~/\" means your home directory");
+    }
+    if (values != nullptr) {
+      if (values->home.empty()) return absl::FailedPreconditionError("home directory unknown");
+      out = values->home;
+    }
+    i = 1;
+  }
+  while (i < tmpl.size()) {
+    const char c = tmpl[i];
+    if (c == '}') {
+      return absl::InvalidArgumentError("has a '}' without a matching '{' (there is no escape)");
+    }
+    if (c != '{') {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    const size_t close = tmpl.find('}', i);
+    if (close == absl::string_view::npos) {
+      return absl::InvalidArgumentError("has a '{' without a closing '}'");
+    }
+    const absl::string_view name = tmpl.substr(i + 1, close - i - 1);
+    const TokenInfo* info = nullptr;
+    for (const TokenInfo& t : kTokens) {
+      if (t.name == name) info = &t;
+    }
+    if (info == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown token {", name, "}; tokens allowed here: ", AllowedTokenList(allowed)));
+    }
+    if ((allowed & info->token) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("{", name,
+                                                     "} cannot be used in this key; tokens "
+                                                     "allowed here: ",
+                                                     AllowedTokenList(allowed)));
+    }
+    if (values != nullptr) {
+      const std::string* v = nullptr;
+      switch (info->token) {
+        case kTokenProfileName:
+          v = &values->profile_name;
+          break;
+        case kTokenProfileDir:
+          v = &values->profile_dir;
+          break;
+        case kTokenWorkspaceDir:
+          v = &values->workspace_dir;
+          break;
+        case kTokenRuntimeDir:
+          v = &values->runtime_dir;
+          break;
+      }
+      if (v == nullptr || v->empty()) {
+        return absl::FailedPreconditionError(absl::StrCat("{", name, "} has no value here"));
+      }
+      out += *v;
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
+bool LstatExists(const std::string& p, struct stat* st) { return lstat(p.c_str(), st) == 0; }
+
+}  // namespace
+
+absl::StatusOr<HostContext> HostContextFromEnvironment(const std::string& runtime_dir) {
+  HostContext h;
+  h.home = EnvOr("HOME");
+  if (h.home.empty() || h.home[0] != '/') {
+    struct passwd pw {};
+    struct passwd* result = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &result) != 0 || result == nullptr ||
+        pw.pw_dir == nullptr || pw.pw_dir[0] != '/') {
+      return absl::FailedPreconditionError(
+          "cannot find your home directory: $HOME is unset or relative and the passwd entry "
+          "has none");
+    }
+    h.home = pw.pw_dir;
+  }
+  h.home = StripTrailingSlashes(h.home);
+  const std::string xdg_config = EnvOr("XDG_CONFIG_HOME");
+  h.config_home = StripTrailingSlashes(
+      !xdg_config.empty() && xdg_config[0] == '/' ? xdg_config : h.home + "/.config");
+  const std::string xdg_state = EnvOr("XDG_STATE_HOME");
+  h.state_home = StripTrailingSlashes(
+      !xdg_state.empty() && xdg_state[0] == '/' ? xdg_state : h.home + "/.local/state");
+  const std::string xdg_runtime = EnvOr("XDG_RUNTIME_DIR");
+  h.xdg_runtime_dir =
+      !xdg_runtime.empty() && xdg_runtime[0] == '/' ? StripTrailingSlashes(xdg_runtime) : "";
+  if (runtime_dir.empty() || runtime_dir[0] != '/') {
+    return absl::InvalidArgumentError("the Lazaret runtime directory must be absolute");
+  }
+  h.runtime_dir = StripTrailingSlashes(runtime_dir);
+  return h;
+}
+
+absl::Status CheckPathTemplate(absl::string_view tmpl, unsigned allowed_tokens) {
+  return Walk(tmpl, allowed_tokens, nullptr).status();
+}
+
+absl::StatusOr<std::string> ExpandHostPath(absl::string_view tmpl, unsigned allowed_tokens,
+                                           const ExpansionValues& values) {
+  absl::StatusOr<std::string> expanded = Walk(tmpl, allowed_tokens, &values);
+  if (!expanded.ok()) return expanded.status();
+  std::vector<absl::string_view> kept;
+  for (absl::string_view seg : absl::StrSplit(*expanded, '/')) {
+    if (seg == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expands to \"", *expanded,
+                       "\", which has a '..' segment; paths may not climb out "
+                       "of the directory they name"));
+    }
+    if (seg.empty() || seg == ".") continue;
+    kept.push_back(seg);
+  }
+  if (expanded->empty() || (*expanded)[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expands to \"", *expanded,
+                     "\", which is not absolute; start it with /, ~/ or a token "
+                     "such as {workspace_dir}"));
+  }
+  return absl::StrCat("/", absl::StrJoin(kept, "/"));
+}
+
+absl::StatusOr<std::string> CanonicalizeHostPath(const std::string& absolute_path) {
+  if (absolute_path.empty() || absolute_path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("\"", absolute_path, "\" is not absolute"));
+  }
+  std::vector<std::string> parts = absl::StrSplit(absolute_path, '/', absl::SkipEmpty());
+  // Find the longest existing prefix, from the full path down.
+  size_t n = parts.size();
+  std::string resolved;
+  for (;; --n) {
+    const std::string prefix =
+        absl::StrCat("/", absl::StrJoin(parts.begin(), parts.begin() + n, "/"));
+    char* real = realpath(prefix.c_str(), nullptr);
+    if (real != nullptr) {
+      resolved = real;
+      free(real);
+      break;
+    }
+    const int err = errno;
+    if (err != ENOENT && err != ENOTDIR) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot resolve \"", prefix, "\": ", std::strerror(err)));
+    }
+    struct stat st {};
+    if (LstatExists(prefix, &st)) {
+      // It exists but does not resolve: a dangling symlink (or a symlink
+      // through a non-directory). Its target could appear later.
+      return absl::FailedPreconditionError(
+          absl::StrCat("\"", prefix,
+                       "\" is a symlink whose target does not exist; remove it or point "
+                       "the path at a real directory"));
+    }
+    if (n == 0) return absl::InternalError("realpath(\"/\") failed");
+  }
+  for (size_t i = n; i < parts.size(); ++i) {
+    if (resolved.back() != '/') resolved.push_back('/');
+    resolved += parts[i];
+  }
+  return resolved;
+}
+
+bool PathIsWithin(absl::string_view path, absl::string_view dir) {
+  if (dir == "/") return !path.empty() && path[0] == '/';
+  if (!absl::StartsWith(path, dir)) return false;
+  return path.size() == dir.size() || path[dir.size()] == '/';
+}
+
+std::vector<SensitivePath> SensitivePaths(const HostContext& host,
+                                          const std::string& workspace_dir) {
+  std::vector<SensitivePath> lexical;
+  const std::pair<const char*, const char*> kHomeSecrets[] = {
+      {".ssh", "ssh keys"},
+      {".gnupg", "GnuPG keys"},
+      {".aws", "AWS credentials"},
+      {".azure", "Azure credentials"},
+      {".kube", "Kubernetes credentials"},
+      {".docker", "container registry credentials"},
+      {".config/gcloud", "Google Cloud credentials"},
+      {".config/gh", "GitHub CLI credentials"},
+      {".config/containers", "podman configuration"},
+      {".local/share/containers", "podman storage"},
+      {".local/share/keyrings", "desktop keyrings"},
+      {".password-store", "pass password store"},
+      {".pki", "certificate stores"},
+      {".netrc", "netrc credentials"},
+      {".git-credentials", "git credentials"},
+  };
+  for (const auto& [rel, what] : kHomeSecrets) {
+    lexical.push_back(
+        {absl::StrCat(host.home, "/", rel), absl::StrCat("~/", rel, " (", what, ")")});
+  }
+  lexical.push_back({host.LazaretConfigDir(), "Lazaret's configuration directory"});
+  lexical.push_back({host.StateDir(), "Lazaret's state directory (trusted workspace files)"});
+  lexical.push_back({host.runtime_dir, "Lazaret's runtime directory (service sockets)"});
+  if (!host.xdg_runtime_dir.empty()) {
+    lexical.push_back({host.xdg_runtime_dir, "$XDG_RUNTIME_DIR (session sockets)"});
+  }
+  for (const char* p : {"/proc", "/sys", "/dev", "/run/podman", "/run/docker.sock",
+                        "/var/run/docker.sock", "/run/dbus", "/etc/shadow", "/etc/sudoers"}) {
+    lexical.push_back({p, absl::StrCat(p, " (host system interface)")});
+  }
+  if (!workspace_dir.empty()) {
+    const std::string git = workspace_dir + "/.git";
+    lexical.push_back({git, "the workspace's .git (guarded by the Git Shadow)"});
+    // A linked worktree or submodule: .git is a file naming the real git dir.
+    struct stat st {};
+    if (lstat(git.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 4096) {
+      const int fd = open(git.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+      if (fd >= 0) {
+        char buf[4096];
+        const ssize_t r = read(fd, buf, sizeof(buf));
+        close(fd);
+        absl::string_view text(buf, r > 0 ? static_cast<size_t>(r) : 0);
+        text = text.substr(0, text.find('\n'));
+        if (absl::ConsumePrefix(&text, "gitdir:")) {
+          std::string dir(absl::StripAsciiWhitespace(text));
+          if (!dir.empty() && dir[0] != '/') dir = absl::StrCat(workspace_dir, "/", dir);
+          lexical.push_back({dir, "the workspace's git directory (guarded by the Git Shadow)"});
+          const size_t wt = dir.find("/.git/worktrees/");
+          if (wt != std::string::npos) {
+            lexical.push_back({dir.substr(0, wt + 5), "the main repository's .git"});
+          }
+        }
+      }
+    }
+  }
+  std::vector<SensitivePath> out;
+  for (SensitivePath& s : lexical) {
+    absl::StatusOr<std::string> canon = CanonicalizeHostPath(s.path);
+    if (canon.ok() && *canon != s.path) out.push_back({*canon, s.what});
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::Status CheckNotSensitive(const std::string& canonical,
+                               const std::vector<SensitivePath>& sensitive, bool refuse_ancestors) {
+  for (const SensitivePath& s : sensitive) {
+    if (PathIsWithin(canonical, s.path)) {
+      return absl::PermissionDeniedError(absl::StrCat("resolves to \"", canonical, "\", which is ",
+                                                      canonical == s.path ? "" : "inside ", s.what,
+                                                      " (", s.path, ")"));
+    }
+    if (refuse_ancestors && PathIsWithin(s.path, canonical)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "resolves to \"", canonical, "\", which contains ", s.what, " (", s.path, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CheckContainerPath(absl::string_view path) {
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError("must be an absolute path inside the container");
+  }
+  for (char c : path) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == ':' || c == ',') {
+      return absl::InvalidArgumentError(
+          "contains a control character, ':' or ',' (which podman would read as mount options)");
+    }
+  }
+  std::string p(path);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  if (p == "/") return absl::InvalidArgumentError("cannot be the container's root directory");
+  for (absl::string_view seg : absl::StrSplit(absl::string_view(p).substr(1), '/')) {
+    if (seg.empty() || seg == "." || seg == "..") {
+      return absl::InvalidArgumentError("must be a clean path (no empty, '.' or '..' segments)");
+    }
+  }
+  for (absl::string_view reserved : {"/workspace", "/run/lazaret", "/proc", "/sys", "/dev"}) {
+    if (PathIsWithin(p, reserved)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("is inside ", reserved, ", which Lazaret or the kernel manages"));
+    }
+  }
+  return p;
+}
+
+}  // namespace lazaret::config

@@ -1,0 +1,112 @@
+// The configuration pipeline: parse each layer, refuse a workspace layer
+// that widens what the user granted, merge, expand, canonicalise and check
+// every profile. Part of lazaret_config; runs in lazaret-configd (and the
+// fuzzer). Layer text is untrusted; the HostContext is the user's own.
+//
+// Layers, lowest precedence first: the embedded default, the user file
+// ($XDG_CONFIG_HOME/lazaret/config.toml), the workspace's ./lazaret.toml,
+// then --config FILE. Merge rule, for every key: a key set in a higher
+// layer replaces the lower value entirely (lists and the env table
+// included); tables ([storage], [network], [escalation], each
+// [profiles.<name>]) merge key by key. The workspace layer, unless its
+// exact content is trusted, must only narrow the merge of the user's own
+// layers (embedded default, user file and --config): see CheckNarrowing in
+// loader.cc and docs/configuration.md for the rule of each key.
+#ifndef LAZARET_SERVICES_CONFIGD_LOADER_H_
+#define LAZARET_SERVICES_CONFIGD_LOADER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "services/configd/auto_approve.h"
+#include "services/configd/cidr.h"
+#include "services/configd/diagnostics.h"
+#include "services/configd/host_paths.h"
+#include "services/configd/schema.h"
+
+namespace lazaret::config {
+
+// One configuration file as read, before parsing.
+struct LayerSource {
+  Layer layer = Layer::kUser;
+  std::string path;
+  std::string text;
+  std::string sha256;   // hex digest of `text`
+  bool trusted = true;  // false only for a workspace file whose digest is not trusted
+};
+
+struct ResolvedEnv {
+  std::string name;
+  bool host_pull = false;
+  std::string value;  // literal, or the host variable's name for a pull
+  Layer source = Layer::kEmbeddedDefault;
+};
+
+struct ResolvedVolume {
+  std::string host;  // canonical: what gets mounted
+  std::string container;
+  Access access = Access::kReadOnly;
+  SelinuxLabel selinux = SelinuxLabel::kNone;
+  Layer source = Layer::kEmbeddedDefault;
+};
+
+// Which layer (and file) supplied a key of a resolved profile.
+struct KeySource {
+  std::string key_path;
+  Layer layer = Layer::kEmbeddedDefault;
+  std::string file;
+};
+
+// Everything `lazaret run` needs for one profile. Host paths are absolute
+// and canonical at resolution time; consumers still open them without
+// following symlinks.
+struct ResolvedProfile {
+  std::string name;
+  std::string image;
+  std::string data_root;
+  std::string profile_dir;  // <data_root>/<name>
+  std::vector<std::string> persistent_dirs;
+  std::vector<Cidr> allow;  // network.default_allow, then the profile's allow_egress
+  std::vector<Cidr> deny;   // network.default_deny
+  std::vector<ResolvedEnv> env;
+  std::vector<ResolvedVolume> volumes;
+  bool escalation_enabled = false;
+  std::string socket_dir;
+  std::vector<CommandPrefix> auto_approve;
+  std::vector<KeySource> sources;
+};
+
+struct LayerSummary {
+  Layer layer = Layer::kEmbeddedDefault;
+  std::string path;
+  std::string sha256;
+  bool trusted = true;
+};
+
+struct LoadedConfig {
+  std::vector<LayerSummary> layers;
+  Diagnostics diagnostics;
+  std::string default_profile;
+  std::map<std::string, ResolvedProfile> profiles;  // empty when there are errors
+
+  // OK when no layer had an error (see Diagnostics::ToStatus).
+  absl::Status status() const { return diagnostics.ToStatus(); }
+
+  // The named profile; an empty name selects default_profile. Fails with the
+  // load errors, or InvalidArgument / NotFound for a bad or unknown name.
+  absl::StatusOr<ResolvedProfile> Profile(absl::string_view name) const;
+};
+
+// Runs the pipeline. The embedded default is added below `layers`, which
+// must be in precedence order (user, workspace, explicit; each optional).
+// `workspace_dir` is canonical, or empty when there is no workspace.
+LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_dir,
+                        const std::vector<LayerSource>& layers);
+
+}  // namespace lazaret::config
+
+#endif  // LAZARET_SERVICES_CONFIGD_LOADER_H_

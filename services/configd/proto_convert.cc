@@ -1,0 +1,83 @@
+#include "services/configd/proto_convert.h"
+
+namespace lazaret::config {
+
+namespace pb = ::lazaret::config::v1;
+namespace cpb = ::lazaret::common::v1;
+
+cpb::ConfigLayer ToProto(Layer layer) {
+  switch (layer) {
+    case Layer::kEmbeddedDefault:
+      return cpb::CONFIG_LAYER_EMBEDDED_DEFAULT;
+    case Layer::kUser:
+      return cpb::CONFIG_LAYER_USER;
+    case Layer::kWorkspace:
+      return cpb::CONFIG_LAYER_WORKSPACE;
+    case Layer::kExplicit:
+      return cpb::CONFIG_LAYER_EXPLICIT;
+  }
+  return cpb::CONFIG_LAYER_UNSPECIFIED;
+}
+
+void ToProto(const Diagnostic& d, pb::Diagnostic* out) {
+  out->set_file(d.file);
+  out->set_key_path(d.key_path);
+  out->set_line(d.line);
+  out->set_column(d.column);
+  out->set_message(d.message);
+  out->set_hint(d.hint);
+  out->set_widening(d.widening);
+}
+
+void ToProto(const LayerSummary& l, pb::LayerInfo* out) {
+  out->set_layer(ToProto(l.layer));
+  out->set_path(l.path);
+  out->set_sha256(l.sha256);
+  out->set_trusted(l.trusted);
+}
+
+void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
+  out->set_name(p.name);
+  out->set_image(p.image);
+  out->set_profile_dir(p.profile_dir);
+  out->set_data_root(p.data_root);
+  for (const std::string& d : p.persistent_dirs) out->add_persistent_dirs(d);
+  for (const Cidr& c : p.allow) out->mutable_network()->add_allow()->set_prefix(c.ToString());
+  for (const Cidr& c : p.deny) out->mutable_network()->add_deny()->set_prefix(c.ToString());
+  for (const ResolvedEnv& e : p.env) {
+    pb::EnvVar* v = out->add_env();
+    v->set_name(e.name);
+    if (e.host_pull) {
+      v->set_host_var(e.value);
+    } else {
+      v->set_literal(e.value);
+    }
+    v->set_source(ToProto(e.source));
+  }
+  for (const ResolvedVolume& vol : p.volumes) {
+    pb::Volume* v = out->add_volumes();
+    v->set_host(vol.host);
+    v->set_container(vol.container);
+    v->set_access(vol.access == Access::kReadWrite ? pb::MOUNT_ACCESS_READ_WRITE
+                                                   : pb::MOUNT_ACCESS_READ_ONLY);
+    v->set_selinux(vol.selinux == SelinuxLabel::kShared    ? pb::SELINUX_LABEL_SHARED
+                   : vol.selinux == SelinuxLabel::kPrivate ? pb::SELINUX_LABEL_PRIVATE
+                                                           : pb::SELINUX_LABEL_NONE);
+    v->set_source(ToProto(vol.source));
+  }
+  pb::EscalationPolicy* esc = out->mutable_escalation();
+  esc->set_enabled(p.escalation_enabled);
+  esc->set_socket_dir(p.socket_dir);
+  for (const CommandPrefix& c : p.auto_approve) {
+    pb::CommandPrefix* cp = esc->add_auto_approve();
+    for (const std::string& a : c.argv) cp->add_argv(a);
+  }
+  for (const KeySource& k : p.sources) {
+    pb::KeySource* ks = out->add_key_sources();
+    ks->set_key_path(k.key_path);
+    ks->set_layer(ToProto(k.layer));
+    ks->set_file(k.file);
+  }
+}
+
+}  // namespace lazaret::config

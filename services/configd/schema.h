@@ -1,0 +1,117 @@
+// The TOML schema of one configuration layer. Part of lazaret_config (runs
+// in lazaret-configd and the loader fuzzer). The text is untrusted: the
+// workspace layer is written by whoever controls the workspace, including
+// the agent. Everything that can be checked within one file is checked
+// here; what needs other layers (merge, narrowing, expansion) is in loader.h.
+#ifndef LAZARET_SERVICES_CONFIGD_SCHEMA_H_
+#define LAZARET_SERVICES_CONFIGD_SCHEMA_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "services/configd/auto_approve.h"
+#include "services/configd/cidr.h"
+#include "services/configd/diagnostics.h"
+#include "services/configd/host_paths.h"
+
+namespace lazaret::config {
+
+// Limits that keep a hostile file cheap to process.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
+inline constexpr size_t kMaxListEntries = 256;
+inline constexpr size_t kMaxProfiles = 128;
+inline constexpr size_t kMaxStringBytes = 4096;
+
+// A value with the place it was written.
+template <typename T>
+struct Setting {
+  T value;
+  Origin origin;
+};
+template <typename T>
+using SettingList = Setting<std::vector<Setting<T>>>;
+
+// `NAME = "literal"` or `NAME = "env:VAR"` (a pull from the host environment
+// of `lazaret run`, never resolved by the config service).
+struct EnvValue {
+  std::string name;
+  bool host_pull = false;
+  std::string value;  // the literal, or VAR for a pull
+};
+
+enum class Access { kReadOnly, kReadWrite };
+enum class SelinuxLabel { kNone, kShared, kPrivate };  // "", z, Z
+
+// One [[profiles.<name>.volumes]] entry, syntax-checked. `host` is still a
+// template; it is expanded and canonicalised when a profile is resolved.
+struct VolumeSpec {
+  Setting<std::string> host;
+  Setting<std::string> container;  // clean absolute path
+  Access access = Access::kReadOnly;
+  SelinuxLabel selinux = SelinuxLabel::kNone;
+  std::string mode_text;  // as written (default "ro")
+};
+
+// One [profiles.<name>] table as written in one layer.
+struct ProfileLayer {
+  Origin origin;  // the table header (or first key)
+  std::optional<Setting<std::string>> image;
+  std::optional<SettingList<std::string>> persistent_dirs;  // clean container paths
+  std::optional<SettingList<Cidr>> allow_egress;
+  std::optional<SettingList<EnvValue>> env;
+  std::optional<SettingList<VolumeSpec>> volumes;
+};
+
+// One layer, every key optional. The same type holds a merge of layers, in
+// which each setting keeps the origin of the layer that won.
+struct LayerConfig {
+  Layer layer = Layer::kEmbeddedDefault;
+  std::string file;
+  std::optional<Setting<std::string>> default_profile;
+  std::optional<Setting<std::string>> data_root;  // template
+  std::optional<SettingList<Cidr>> default_allow;
+  std::optional<SettingList<Cidr>> default_deny;
+  std::optional<Setting<bool>> escalation_enabled;
+  std::optional<Setting<std::string>> socket_dir;  // template
+  std::optional<SettingList<CommandPrefix>> auto_approve;
+  std::map<std::string, ProfileLayer> profiles;
+};
+
+// Tokens allowed per path key.
+inline constexpr unsigned kDataRootTokens = 0;
+inline constexpr unsigned kSocketDirTokens = kTokenRuntimeDir;
+inline constexpr unsigned kVolumeHostTokens =
+    kTokenProfileName | kTokenProfileDir | kTokenWorkspaceDir;
+
+// Parses and checks one layer. Every problem goes to `diags` with file, key
+// path, line and column; the returned layer holds the values that passed.
+// Callers must not use the layer when diags has errors.
+LayerConfig ParseLayer(Layer layer, const std::string& file, absl::string_view text,
+                       Diagnostics& diags);
+
+// ^[a-z0-9_-]{2,32}$
+bool IsValidProfileName(absl::string_view name);
+
+// ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 bytes)
+bool IsValidEnvName(absl::string_view name);
+
+// Parses a volume mode: comma-separated options from {ro, rw, z, Z}, at most
+// one of ro/rw and one of z/Z, no repeats. Empty means "ro".
+absl::Status ParseVolumeMode(absl::string_view mode, Access* access, SelinuxLabel* selinux);
+
+// An OCI image reference: [registry/]path[:tag][@sha256:<64 hex>]. Errors
+// for malformed references (including a leading '-', which podman would
+// read as an option); sets `warning` when the image is not pinned (no
+// digest and no tag or ":latest") or not fully qualified.
+absl::Status CheckImageReference(absl::string_view image, std::string* warning);
+
+// The known key closest to `unknown` within a small edit distance
+// (transpositions count once), or empty when none is close.
+std::string SuggestKey(absl::string_view unknown, const std::vector<absl::string_view>& known);
+
+}  // namespace lazaret::config
+
+#endif  // LAZARET_SERVICES_CONFIGD_SCHEMA_H_
