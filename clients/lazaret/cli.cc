@@ -17,6 +17,10 @@ constexpr CommandInfo kCommands[] = {
     {"up", "up [--foreground]", "start the Lazaret service set (once per user)", CmdUp},
     {"down", "down", "stop the service set; nothing is left running", CmdDown},
     {"status", "status [--json]", "show each service's health, pid and capabilities", CmdStatus},
+    {"config", "config check|show [options]",
+     "validate the configuration, or show a resolved profile", CmdConfig},
+    {"trust", "trust [--revoke] [FILE]",
+     "let this exact workspace lazaret.toml widen your configuration", CmdTrust},
 };
 
 void PrintUsage(FILE* out) {

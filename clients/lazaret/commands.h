@@ -15,6 +15,10 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args);
 int CmdDown(const Context& ctx, const std::vector<std::string>& args);
 int CmdStatus(const Context& ctx, const std::vector<std::string>& args);
 
+// config_cmd.cc: the configuration and workspace trust.
+int CmdConfig(const Context& ctx, const std::vector<std::string>& args);
+int CmdTrust(const Context& ctx, const std::vector<std::string>& args);
+
 }  // namespace lazaret::cli
 
 #endif  // LAZARET_CLIENTS_LAZARET_COMMANDS_H_
