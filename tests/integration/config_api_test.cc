@@ -1,0 +1,356 @@
+// lazaret-configd through its real gRPC API, started as its own process with
+// a private HOME, XDG directories and runtime directory; `lazaret trust` and
+// `lazaret config` are the real CLI binary. The workspace clamp is checked
+// end to end: a widening workspace file is refused, accepted once trusted,
+// and refused again after one byte changes.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lazaret/config/v1/config.grpc.pb.h"
+#include "services/common/unix_server.h"
+#include "tests/support/test_support.h"
+
+extern char** environ;
+
+namespace lazaret {
+namespace {
+
+namespace pb = ::lazaret::config::v1;
+using test::Binary;
+using test::CommandResult;
+using test::TempDir;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+}
+
+void MakeDirs(const std::string& path) {
+  std::string p;
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      p = path.substr(0, i);
+      mkdir(p.c_str(), 0700);
+    }
+  }
+}
+
+constexpr char kUserConfig[] = R"(
+[escalation]
+auto_approve = ["aws sts get-caller-identity"]
+
+[profiles.claude-code]
+image = "docker.io/library/node:22.11.0-bookworm"
+persistent_dirs = ["/root"]
+allow_egress = ["160.79.104.0/23"]
+env = { ANTHROPIC_API_KEY = "env:ANTHROPIC_API_KEY", SECRET_LITERAL = "hunter2-literal" }
+)";
+
+class ConfigApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = dir_.path() + "/home";
+    ws_ = dir_.path() + "/ws";
+    run_ = dir_.path() + "/run";
+    MakeDirs(home_ + "/.config/lazaret");
+    MakeDirs(home_ + "/.ssh");
+    MakeDirs(ws_);
+    env_ = {{"HOME", home_},
+            {"XDG_CONFIG_HOME", home_ + "/.config"},
+            {"XDG_STATE_HOME", home_ + "/.local/state"},
+            {"XDG_RUNTIME_DIR", ""},
+            {"LAZARET_RUNTIME_DIR", run_},
+            {"ANTHROPIC_API_KEY", "sk-never-read-by-configd"}};
+    WriteFile(home_ + "/.config/lazaret/config.toml", kUserConfig);
+    StartConfigd();
+    stub_ = pb::ConfigService::NewStub(DialUnix(run_ + "/configd.sock"));
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "lazaret-configd did not stop cleanly";
+    }
+  }
+
+  void StartConfigd() {
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      if (env_.count(kv.substr(0, kv.find('='))) == 0) env_storage.push_back(kv);
+    }
+    for (const auto& [k, v] : env_) {
+      if (!v.empty()) env_storage.push_back(k + "=" + v);
+    }
+    std::vector<char*> envp;
+    for (auto& s : env_storage) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string bin = Binary("lazaret-configd");
+    std::string flag = "--runtime-dir=" + run_;
+    char* argv[] = {bin.data(), flag.data(), nullptr};
+    ASSERT_EQ(posix_spawn(&pid_, bin.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+    const bool up = test::WaitFor([&] { return CheckHealth(run_ + "/configd.sock", 200).ok(); },
+                                  std::chrono::seconds(15));
+    ASSERT_TRUE(up) << "lazaret-configd did not become healthy";
+  }
+
+  pb::ConfigSelector Selector(const std::string& explicit_config = "") const {
+    pb::ConfigSelector s;
+    s.set_workspace_dir(ws_);
+    s.set_explicit_config(explicit_config);
+    return s;
+  }
+
+  grpc::Status Resolve(const std::string& profile, pb::ResolveProfileResponse* resp,
+                       const std::string& explicit_config = "") {
+    pb::ResolveProfileRequest req;
+    *req.mutable_selector() = Selector(explicit_config);
+    req.set_profile(profile);
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->ResolveProfile(&cc, req, resp);
+  }
+
+  pb::ValidateResponse Validate(const std::string& explicit_config = "") {
+    pb::ValidateRequest req;
+    *req.mutable_selector() = Selector(explicit_config);
+    pb::ValidateResponse resp;
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    EXPECT_TRUE(stub_->Validate(&cc, req, &resp).ok());
+    return resp;
+  }
+
+  // The real CLI, run in the workspace with this test's environment.
+  CommandResult Lazaret(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env", "-C", ws_, Binary("lazaret")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::Run(argv, env_);
+  }
+
+  TempDir dir_{"lcfg"};
+  std::string home_;
+  std::string ws_;
+  std::string run_;
+  std::map<std::string, std::string> env_;
+  pid_t pid_ = -1;
+  std::unique_ptr<pb::ConfigService::Stub> stub_;
+};
+
+TEST_F(ConfigApiTest, WithNoFilesTheEmbeddedDefaultResolves) {
+  unlink((home_ + "/.config/lazaret/config.toml").c_str());
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("", &resp).ok());
+  const pb::ResolvedProfile& p = resp.profile();
+  EXPECT_EQ(p.name(), "default");
+  EXPECT_EQ(p.image(), "localhost/lazaret-sandbox:trixie");
+  EXPECT_EQ(p.data_root(), home_ + "/.local/share/lazaret");
+  EXPECT_EQ(p.profile_dir(), home_ + "/.local/share/lazaret/default");
+  EXPECT_EQ(p.escalation().socket_dir(), run_ + "/escalation");
+  std::vector<std::string> deny;
+  for (const auto& c : p.network().deny()) deny.push_back(c.prefix());
+  EXPECT_THAT(deny, AllOf(Contains("169.254.0.0/16"), Contains("10.0.0.0/8"), Contains("fc00::/7"),
+                          Contains("64:ff9b::/96")));
+}
+
+TEST_F(ConfigApiTest, WorkspaceAutoApproveIsRefusedUntilTrustedAndAgainAfterOneByteChanges) {
+  const std::string file = ws_ + "/lazaret.toml";
+  const std::string content = "[escalation]\nauto_approve = [\"curl\"]\n";
+  WriteFile(file, content);
+
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("claude-code", &resp);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr(file + ":2:17: escalation.auto_approve[0]"));
+  EXPECT_THAT(s.error_message(), HasSubstr("lazaret trust " + file));
+  CommandResult check = Lazaret({"config", "check"});
+  EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+  EXPECT_THAT(check.err, HasSubstr("escalation.auto_approve[0]"));
+
+  CommandResult trust = Lazaret({"trust"});
+  ASSERT_EQ(trust.exit_code, 0) << trust.out << trust.err;
+  EXPECT_THAT(trust.out, HasSubstr("auto-approves \"curl\""));
+  EXPECT_THAT(trust.out, HasSubstr("Trusted " + file));
+
+  resp.Clear();
+  s = Resolve("claude-code", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.profile().escalation().auto_approve_size(), 1);
+  EXPECT_EQ(resp.profile().escalation().auto_approve(0).argv(0), "curl");
+  bool saw_trusted_workspace = false;
+  for (const auto& l : resp.layers()) {
+    if (l.layer() == common::v1::CONFIG_LAYER_WORKSPACE) saw_trusted_workspace = l.trusted();
+  }
+  EXPECT_TRUE(saw_trusted_workspace);
+  check = Lazaret({"config", "check"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_THAT(check.out, HasSubstr("trusted (lazaret trust)"));
+
+  // One byte: "curl" -> "curL" is another command and another digest.
+  WriteFile(file, "[escalation]\nauto_approve = [\"curL\"]\n");
+  s = Resolve("claude-code", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  // Even a trailing space is one byte too many.
+  WriteFile(file, content + " ");
+  s = Resolve("claude-code", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  // Back to the trusted bytes: trusted again.
+  WriteFile(file, content);
+  EXPECT_TRUE(Resolve("claude-code", &resp).ok());
+}
+
+TEST_F(ConfigApiTest, WorkspaceAllowEgressIsRefusedUntilTrustedAndAfterRevoke) {
+  const std::string file = ws_ + "/lazaret.toml";
+  WriteFile(file,
+            "[profiles.claude-code]\nallow_egress = [\"160.79.104.0/23\", \"93.184.216.0/24\"]\n");
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("claude-code", &resp);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("profiles.claude-code.allow_egress[1]: allows egress to "
+                                           "\"93.184.216.0/24\""));
+  pb::ValidateResponse v = Validate();
+  EXPECT_FALSE(v.ok());
+  ASSERT_EQ(v.errors_size(), 1);
+  EXPECT_EQ(v.errors(0).file(), file);
+  EXPECT_EQ(v.errors(0).key_path(), "profiles.claude-code.allow_egress[1]");
+  EXPECT_EQ(v.errors(0).line(), 2u);
+  EXPECT_EQ(v.errors(0).column(), 36u);
+  EXPECT_TRUE(v.errors(0).widening());
+
+  ASSERT_EQ(Lazaret({"trust", file}).exit_code, 0);
+  resp.Clear();
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  std::vector<std::string> allow;
+  for (const auto& c : resp.profile().network().allow()) allow.push_back(c.prefix());
+  EXPECT_THAT(allow, Contains("93.184.216.0/24"));
+
+  CommandResult revoke = Lazaret({"trust", "--revoke"});
+  ASSERT_EQ(revoke.exit_code, 0) << revoke.out << revoke.err;
+  EXPECT_EQ(Resolve("claude-code", &resp).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(ConfigApiTest, ANarrowingWorkspaceFileNeedsNoTrust) {
+  WriteFile(ws_ + "/lazaret.toml",
+            "[escalation]\nenabled = false\nauto_approve = []\n"
+            "[profiles.claude-code]\nallow_egress = []\nenv = { RUST_BACKTRACE = \"1\" }\n");
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("claude-code", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(resp.profile().escalation().enabled());
+  EXPECT_EQ(resp.profile().escalation().auto_approve_size(), 0);
+  ASSERT_EQ(resp.profile().env_size(), 1);
+  EXPECT_EQ(resp.profile().env(0).source(), common::v1::CONFIG_LAYER_WORKSPACE);
+}
+
+TEST_F(ConfigApiTest, ABrokenWorkspaceFileFailsAndNamesFileLineAndKey) {
+  WriteFile(ws_ + "/lazaret.toml", "[network]\ndefault_deny = [\"10.0.0.1/8\"]\n");
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("claude-code", &resp);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr(ws_ + "/lazaret.toml:2:17: network.default_deny[0]: \"10.0.0.1/8\" has "
+                              "host bits set; did you mean \"10.0.0.0/8\"?"));
+  pb::ListProfilesRequest req;
+  *req.mutable_selector() = Selector();
+  pb::ListProfilesResponse lresp;
+  grpc::ClientContext cc;
+  EXPECT_FALSE(stub_->ListProfiles(&cc, req, &lresp).ok());
+}
+
+TEST_F(ConfigApiTest, ASymlinkToSshUsedAsAVolumeIsRejectedShowingItsCanonicalTarget) {
+  ASSERT_EQ(symlink((home_ + "/.ssh").c_str(), (ws_ + "/innocent").c_str()), 0);
+  const std::string mine = dir_.path() + "/mine.toml";
+  WriteFile(mine,
+            "[profiles.default]\nvolumes = [{ host = \"{workspace_dir}/innocent\", container = "
+            "\"/keys\" }]\n");
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("", &resp, mine);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("profiles.default.volumes[0].host"));
+  EXPECT_THAT(s.error_message(), HasSubstr("resolves to \"" + home_ + "/.ssh\""));
+  EXPECT_THAT(s.error_message(), HasSubstr("~/.ssh (ssh keys)"));
+}
+
+TEST_F(ConfigApiTest, ExampleTomlPassesConfigCheckAndResolvesEveryProfile) {
+  const std::string example = std::string(LAZARET_SOURCE_DIR) + "/example.toml";
+  CommandResult check = Lazaret({"config", "check", "--config", example});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_THAT(check.out, HasSubstr("The configuration is valid."));
+  EXPECT_THAT(check.out, Not(HasSubstr("warning:")));
+  for (const char* profile : {"claude-code", "codex", "gemini-cli", "aider", "opencode"}) {
+    pb::ResolveProfileResponse resp;
+    grpc::Status s = Resolve(profile, &resp, example);
+    ASSERT_TRUE(s.ok()) << profile << ": " << s.error_message();
+    EXPECT_EQ(resp.warnings_size(), 0) << profile << ": images are pinned";
+    EXPECT_GT(resp.profile().env_size(), 0) << profile;
+    EXPECT_GT(resp.profile().persistent_dirs_size(), 0) << profile;
+  }
+}
+
+TEST_F(ConfigApiTest, ConfigShowPrintsEnvNamesAndSourcesButNeverValues) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"config", "show", "--profile", "claude-code"},
+        std::vector<std::string>{"config", "show", "--profile", "claude-code", "--json"}}) {
+    CommandResult r = Lazaret(args);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("SECRET_LITERAL"));
+    EXPECT_THAT(r.out, HasSubstr("ANTHROPIC_API_KEY"));
+    EXPECT_THAT(r.out, Not(HasSubstr("hunter2-literal")));
+    EXPECT_THAT(r.out, Not(HasSubstr("sk-never-read-by-configd")));
+  }
+}
+
+TEST_F(ConfigApiTest, HostVariablesAreNamedNotResolvedByTheService) {
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  bool found = false;
+  for (const auto& e : resp.profile().env()) {
+    if (e.name() == "ANTHROPIC_API_KEY") {
+      found = true;
+      EXPECT_EQ(e.host_var(), "ANTHROPIC_API_KEY");
+      EXPECT_FALSE(e.has_literal());
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_THAT(resp.DebugString(), Not(HasSubstr("sk-never-read-by-configd")));
+}
+
+TEST_F(ConfigApiTest, BadRequestsAreRefused) {
+  pb::ResolveProfileRequest req;
+  req.mutable_selector()->set_workspace_dir("relative/ws");
+  pb::ResolveProfileResponse resp;
+  grpc::ClientContext cc;
+  EXPECT_EQ(stub_->ResolveProfile(&cc, req, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Resolve("../../etc", &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Resolve("no-such-profile", &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ConfigApiTest, TheCliSaysToRunLazaretUpWhenTheServiceIsDown) {
+  std::map<std::string, std::string> env = env_;
+  env["LAZARET_RUNTIME_DIR"] = dir_.path() + "/no-service";
+  CommandResult r = test::Run({Binary("lazaret"), "config", "check"}, env);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("run: lazaret up"));
+}
+
+}  // namespace
+}  // namespace lazaret
