@@ -10,13 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-
-// toml++ is used header-only with exceptions off; CMake defines both on
-// every target that compiles this file.
-#include <toml++/toml.h>
-#if TOML_EXCEPTIONS
-#error "lazaret_config must be built with TOML_EXCEPTIONS=0"
-#endif
+#include "services/configd/toml.h"
 
 namespace lazaret::config {
 namespace {

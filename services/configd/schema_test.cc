@@ -358,5 +358,21 @@ TEST(SchemaTest, LimitsKeepHostileFilesCheap) {
               HasSubstr("NUL"));
 }
 
+// toml++ 3.3 reached __builtin_unreachable() on these (see schema.cc); they
+// must be ordinary syntax errors. tests/fuzz keeps them as seeds, where
+// UBSan would report a regression.
+TEST(SchemaTest, NonAsciiWhereWhitespaceIsExpectedIsHandledNotUndefined) {
+  const std::pair<const char*, const char*> cases[] = {
+      // Kept as string content after a line-ending backslash: the key is parsed.
+      {"s = \"\"\"\\\n\xc2\xa7\"\"\"\n", "unknown key 's'"},
+      {"a = 1 \xc3\xa9\n", "TOML syntax error"},
+      {"\xcc\xaa", "TOML syntax error"},
+      {"a = 1 \xe3\x80\x81\n", "TOML syntax error"},
+  };
+  for (const auto& [text, error] : cases) {
+    EXPECT_THAT(AllErrors(ParseText(text).diags), HasSubstr(error)) << text;
+  }
+}
+
 }  // namespace
 }  // namespace lazaret::config
