@@ -1,0 +1,142 @@
+// libFuzzer target for the configuration loader (lazaret_config's core).
+// The input is one TOML file, loaded twice through the real pipeline: as an
+// untrusted workspace lazaret.toml over a fixed user file, and as the user
+// file itself. Besides crashes and sanitizer reports it checks the clamp as
+// a property: whenever the untrusted workspace layer is accepted, the
+// result grants nothing the user file alone did not.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "services/configd/auto_approve.h"
+#include "services/configd/cidr.h"
+#include "services/configd/host_paths.h"
+#include "services/configd/loader.h"
+#include "services/configd/shell_words.h"
+
+namespace {
+
+using namespace lazaret::config;  // NOLINT: a fuzz target, not a library
+
+constexpr char kRoot[] = "/nonexistent-lazaret-fuzz";
+
+const HostContext& Host() {
+  static const HostContext* const kHost = [] {
+    auto* h = new HostContext;
+    h->home = std::string(kRoot) + "/home";
+    h->config_home = h->home + "/.config";
+    h->state_home = h->home + "/.local/state";
+    h->runtime_dir = std::string(kRoot) + "/run";
+    return h;
+  }();
+  return *kHost;
+}
+
+constexpr char kUser[] = R"(
+[escalation]
+auto_approve = ["aws sts get-caller-identity", "gh pr view"]
+[profiles.claude-code]
+image = "docker.io/library/node:22.12.0"
+persistent_dirs = ["/root", "/usr/local"]
+allow_egress = ["160.79.104.0/23", "10.20.0.0/16"]
+env = { ANTHROPIC_API_KEY = "env:ANTHROPIC_API_KEY", MODE = "x" }
+volumes = [{ host = "~/src", container = "/src", mode = "rw,z" },
+           { host = "{profile_dir}/cache", container = "/cache", mode = "ro" }]
+)";
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+bool Covered(const std::vector<Cidr>& nets, const Cidr& c) {
+  for (const Cidr& n : nets) {
+    if (n.Covers(c)) return true;
+  }
+  return false;
+}
+
+// `narrow` came from an accepted untrusted workspace layer over `wide`.
+void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
+  Check(narrow.image == wide.image);
+  Check(narrow.data_root == wide.data_root);
+  Check(narrow.profile_dir == wide.profile_dir);
+  Check(narrow.socket_dir == wide.socket_dir);
+  Check(!narrow.escalation_enabled || wide.escalation_enabled);
+  for (const CommandPrefix& e : narrow.auto_approve) {
+    bool covered = false;
+    for (const CommandPrefix& u : wide.auto_approve) covered |= IsArgvPrefix(u.argv, e.argv);
+    Check(covered);
+  }
+  for (const Cidr& d : wide.deny) {
+    bool kept = false;
+    for (const Cidr& n : narrow.deny) kept |= n == d;
+    Check(kept);
+  }
+  for (const Cidr& a : narrow.allow) Check(Covered(wide.allow, a));
+  for (const std::string& d : narrow.persistent_dirs) {
+    bool granted = false;
+    for (const std::string& u : wide.persistent_dirs) granted |= u == d;
+    Check(granted);
+  }
+  for (const ResolvedEnv& e : narrow.env) {
+    if (!e.host_pull) continue;
+    bool granted = false;
+    for (const ResolvedEnv& u : wide.env) {
+      granted |= u.host_pull && u.name == e.name && u.value == e.value;
+    }
+    Check(granted);
+  }
+  for (const ResolvedVolume& v : narrow.volumes) {
+    bool granted = false;
+    for (const ResolvedVolume& u : wide.volumes) {
+      granted |= PathIsWithin(v.host, u.host) &&
+                 (v.access == Access::kReadOnly || u.access == Access::kReadWrite);
+    }
+    Check(granted);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::string workspace = std::string(kRoot) + "/ws";
+
+  // The small parsers on their own.
+  (void)Cidr::Parse(text);
+  (void)SplitShellWords(text);
+  (void)CheckAutoApproveEntry(text, nullptr);
+  ExpansionValues values;
+  values.home = Host().home;
+  values.profile_name = "fuzz";
+  values.profile_dir = std::string(kRoot) + "/data/fuzz";
+  values.workspace_dir = workspace;
+  (void)ExpandHostPath(text, kTokenProfileName | kTokenProfileDir | kTokenWorkspaceDir, values);
+
+  // As the user's own file.
+  LoadedConfig as_user = LoadLayers(
+      Host(), workspace, {LayerSource{Layer::kUser, "/fuzz/config.toml", text, "", true}});
+  for (const Diagnostic& d : as_user.diagnostics.errors()) (void)FormatDiagnostic(d);
+  (void)as_user.Profile("");
+
+  // As an untrusted workspace file over a fixed user file.
+  const LoadedConfig user_only =
+      LoadLayers(Host(), workspace, {LayerSource{Layer::kUser, "/u/config.toml", kUser, "", true}});
+  Check(user_only.status().ok());
+  LoadedConfig clamped =
+      LoadLayers(Host(), workspace,
+                 {LayerSource{Layer::kUser, "/u/config.toml", kUser, "", true},
+                  LayerSource{Layer::kWorkspace, workspace + "/lazaret.toml", text, "", false}});
+  (void)clamped.status();
+  if (clamped.status().ok()) {
+    Check(clamped.default_profile == user_only.default_profile);
+    for (const auto& [name, p] : clamped.profiles) {
+      auto it = user_only.profiles.find(name);
+      Check(it != user_only.profiles.end());
+      CheckNarrower(p, it->second);
+    }
+  }
+  return 0;
+}
