@@ -29,6 +29,7 @@ namespace lazaret::cli {
 namespace {
 
 constexpr size_t kMaxAgentRefs = 10000;
+constexpr uint64_t kMaxPackedRefsBytes = 256ull << 20;
 constexpr size_t kMaxSubmodules = 1000;
 constexpr int kMaxSubmoduleDepth = 8;
 
@@ -59,6 +60,7 @@ struct RepoState {
   std::string refs() const { return dir + "/refs"; }        // refs/heads/lazaret
   std::string logs() const { return dir + "/logs"; }        // logs/refs/heads/lazaret
   std::string import() const { return dir + "/import"; }    // R, a private bare repo
+  std::string session() const { return dir + "/session"; }  // packed-refs, index copy
   std::string dotgit() const { return dir + "/dotgit"; }    // linked worktrees
   std::string worktrees() const { return dir + "/worktrees"; }
 };
@@ -407,8 +409,9 @@ absl::StatusOr<RepoState> PrepareRepoState(const std::string& state_dir, const C
     LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
     LAZ_RETURN_IF_ERROR(WriteFileAt(dir, "repo", RecordText(target), 0600));
   }
-  LAZ_RETURN_IF_ERROR(MakeDirs(state.dir, {"objects", "refs", "logs", "import/objects/info",
-                                           "import/refs/heads/lazaret", "import/refs/tags"}));
+  LAZ_RETURN_IF_ERROR(
+      MakeDirs(state.dir, {"objects", "refs", "logs", "session", "import/objects/info",
+                           "import/refs/heads/lazaret", "import/refs/tags"}));
   LAZ_RETURN_IF_ERROR(EnsureSandboxAlternates(state, nullptr));
   // R: a bare repository only Lazaret writes. Its alternates point at the
   // host's own objects so upload-pack can walk from agent commits to host
@@ -448,6 +451,9 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
       walk, &removed_objects));
   LAZ_RETURN_IF_ERROR(SweepTree(state.refs(), ClassifyRefTreeEntry, walk, &removed_refs));
   LAZ_RETURN_IF_ERROR(SweepTree(state.logs(), ClassifyRefTreeEntry, walk, &removed_logs));
+  std::vector<std::string> removed_session;
+  LAZ_RETURN_IF_ERROR(SweepTree(state.session(), ClassifySessionEntry, walk, &removed_session));
+  for (auto& r : removed_session) report->removed.push_back(absl::StrCat("session/", r));
   for (auto& r : removed_objects) report->removed.push_back(absl::StrCat("objects/", r));
   for (auto& r : removed_refs) report->removed.push_back(absl::StrCat("refs/", r));
   for (auto& r : removed_logs) report->removed.push_back(absl::StrCat("logs/", r));
@@ -467,6 +473,20 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
       continue;
     }
     agent[f.name] = *oid;
+  }
+  // Agent refs that git moved into the session's packed-refs (`git
+  // pack-refs`, or a loose ref deleted while a packed one remains). A loose
+  // ref wins, as it does for git.
+  {
+    LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
+    auto packed = ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes);
+    if (packed.ok()) {
+      for (const auto& [name, oid] : PackedAgentRefs(*packed, hex_length)) {
+        agent.emplace(name, oid);
+      }
+    } else if (!absl::IsNotFound(packed.status())) {
+      report->rejected.push_back(absl::StrCat("session packed-refs: ", packed.status().message()));
+    }
   }
 
   // 3. Decide, per ref, against the host's value and the last agreed base.
@@ -678,6 +698,43 @@ absl::Status EnsureHostMountPoints(const CheckedRepo& repo) {
     }
   }
   return absl::OkStatus();
+}
+
+// The session directory the sandbox sees read-write at kSandboxGitSession:
+//  - packed-refs: every host ref (packed and loose) at session start. The
+//    git directory's packed-refs links here rather than into the read-only
+//    shadow because git locks packed-refs (resolving the symlink) for every
+//    ref deletion - which commit, merge, rebase and `branch -d` all do - and
+//    a lock next to a read-only target fails. Loose refs stay live through
+//    the read-only refs bind and win over this snapshot; including the
+//    loose values means a ref the host packs mid-session does not vanish.
+//  - index: a copy of the work tree's index, which the init program copies
+//    into the git directory.
+// Returns whether there is an index.
+absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRepo& view,
+                                       const RepoState& state) {
+  LAZ_ASSIGN_OR_RETURN(
+      std::string refs,
+      RunGit(repo.common_dir, {absl::StrCat("--git-dir=", repo.common_dir), "for-each-ref",
+                               "--format=%(objectname) %(refname)"}));
+  RefMap sorted;  // bytewise order, as the "sorted" trait requires
+  for (const auto& line : Lines(refs)) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos || !IsObjectId(line.substr(0, space), repo.hex_length)) continue;
+    sorted[line.substr(space + 1)] = line.substr(0, space);
+  }
+  std::string packed = "# pack-refs with: sorted \n";
+  for (const auto& [name, oid] : sorted) absl::StrAppend(&packed, oid, " ", name, "\n");
+  LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> old, ListNames(session));
+  for (const auto& name : old) LAZ_RETURN_IF_ERROR(RemoveTreeAt(session, name));
+  LAZ_RETURN_IF_ERROR(WriteFileAt(session, "packed-refs", packed));
+  if (!IsRegularFilePath(view.index)) return false;
+  LAZ_ASSIGN_OR_RETURN(DirFd index_dir, DirFd::Open(Dirname(view.index)));
+  LAZ_ASSIGN_OR_RETURN(std::string index,
+                       ReadRegularFileAt(index_dir, Basename(view.index), 4ull << 30));
+  LAZ_RETURN_IF_ERROR(WriteFileAt(session, "index", index));
+  return true;
 }
 
 // Gitlinks (mode 160000) in the index of `git_dir`.
@@ -896,13 +953,10 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
         WriteFileAt(state_dir, "dotgit", absl::StrCat("gitdir: ", kSandboxLinkedGitDir, "\n")));
     AddBind(&m, state.dotgit(), absl::StrCat(kSandboxWorkspace, "/.git"), true);
   }
+  LAZ_ASSIGN_OR_RETURN(const bool has_index, WriteSessionFiles(repo, view, state));
   m.push_back(TmpfsMount{g, "0755"});
   AddBind(&m, repo.common_dir, kSandboxGitShadow, true);
-  const bool has_index = IsRegularFilePath(view.index);
-  if (has_index) {
-    LAZ_RETURN_IF_ERROR(CheckMountablePath(view.index, "index path"));
-    AddBind(&m, view.index, kSandboxGitIndex, true);
-  }
+  AddBind(&m, state.session(), kSandboxGitSession, false);
   AddBind(&m, repo.common_dir + "/refs", g + "/refs", true);
   AddBind(&m, state.refs(), g + "/refs/heads/lazaret", false);
   if (IsDirectoryPath(repo.common_dir + "/logs/refs")) {
@@ -921,7 +975,8 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   plan.init_args = {absl::StrCat("--git-dir=", g), absl::StrCat("--git-shadow=", kSandboxGitShadow),
                     absl::StrCat("--git-head=", branch.refname())};
   if (has_index) plan.init_args.push_back(absl::StrCat("--git-index=", kSandboxGitIndex));
-  for (const char* link : {"config", "packed-refs", "info", "shallow"}) {
+  plan.init_args.push_back(absl::StrCat("--git-packed-refs=", kSandboxGitPackedRefs));
+  for (const char* link : {"config", "info", "shallow"}) {
     plan.init_args.push_back(absl::StrCat("--git-link=", link));
   }
   plan.has_repo = true;

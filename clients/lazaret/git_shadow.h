@@ -26,9 +26,12 @@ namespace lazaret::cli {
 inline constexpr char kSandboxWorkspace[] = "/workspace";
 // The host's git common directory, read-only.
 inline constexpr char kSandboxGitShadow[] = "/run/lazaret/git";
-// The host index (of the workspace's own git dir), read-only; the init
-// program copies it into the git directory.
+// A read-write directory of Lazaret's state for this repository, holding
+// the copy of the host index the init program copies into the git directory,
+// and the packed-refs file the git directory's packed-refs links to.
+inline constexpr char kSandboxGitSession[] = "/run/lazaret/git-session";
 inline constexpr char kSandboxGitIndex[] = "/run/lazaret/git-session/index";
+inline constexpr char kSandboxGitPackedRefs[] = "/run/lazaret/git-session/packed-refs";
 // Where the git directory is built when the host workspace is a linked
 // worktree (its .git is a file, so no tmpfs can be mounted on it): a
 // read-only file "gitdir: /run/lazaret/git-dir" is bound over /workspace/.git.

@@ -396,6 +396,18 @@ Verdict ClassifyObjectStoreEntry(size_t hex_length, const std::vector<std::strin
   return Verdict::kRemove;
 }
 
+Verdict ClassifySessionEntry(const std::vector<std::string>& rel, EntryKind kind) {
+  if (rel.size() != 1 || kind != EntryKind::kFile) return Verdict::kRemove;
+  const std::string& name = rel[0];
+  return (name == "packed-refs" || name == "index" ||
+          ((absl::StartsWith(name, "packed-refs.") || absl::StartsWith(name, "index.")) &&
+           (absl::EndsWith(name, ".lock") || absl::EndsWith(name, ".new"))))
+             ? Verdict::kKeep
+             : Verdict::kRemove;
+}
+
+absl::StatusOr<std::vector<std::string>> ListNames(const DirFd& dir) { return ReadDirNames(dir); }
+
 Verdict ClassifyRefTreeEntry(const std::vector<std::string>& rel, EntryKind kind) {
   std::string name = rel.back();
   if (kind == EntryKind::kFile && absl::EndsWith(name, ".lock")) {

@@ -76,6 +76,13 @@ Verdict ClassifyObjectStoreEntry(size_t hex_length, const std::vector<std::strin
 // ".lock" suffix (a write in progress).
 Verdict ClassifyRefTreeEntry(const std::vector<std::string>& rel, EntryKind kind);
 
+// The session directory (see git_shadow.cc): regular files "packed-refs" and
+// "index", and git's lock and temporary files next to them. Nothing deeper.
+Verdict ClassifySessionEntry(const std::vector<std::string>& rel, EntryKind kind);
+
+// The names in `dir` (not "." or ".."), through a descriptor of its own.
+absl::StatusOr<std::vector<std::string>> ListNames(const DirFd& dir);
+
 // Reads the regular file `name` below `dir` (at most `max_bytes`; larger is
 // an error). Refuses anything that is not a regular file without opening it.
 absl::StatusOr<std::string> ReadRegularFileAt(const DirFd& dir, const std::string& name,

@@ -98,4 +98,18 @@ std::optional<std::string> ParseLooseRef(const std::string& contents, size_t len
   return oid;
 }
 
+std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size_t hex_length) {
+  std::map<std::string, std::string> refs;
+  const absl::string_view prefix(kAgentRefPrefix);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.size() < hex_length + 2 || line[hex_length] != ' ') continue;
+    const std::string oid(line.substr(0, hex_length));
+    const std::string refname(line.substr(hex_length + 1));
+    if (!absl::StartsWith(refname, prefix) || !IsValidRefName(refname)) continue;
+    if (!ParseLooseRef(oid, hex_length)) continue;
+    refs[refname.substr(prefix.size())] = oid;
+  }
+  return refs;
+}
+
 }  // namespace lazaret::cli

@@ -6,6 +6,7 @@
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_REFS_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_REFS_H_
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -64,6 +65,12 @@ bool IsObjectId(const std::string& s, size_t length);
 // id of `length` hex digits (not the all-zero null id), optionally followed by
 // one "\n". Symbolic refs ("ref: ...") and anything else are refused.
 std::optional<std::string> ParseLooseRef(const std::string& contents, size_t length);
+
+// The refs below refs/heads/lazaret/ in the text of a packed-refs file the
+// sandbox may have rewritten: "name -> object id", names relative to
+// refs/heads/lazaret/. Lines that are not "<id> <refname>" with a valid id and
+// name (headers, peeled "^<id>" lines, garbage) are skipped.
+std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size_t hex_length);
 
 }  // namespace lazaret::cli
 

@@ -52,5 +52,18 @@ TEST(GitShadowRefsTest, LooseRefMustBeExactlyOneObjectId) {
   EXPECT_TRUE(ParseLooseRef(std::string(64, 'b') + "\n", 64));
 }
 
+TEST(GitShadowRefsTest, PackedAgentRefsTakesOnlyValidAgentEntries) {
+  const std::string a(40, 'a'), b(40, 'b');
+  const std::string text =
+      "# pack-refs with: peeled fully-peeled sorted \n" + a + " refs/heads/main\n" + a +
+      " refs/heads/lazaret/one\n^" + b + "\n" + b + " refs/heads/lazaret/dir/two\n" + b +
+      " refs/heads/lazaret/bad..name\n" + "zz refs/heads/lazaret/short\n" + std::string(40, '0') +
+      " refs/heads/lazaret/null\n" + a + " refs/heads/lazaret/three trailing\n";
+  const auto refs = PackedAgentRefs(text, 40);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs.at("one"), a);
+  EXPECT_EQ(refs.at("dir/two"), b);
+}
+
 }  // namespace
 }  // namespace lazaret::cli

@@ -247,19 +247,26 @@ TEST_F(GitShadowTest, PlanForNormalRepoHasTheDocumentedMountsInOrder) {
   EXPECT_EQ(Describe(plan->mounts), (std::vector<std::string>{
                                         "tmpfs /workspace/.git",
                                         "ro " + g + " /run/lazaret/git",
-                                        "ro " + g + "/index /run/lazaret/git-session/index",
+                                        "rw " + s + "/session /run/lazaret/git-session",
                                         "ro " + g + "/refs /workspace/.git/refs",
                                         "rw " + s + "/refs /workspace/.git/refs/heads/lazaret",
                                         "ro " + g + "/logs/refs /workspace/.git/logs/refs",
                                         "rw " + s + "/logs /workspace/.git/logs/refs/heads/lazaret",
                                         "rw " + s + "/objects /workspace/.git/objects",
                                     }));
-  EXPECT_EQ(
-      plan->init_args,
-      (std::vector<std::string>{
-          "--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git",
-          "--git-head=refs/heads/lazaret/agent-test", "--git-index=/run/lazaret/git-session/index",
-          "--git-link=config", "--git-link=packed-refs", "--git-link=info", "--git-link=shallow"}));
+  EXPECT_EQ(plan->init_args, (std::vector<std::string>{
+                                 "--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git",
+                                 "--git-head=refs/heads/lazaret/agent-test",
+                                 "--git-index=/run/lazaret/git-session/index",
+                                 "--git-packed-refs=/run/lazaret/git-session/packed-refs",
+                                 "--git-link=config", "--git-link=info", "--git-link=shallow"}));
+  // The session holds a copy of the index and every host ref, packed.
+  EXPECT_EQ(Sh("cmp " + Quote(g + "/index") + " " + Quote(s + "/session/index")).code, 0);
+  const std::string packed = Sh("cat " + Quote(s + "/session/packed-refs")).out;
+  for (const char* ref : {" refs/heads/main\n", " refs/heads/feature\n", " refs/tags/v1\n",
+                          " refs/remotes/origin/main\n", " refs/heads/lazaret/agent-test\n"}) {
+    EXPECT_NE(packed.find(ref), std::string::npos) << ref << packed;
+  }
   ASSERT_FALSE(plan->env.empty());
   EXPECT_EQ(plan->env[0].name, "GIT_CONFIG_COUNT");
   // The agent branch exists on the host at HEAD, the mount points exist, S
@@ -373,7 +380,7 @@ TEST_F(GitShadowTest, LinkedWorktreeUsesCommonDirAndItsOwnIndex) {
                 "ro " + s + "/dotgit /workspace/.git",
                 "tmpfs /run/lazaret/git-dir",
                 "ro " + g + " /run/lazaret/git",
-                "ro " + g + "/worktrees/wt/index /run/lazaret/git-session/index",
+                "rw " + s + "/session /run/lazaret/git-session",
                 "ro " + g + "/refs /run/lazaret/git-dir/refs",
                 "rw " + s + "/refs /run/lazaret/git-dir/refs/heads/lazaret",
                 "ro " + g + "/logs/refs /run/lazaret/git-dir/logs/refs",
@@ -381,6 +388,8 @@ TEST_F(GitShadowTest, LinkedWorktreeUsesCommonDirAndItsOwnIndex) {
                 "rw " + s + "/objects /run/lazaret/git-dir/objects",
             }));
   EXPECT_EQ(Trim(Sh("cat " + Quote(s + "/dotgit")).out), "gitdir: /run/lazaret/git-dir");
+  EXPECT_EQ(Sh("cmp " + Quote(g + "/worktrees/wt/index") + " " + Quote(s + "/session/index")).code,
+            0);
   // The agent branch starts at the worktree's HEAD (feature), not main's.
   EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse feature"));
 }
@@ -482,7 +491,7 @@ TEST_F(GitShadowTest, WritesOutsideTheAgentNamespaceFailReadOnly) {
 for cmd in "git branch evil" "git tag evil-tag" "git config core.pager evil" \
            "git remote add x /tmp" "git update-ref refs/heads/main HEAD~1" \
            "git update-ref -d refs/heads/feature" "git update-ref refs/remotes/origin/main HEAD" \
-           "git checkout -q -b evil2" "git pack-refs --all"; do
+           "git checkout -q -b evil2"; do
   if $cmd >/tmp/out 2>&1; then echo "ALLOWED: $cmd"; cat /tmp/out; fi
   grep -q 'Read-only file system' /tmp/out || { echo "NOT EROFS: $cmd"; cat /tmp/out; }
 done
@@ -697,6 +706,43 @@ ls /workspace/.git
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
   EXPECT_EQ(HostState(repo), before);
   EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt");
+}
+
+TEST_F(GitShadowTest, AgentDeletesAndPacksItsOwnRefsWithoutErrorsAndHostKeepsThem) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, "git branch lazaret/keep && git branch lazaret/scratch");
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_TRUE(WriteBack(plan->write_back).ok());
+  const std::string keep = Git(repo, "rev-parse lazaret/keep");
+  r = RunInSandbox(*plan, R"SH(
+set -e
+git commit -q --allow-empty -m one 2>&1
+# Deleting a branch also drops its config section: that write fails (config
+# is read-only) with a message, and the deletion itself succeeds.
+git branch -D lazaret/keep 2>&1 >/dev/null | grep -v 'config.file' || true
+git branch lazaret/renamed lazaret/scratch 2>&1   # `git branch -m` cannot work: see docs
+git checkout -q -b lazaret/packed 2>&1
+git commit -q --allow-empty -m packed 2>&1
+git pack-refs --all 2>/dev/null || true
+git checkout -q lazaret/agent-test 2>&1
+git commit -q --allow-empty -m two 2>&1
+git branch --list 'lazaret/*'
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("error"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("lazaret/keep"), std::string::npos) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "two");
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/packed"), "packed")
+      << "a ref only in the session's packed-refs is imported too";
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/renamed"), keep);
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/keep"), keep) << "deletions are not propagated";
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/scratch"), keep);
 }
 
 TEST_F(GitShadowTest, AgentRefsThatAreNotOneObjectIdAreRejected) {

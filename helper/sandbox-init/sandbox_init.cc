@@ -132,6 +132,8 @@ Result ParseArgs(const std::vector<std::string>& args, Options* options) {
       options->git_head = value;
     } else if (name == "git-index") {
       options->git_index = value;
+    } else if (name == "git-packed-refs") {
+      options->git_packed_refs = value;
     } else if (name == "git-link") {
       bool allowed = false;
       for (const char* l : kAllowedLinks) allowed = allowed || value == l;
@@ -144,17 +146,25 @@ Result ParseArgs(const std::vector<std::string>& args, Options* options) {
   options->command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (options->git_dir.empty()) {
     if (!options->git_shadow.empty() || !options->git_head.empty() || !options->git_index.empty() ||
-        !options->git_links.empty()) {
+        !options->git_packed_refs.empty() || !options->git_links.empty()) {
       return Result::Fail("--git-* options need --git-dir");
     }
     return Result::Ok();
   }
   for (const std::string* p : {&options->git_dir, &options->git_shadow}) {
-    if (!IsAbsoluteCleanPath(*p))
+    if (!IsAbsoluteCleanPath(*p)) {
       return Result::Fail("--git-dir and --git-shadow must be clean absolute paths");
+    }
   }
-  if (!options->git_index.empty() && !IsAbsoluteCleanPath(options->git_index)) {
-    return Result::Fail("--git-index must be a clean absolute path");
+  for (const std::string* p : {&options->git_index, &options->git_packed_refs}) {
+    if (!p->empty() && !IsAbsoluteCleanPath(*p)) {
+      return Result::Fail("--git-index and --git-packed-refs must be clean absolute paths");
+    }
+  }
+  for (const auto& link : options->git_links) {
+    if (link == "packed-refs" && !options->git_packed_refs.empty()) {
+      return Result::Fail("--git-link=packed-refs and --git-packed-refs exclude each other");
+    }
   }
   const std::string& head = options->git_head;
   if (!StartsWith(head, "refs/heads/") || head.size() <= std::strlen("refs/heads/") ||
@@ -189,6 +199,12 @@ Result BuildGitDir(const Options& options) {
     }
     if (symlinkat(target.c_str(), dir.get(), name.c_str()) != 0) {
       return Result::Fail(Errno("linking " + g + "/" + name + " to " + target));
+    }
+  }
+  if (!options.git_packed_refs.empty()) {
+    unlinkat(dir.get(), "packed-refs", 0);
+    if (symlinkat(options.git_packed_refs.c_str(), dir.get(), "packed-refs") != 0) {
+      return Result::Fail(Errno("linking " + g + "/packed-refs to " + options.git_packed_refs));
     }
   }
   if (mkdirat(dir.get(), "hooks", 0755) != 0 && errno != EEXIST) {

@@ -44,6 +44,7 @@ struct Options {
   std::string git_shadow;              // --git-shadow: the read-only host common dir
   std::string git_head;                // --git-head: "refs/heads/lazaret/..."
   std::string git_index;               // --git-index: host index to copy (optional)
+  std::string git_packed_refs;         // --git-packed-refs: what packed-refs links to
   std::vector<std::string> git_links;  // --git-link: names to symlink into the shadow
   // After "--". Empty: the user's shell.
   std::vector<std::string> command;

@@ -50,7 +50,8 @@ class BuildGitDirTest : public ::testing::Test {
     options_.git_shadow = shadow_;
     options_.git_head = "refs/heads/lazaret/agent-test";
     options_.git_index = base_ + "/index";
-    options_.git_links = {"config", "packed-refs", "info", "shallow"};
+    options_.git_links = {"config", "info", "shallow"};
+    options_.git_packed_refs = base_ + "/session/packed-refs";
   }
   void TearDown() override { (void)!system(("rm -rf " + base_).c_str()); }
 
@@ -61,9 +62,10 @@ class BuildGitDirTest : public ::testing::Test {
 TEST_F(BuildGitDirTest, WritesHeadLinksHooksAndIndexCopy) {
   ASSERT_TRUE(BuildGitDir(options_).ok());
   EXPECT_EQ(ReadFile(git_dir_ + "/HEAD"), "ref: refs/heads/lazaret/agent-test\n");
-  for (const char* name : {"config", "packed-refs", "info", "shallow"}) {
+  for (const char* name : {"config", "info", "shallow"}) {
     EXPECT_EQ(ReadLink(git_dir_ + "/" + name), shadow_ + "/" + name) << name;
   }
+  EXPECT_EQ(ReadLink(git_dir_ + "/packed-refs"), base_ + "/session/packed-refs");
   struct stat st {};
   ASSERT_EQ(lstat((git_dir_ + "/hooks").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
@@ -136,6 +138,19 @@ TEST(ParseArgsTest, RefusesRelativeOrDottedPaths) {
       ParseArgs({"--git-dir=w/.git", "--git-shadow=/s", "--git-head=refs/heads/x"}, &o).ok());
   EXPECT_FALSE(
       ParseArgs({"--git-dir=/w/../.git", "--git-shadow=/s", "--git-head=refs/heads/x"}, &o).ok());
+}
+
+TEST(ParseArgsTest, PackedRefsIsEitherLinkedIntoTheShadowOrElsewhere) {
+  Options o;
+  EXPECT_FALSE(ParseArgs({"--git-dir=/w/.git", "--git-shadow=/s", "--git-head=refs/heads/x",
+                          "--git-link=packed-refs", "--git-packed-refs=/p/packed-refs"},
+                         &o)
+                   .ok());
+  Options o2;
+  EXPECT_FALSE(ParseArgs({"--git-dir=/w/.git", "--git-shadow=/s", "--git-head=refs/heads/x",
+                          "--git-packed-refs=relative"},
+                         &o2)
+                   .ok());
 }
 
 TEST(ParseArgsTest, RefusesGitOptionsWithoutGitDir) {
