@@ -539,6 +539,20 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
     report->import_status = s;
     return outcome;
   }
+  // Packs get their index from `git index-pack` - the code git hardens for
+  // packs from strangers - never from the sandbox.
+  for (const auto& pack : report->mirror.packs_to_index) {
+    const std::string path = absl::StrCat(state.import(), "/objects/", pack);
+    LAZ_ASSIGN_OR_RETURN(GitResult indexed,
+                         RunGitRaw(state.import(), {absl::StrCat("--git-dir=", state.import()),
+                                                    "index-pack", path}));
+    if (indexed.exit_code != 0) {
+      report->rejected.push_back(absl::StrCat("objects/", pack, ": not a valid pack (",
+                                              absl::StripTrailingAsciiWhitespace(indexed.err),
+                                              "); not imported"));
+      unlink(path.c_str());
+    }
+  }
   // 5. R's refs: exactly the refs to import.
   {
     LAZ_ASSIGN_OR_RETURN(DirFd heads, DirFd::Open(state.import() + "/refs/heads"));

@@ -118,9 +118,24 @@ absl::StatusOr<int> OpenRegularPathAt(const DirFd& dir, const std::string& name,
 
 // Reopens an O_PATH descriptor of a regular file for reading. The magic link
 // refers to the inode already checked, whatever the name points to now.
+// With rootless podman the sandbox's root is the developer's own uid, so an
+// agent can leave files and directories the developer owns but may not read
+// (mode 000). chmod through the O_PATH descriptor's magic link touches the
+// checked inode, never a name.
+void AddOwnerPermissions(int path_fd, mode_t bits) {
+  struct stat st {};
+  if (fstat(path_fd, &st) != 0 || st.st_uid != geteuid() || S_ISLNK(st.st_mode)) return;
+  if ((st.st_mode & bits) == bits) return;
+  chmod(absl::StrCat("/proc/self/fd/", path_fd).c_str(), (st.st_mode & 07777) | bits);
+}
+
 absl::StatusOr<int> ReopenForRead(int path_fd) {
   const std::string proc = absl::StrCat("/proc/self/fd/", path_fd);
-  const int fd = open(proc.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  int fd = open(proc.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0 && errno == EACCES) {
+    AddOwnerPermissions(path_fd, S_IRUSR);
+    fd = open(proc.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  }
   if (fd < 0) return ErrnoStatus("reopening a checked file for reading", errno);
   return fd;
 }
@@ -336,8 +351,20 @@ absl::StatusOr<DirFd> DirFd::OpenChild(const std::string& name) const {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not one path component"));
   }
-  const int fd = openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == EACCES) {
+    const int path_fd = openat(fd_, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (path_fd >= 0) {
+      AddOwnerPermissions(path_fd, S_IRWXU);
+      close(path_fd);
+      fd = openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } else {
+      errno = EACCES;
+    }
+  }
   if (fd < 0) return ErrnoStatus(absl::StrCat("opening directory ", name), errno);
+  // Entries below must be removable too (a 0555 directory would refuse).
+  AddOwnerPermissions(fd, S_IRWXU);
   return DirFd(fd);
 }
 
@@ -528,16 +555,22 @@ absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, s
         }
         continue;
       }
-      // A pack counts only with its index; the pack is copied first so an
-      // index never sits in `dst` without its pack.
+      // A pack counts once git finished it, which its index says. The
+      // sandbox's index itself is never copied: host git parses untrusted
+      // pack bytes only through `git index-pack`, which rebuilds the index.
       if (!absl::StartsWith(name, "pack-") || !absl::EndsWith(name, ".idx")) continue;
       const std::string base = name.substr(0, name.size() - 4);
       if (!IsPackFileName(name)) continue;
       uint64_t ignored = 0;
       if (!RegularFileSize(*from, base + ".pack", &ignored)) continue;
+      const uint64_t copied_before = stats->files_copied;
       LAZ_RETURN_IF_ERROR(copy(*from, to, sub, base + ".pack"));
       if (wanted.count({sub, base + ".pack"}) == 0) continue;
-      LAZ_RETURN_IF_ERROR(copy(*from, to, sub, name));
+      wanted.emplace(sub, name);
+      if (stats->files_copied != copied_before) unlinkat(to.get(), name.c_str(), 0);
+      if (!RegularFileSize(to, name, &ignored)) {
+        stats->packs_to_index.push_back(absl::StrCat(sub, "/", base, ".pack"));
+      }
     }
   }
 

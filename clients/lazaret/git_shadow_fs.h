@@ -114,6 +114,9 @@ struct MirrorStats {
   uint64_t files_copied = 0;
   uint64_t bytes_copied = 0;
   uint64_t files_removed = 0;
+  // Packs in `dst` ("pack/pack-<id>.pack") that have no index yet; the
+  // caller runs `git index-pack` on each.
+  std::vector<std::string> packs_to_index;
 };
 
 struct MirrorLimits {
@@ -125,10 +128,11 @@ struct MirrorLimits {
 // Makes `dst` (a directory Lazaret owns, never seen by the sandbox) hold a
 // copy of the importable object files of the object directory `src` (which
 // the sandbox writes): loose objects "xx/<rest>" and packs "pack/pack-*.pack"
-// with their ".idx" (a pack only when both exist). A file already in `dst`
-// with the same size is not copied again; files in `dst` that are gone from
-// `src` are removed. Only regular files are read, through O_PATH + fstat +
-// reopen; `dst` never gets an info/ directory from `src`.
+// (only once `src` also has the pack's ".idx", i.e. git finished writing it;
+// the index itself is not copied - see packs_to_index). A file already in
+// `dst` with the same size is not copied again; files in `dst` that are gone
+// from `src` are removed. Only regular files are read, through O_PATH +
+// fstat + reopen; `dst` never gets an info/ directory from `src`.
 absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, size_t hex_length,
                                const MirrorLimits& limits, MirrorStats* stats);
 

@@ -690,6 +690,34 @@ git log --oneline -1
   EXPECT_EQ(Git(repo, "diff --cached --name-only"), "staged.txt");
 }
 
+TEST_F(GitShadowTest, PackIndexesAreRebuiltOnTheHostAndGarbagePacksRejected) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+echo p > p.txt && git add p.txt && git commit -q -m packed-commit
+git repack -q -d
+cd .git/objects/pack
+idx=$(ls pack-*.idx)
+head -c 100 /dev/urandom > $idx          # a lying index for a real pack
+g=pack-0123456789abcdef0123456789abcdef01234567
+head -c 5000 /dev/urandom > $g.pack     # a garbage pack with an index
+cp $idx $g.idx
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
+  const std::string rejected = absl::StrJoin(report->rejected, "\n");
+  EXPECT_NE(rejected.find("pack-0123456789abcdef0123456789abcdef01234567.pack: not a valid pack"),
+            std::string::npos)
+      << rejected;
+  Git(repo, "fsck --no-dangling");
+}
+
 TEST_F(GitShadowTest, RemovingOrMovingGitInsideLeavesHostIntact) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = MakeRepo("repo");
