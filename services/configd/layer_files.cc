@@ -110,6 +110,22 @@ LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector) 
   }
 
   if (!workspace_dir.empty()) {
+    // Your own layer and the trust store must not be agent-writable.
+    for (const std::string& own : {host.LazaretConfigDir(), host.StateDir()}) {
+      absl::StatusOr<std::string> canon = CanonicalizeHostPath(own);
+      if (canon.ok() && PathIsWithin(*canon, workspace_dir)) {
+        failed.diagnostics.Error(
+            FileOrigin(Layer::kWorkspace, workspace_dir),
+            absl::StrCat("the workspace contains ", *canon,
+                         " (your Lazaret configuration or trust store), which the agent could "
+                         "then rewrite"),
+            "run Lazaret from a project directory, not from one that contains your home's "
+            "configuration");
+      }
+    }
+  }
+
+  if (!workspace_dir.empty() && !failed.diagnostics.has_errors()) {
     const std::string path =
         absl::StrCat(workspace_dir == "/" ? "" : workspace_dir, "/", kWorkspaceFileName);
     absl::StatusOr<std::string> text = ReadConfigFile(path, false);

@@ -593,6 +593,18 @@ TEST_F(LoadForSelectorTest, MissingFilesAreFineButAMissingExplicitConfigIsNot) {
   EXPECT_THAT(Errors(c), HasSubstr("not an existing absolute directory"));
 }
 
+TEST_F(LoadForSelectorTest, AWorkspaceContainingYourConfigurationIsRefused) {
+  // Running in the home directory would make config.toml and the trust
+  // store agent-writable.
+  LoadedConfig c = LoadForSelector(host_, Selector{s_.Path("home"), ""});
+  EXPECT_THAT(Errors(c), HasSubstr("the workspace contains " + host_.LazaretConfigDir()));
+  EXPECT_THAT(c.profiles, IsEmpty());
+  HostContext h = host_;
+  h.state_home = s_.workspace() + "/state";
+  c = LoadForSelector(h, Selector{s_.workspace(), ""});
+  EXPECT_THAT(Errors(c), HasSubstr("trust store"));
+}
+
 TEST_F(LoadForSelectorTest, ABrokenUserFileIsAnErrorToo) {
   s_.File("home/.config/lazaret/config.toml", "[storage]\ndata_root = 1\n");
   LoadedConfig c = LoadNow();
