@@ -1,0 +1,516 @@
+// The Git Shadow end to end: the real `lazaret run` (podman, runsc, the
+// network sidecar, lazaret-sandbox-init) on temporary repositories, with the
+// agent attacking the repository from inside the gVisor sandbox, and every
+// outcome checked on the HOST afterwards: hashes of .git/config and hooks,
+// refs, reflogs, objects, HEAD and index, and marker files that only exist if
+// agent code ran on the host. Covers every Git case of THREATS.md. Runs as
+// root (rootful podman), with a private HOME, XDG dirs and runtime dir, and
+// the default profile (image localhost/lazaret-sandbox:trixie, built by
+// `lazaret image build` when missing).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/test_support.h"
+
+namespace lazaret {
+namespace {
+
+using test::Binary;
+using test::CommandResult;
+
+constexpr char kAgentBranch[] = "lazaret/agent-default";
+constexpr char kImage[] = "localhost/lazaret-sandbox:trixie";
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Test scaffolding on the host (the developer's side).
+CommandResult Sh(const std::string& script) { return test::Run({"bash", "-c", script}); }
+
+std::string Git(const std::string& dir, const std::string& args) {
+  CommandResult r = Sh("cd " + Quote(dir) +
+                       " && git -c user.name=Dev -c user.email=dev@example.com "
+                       "-c init.defaultBranch=main -c protocol.file.allow=always " +
+                       args);
+  EXPECT_EQ(r.exit_code, 0) << "git " << args << "\n" << r.out << r.err;
+  return Trim(r.out);
+}
+
+// Everything of the host repository the sandbox must never change.
+std::string HostState(const std::string& repo) {
+  const std::string common = Git(repo, "rev-parse --path-format=absolute --git-common-dir");
+  const std::string own = Git(repo, "rev-parse --path-format=absolute --git-dir");
+  return Sh("cd " + Quote(common) + " && sha256sum config packed-refs shallow 2>/dev/null; cd " +
+            Quote(own) + " && sha256sum HEAD index 2>/dev/null; cd " + Quote(common) +
+            " && find hooks info modules logs -type f -not -path 'logs/refs/heads/lazaret/*' "
+            "2>/dev/null | sort | xargs -r sha256sum; find hooks -printf '%p %m\\n' | sort; "
+            "git --git-dir=. for-each-ref --format='%(objectname) %(refname)' | "
+            "grep -v ' refs/heads/lazaret/'")
+      .out;
+}
+
+std::set<std::string> HostObjects(const std::string& repo) {
+  std::set<std::string> out;
+  std::istringstream in(Git(repo, "cat-file --batch-all-objects --batch-check='%(objectname)'"));
+  for (std::string line; std::getline(in, line);) out.insert(line);
+  return out;
+}
+
+class GitShadowE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    skip_reason_ = new std::string;
+    if (geteuid() != 0) {
+      *skip_reason_ = "needs root for rootful podman (CI runs the e2e tests as root)";
+      return;
+    }
+    for (const char* tool : {"podman", "runsc", "git"}) {
+      if (Sh(std::string("command -v ") + tool).exit_code != 0) {
+        *skip_reason_ = std::string(tool) + " is not installed (deploy/setup-host.sh installs it)";
+        return;
+      }
+    }
+    base_ = new test::TempDir("laz-gse2e");
+    env_ = new std::map<std::string, std::string>{
+        {"HOME", base_->path() + "/home"},
+        {"XDG_CONFIG_HOME", base_->path() + "/home/.config"},
+        {"XDG_STATE_HOME", base_->path() + "/home/.local/state"},
+        {"XDG_DATA_HOME", base_->path() + "/home/.local/share"},
+        {"XDG_RUNTIME_DIR", ""},
+        {"LAZARET_RUNTIME_DIR", base_->path() + "/run"},
+        {"GIT_AUTHOR_NAME", ""},
+        {"GIT_DIR", ""}};
+    Sh("mkdir -p " + Quote(base_->path() + "/home/.config/lazaret"));
+    const CommandResult help = Lazaret(base_->path(), {"run", "--help"});
+    if (help.exit_code != 0 || help.out.find("usage: lazaret run") == std::string::npos) {
+      *skip_reason_ = "`lazaret run` is not available in this build yet (" + Trim(help.err) + ")";
+      return;
+    }
+    if (Sh(std::string("podman image exists ") + kImage).exit_code != 0) {
+      const CommandResult built = Lazaret(base_->path(), {"image", "build"});
+      if (built.exit_code != 0) {
+        *skip_reason_ =
+            "the sandbox image is missing and `lazaret image build` failed: " + built.err;
+        return;
+      }
+    }
+    const CommandResult up = Lazaret(base_->path(), {"up"});
+    if (up.exit_code != 0) *skip_reason_ = "`lazaret up` failed: " + up.err;
+  }
+
+  static void TearDownTestSuite() {
+    if (base_ != nullptr) {
+      Lazaret(base_->path(), {"down"});
+      Lazaret(base_->path(), {"clean"});
+    }
+    delete base_;
+    delete env_;
+    delete skip_reason_;
+    base_ = nullptr;
+    env_ = nullptr;
+    skip_reason_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!skip_reason_->empty()) GTEST_SKIP() << *skip_reason_;
+    dir_ = base_->path() + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    Sh("rm -rf " + Quote(dir_) + " && mkdir -p " + Quote(dir_));
+    marker_ = dir_ + "/PWNED";
+  }
+
+  // `lazaret <args>` run in `cwd` with the test's private environment.
+  static CommandResult Lazaret(const std::string& cwd, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env", "--chdir=" + cwd, Binary("lazaret")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::Run(argv, *env_);
+  }
+
+  // The agent: `lazaret run [flags] -- bash -c SCRIPT` in `workspace`.
+  CommandResult Agent(const std::string& workspace, const std::string& script,
+                      const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "bash", "-c",
+                             "export GIT_AUTHOR_NAME=Agent GIT_AUTHOR_EMAIL=agent@sandbox "
+                             "GIT_COMMITTER_NAME=Agent GIT_COMMITTER_EMAIL=agent@sandbox\n" +
+                                 script});
+    return Lazaret(workspace, args);
+  }
+
+  // A repository with history, a tag, a second branch, a remote-tracking
+  // ref, a staged-only file and a developer hook.
+  std::string MakeRepo(const std::string& name) {
+    const std::string repo = dir_ + "/" + name;
+    Sh("mkdir -p " + Quote(repo));
+    Git(repo, "init -q");
+    Git(repo, "config user.name Dev && git config user.email dev@example.com");
+    Sh("cd " + Quote(repo) + " && echo one > a.txt && echo keep > b.txt");
+    Git(repo, "add a.txt b.txt && git commit -q -m one && git tag v1 && git branch feature");
+    Sh("cd " + Quote(repo) + " && echo two >> a.txt");
+    Git(repo, "commit -q -am two && git update-ref refs/remotes/origin/main HEAD~1");
+    Sh("cd " + Quote(repo) + " && echo staged > staged.txt");
+    Git(repo, "add staged.txt");
+    Sh("cd " + Quote(repo) +
+       " && printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && chmod +x "
+       ".git/hooks/pre-commit");
+    return repo;
+  }
+
+  // <data_root>/default/git/<key>: the agent's object store, refs and logs.
+  std::string StateDir() {
+    return Trim(
+        Sh("ls -d " + Quote(base_->path()) + "/home/.local/share/lazaret/default/git/*/").out);
+  }
+
+  static test::TempDir* base_;
+  static std::map<std::string, std::string>* env_;
+  static std::string* skip_reason_;
+  std::string dir_;
+  std::string marker_;
+};
+
+test::TempDir* GitShadowE2eTest::base_ = nullptr;
+std::map<std::string, std::string>* GitShadowE2eTest::env_ = nullptr;
+std::string* GitShadowE2eTest::skip_reason_ = nullptr;
+
+TEST_F(GitShadowE2eTest, AgentCommitLandsOnAgentBranchOnly) {
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  const std::set<std::string> objects_before = HostObjects(repo);
+  const std::string head = Git(repo, "rev-parse HEAD");
+  CommandResult r = Agent(repo, R"SH(
+set -e
+git status --porcelain | grep -q '^A  staged.txt'
+test "$(git rev-parse --abbrev-ref HEAD)" = lazaret/agent-default
+echo agent > agent.txt
+git add agent.txt
+git diff --cached --name-only | grep -q agent.txt
+git commit -q -m 'agent work'
+git branch lazaret/topic
+git log --oneline -2
+git branch -a
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("agent work"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("feature"), std::string::npos) << r.out;
+  // The developer sees the commit on the agent branch, in their own objects.
+  EXPECT_EQ(Git(repo, "log -1 --format=%s " + std::string(kAgentBranch)), "agent work");
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/topic"), Git(repo, "rev-parse lazaret/agent-default"));
+  EXPECT_EQ(Git(repo, "diff --name-only main lazaret/agent-default"), "agent.txt\nstaged.txt");
+  Git(repo, "fsck --no-dangling --connectivity-only");
+  // Their branch, index, tags, reflogs, config and hooks are untouched.
+  EXPECT_EQ(Git(repo, "rev-parse HEAD"), head);
+  EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt\n?? agent.txt");
+  EXPECT_EQ(HostState(repo), before);
+  const std::set<std::string> objects_after = HostObjects(repo);
+  for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
+}
+
+TEST_F(GitShadowE2eTest, FreshCloneShowsAllBranchesInside) {
+  MakeRepo("origin");
+  Git(dir_, "clone -q origin clone");
+  const std::string clone = dir_ + "/clone";
+  ASSERT_TRUE(Exists(clone + "/.git/packed-refs"));
+  CommandResult r = Agent(clone, "git branch -a && git tag && git status --short");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("remotes/origin/feature"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("remotes/origin/main"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v1"), std::string::npos) << r.out;
+}
+
+TEST_F(GitShadowE2eTest, RefWritesOutsideAgentNamespaceFail) {
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  CommandResult r = Agent(repo, R"SH(
+for cmd in "git config core.pager evil" "git config --unset user.name" \
+           "git remote add evil /tmp" "git branch evil" "git tag evil" \
+           "git update-ref refs/heads/main HEAD~1" "git update-ref -d refs/heads/feature" \
+           "git update-ref refs/remotes/origin/main HEAD" "git checkout -q -b evil2"; do
+  $cmd >/dev/null 2>&1 && echo "ALLOWED: $cmd"
+done
+echo x >> .git/config 2>/dev/null && echo "ALLOWED: append to config"
+echo done
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
+  EXPECT_EQ(HostState(repo), before);
+  Git(repo, "remote add origin https://example.com/repo.git");
+  const std::string with_remote = HostState(repo);
+  r = Agent(repo, "git remote set-url origin /tmp/evil 2>/dev/null && echo ALLOWED; true");
+  EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
+  EXPECT_EQ(HostState(repo), with_remote);
+  EXPECT_EQ(Git(repo, "remote get-url origin"), "https://example.com/repo.git");
+}
+
+TEST_F(GitShadowE2eTest, HooksAndConfigPlantedInsideNeverRunOnHost) {
+  const std::string repo = MakeRepo("repo");
+  const std::string hooks_and_config =
+      "cd " + Quote(repo) + "/.git && sha256sum config hooks/* && ls -l hooks";
+  const std::string hooks_and_config_before = Sh(hooks_and_config).out;
+  const std::string m = marker_;
+  CommandResult r = Agent(repo, R"SH(
+set -e
+for h in pre-commit post-commit post-checkout post-merge pre-push reference-transaction \
+         fsmonitor-watchman post-index-change; do
+  printf '#!/bin/sh\ntouch )SH" + m +
+                                    R"SH(\n' > .git/hooks/$h
+  chmod +x .git/hooks/$h
+done
+rm .git/config
+cat > .git/config <<EOF
+[core]
+  repositoryformatversion = 0
+  bare = false
+  pager = touch )SH" + m + R"SH(
+  fsmonitor = touch )SH" + m + R"SH(
+  hooksPath = /workspace/evil-hooks
+  sshCommand = touch )SH" + m + R"SH(
+  editor = touch )SH" + m + R"SH(
+[diff]
+  external = touch )SH" + m + R"SH(
+[alias]
+  status = !touch )SH" + m + R"SH(
+  log = !touch )SH" + m + R"SH(
+[include]
+  path = /workspace/evil.cfg
+EOF
+mkdir -p evil-hooks && cp .git/hooks/* evil-hooks/
+printf '[core]\n  pager = touch %s\n' )SH" +
+                                    m + R"SH( > evil.cfg
+git commit -q --allow-empty -m 'hooks ran here, inside' || true
+echo planted
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Sh("rm -f " + Quote(marker_));  // hooks inside the sandbox may run; only the host matters
+  // The developer uses git on the host as usual.
+  Sh("cd " + Quote(repo) +
+     " && git status >/dev/null && git log -1 | cat >/dev/null && git diff HEAD~1 | cat "
+     ">/dev/null && git diff lazaret/agent-default >/dev/null && git -c user.name=D -c "
+     "user.email=d@e commit -q -m dev && git checkout -q feature && git checkout -q main && "
+     "git merge -q --no-edit lazaret/agent-default >/dev/null 2>&1; true");
+  EXPECT_FALSE(Exists(marker_)) << "agent code ran on the host";
+  EXPECT_EQ(Sh(hooks_and_config).out, hooks_and_config_before);
+}
+
+TEST_F(GitShadowE2eTest, HostConfigChangeIsVisibleInsideAtOnce) {
+  const std::string repo = MakeRepo("repo");
+  std::thread host([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    Git(repo, "config lazaret.probe changed");
+    Sh("touch " + Quote(repo + "/flag"));
+  });
+  CommandResult r = Agent(repo, R"SH(
+before=$(git config lazaret.probe || echo unset)
+for i in $(seq 300); do [ -e /workspace/flag ] && break; sleep 0.1; done
+echo "$before -> $(git config lazaret.probe)"
+)SH");
+  host.join();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Trim(r.out), "unset -> changed");
+}
+
+TEST_F(GitShadowE2eTest, UmountMoveOrDeleteGitInsideLeavesHostIntact) {
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  CommandResult r = Agent(repo, R"SH(
+umount /workspace/.git 2>/dev/null && echo UNMOUNTED
+umount -l /workspace/.git 2>/dev/null && echo UNMOUNTED
+mv /workspace/.git /workspace/moved 2>/dev/null && echo MOVED
+rm -rf /workspace/.git 2>/dev/null
+rm -rf /workspace/.git/refs/heads/main /workspace/.git/objects/* 2>/dev/null
+echo done
+)SH");
+  EXPECT_EQ(r.out.find("UNMOUNTED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
+  EXPECT_EQ(HostState(repo), before);
+  Git(repo, "fsck --no-dangling");
+  EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt");
+}
+
+TEST_F(GitShadowE2eTest, PlantedSymlinksFifosAndDevicesAreNeverFollowed) {
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  CommandResult r = Agent(repo, R"SH(
+echo w > w.txt && git add w.txt && git commit -q -m work
+O=.git/objects
+mkdir -p $O/ab $O/pack
+ln -s /etc/shadow $O/ab/cdef0123456789abcdef0123456789abcdef01
+mkfifo $O/pack/pack-0123456789abcdef0123456789abcdef01234567.pack
+touch $O/pack/pack-0123456789abcdef0123456789abcdef01234567.idx
+mknod $O/ab/1111111111111111111111111111111111111111 c 1 3 2>/dev/null
+ln -s /run/lazaret/git/hooks $O/cd
+ln -s /run/lazaret/git/refs/heads/main .git/refs/heads/lazaret/evil-link
+mkfifo .git/refs/heads/lazaret/evil-fifo
+ln -s /run/lazaret/git/config .git/logs/refs/heads/lazaret/evil-log
+mkfifo .git/logs/refs/heads/lazaret/agent-default-fifo
+echo planted
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "work");
+  EXPECT_EQ(HostState(repo), before);
+  const std::string state = StateDir();
+  ASSERT_FALSE(state.empty());
+  EXPECT_EQ(Sh("find " + Quote(state) + " ! -type f ! -type d").out, "")
+      << "no symlink, FIFO or device left in the state directory";
+  EXPECT_FALSE(Exists(repo + "/.git/refs/heads/lazaret/evil-link"));
+}
+
+TEST_F(GitShadowE2eTest, AlternatesCreatedInsideAreNotHonouredOnHost) {
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  const std::string agent_before = Git(repo, "rev-parse lazaret/agent-default 2>/dev/null || true");
+  CommandResult r = Agent(repo, R"SH(
+set -e
+git init -q --bare /workspace/evil.git
+echo /workspace/evil.git/objects >> .git/objects/info/alternates
+echo http://192.0.2.1/evil > .git/objects/info/http-alternates
+blob=$(echo evil | GIT_DIR=/workspace/evil.git git hash-object -w --stdin)
+tree=$(printf '100644 blob %s\tevil\n' $blob | GIT_DIR=/workspace/evil.git git mktree)
+c=$(GIT_DIR=/workspace/evil.git git commit-tree -m evil $tree)
+git update-ref refs/heads/lazaret/agent-default $c
+echo planted
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(Exists(repo + "/.git/objects/info/alternates"));
+  EXPECT_FALSE(Exists(repo + "/.git/objects/info/http-alternates"));
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-default"), agent_before)
+      << "a commit whose objects live outside the agent's store is not imported";
+  EXPECT_EQ(HostState(repo), before);
+  Git(repo, "fsck --no-dangling");
+}
+
+TEST_F(GitShadowE2eTest, GcPruneInsideKeepsHostObjects) {
+  const std::string repo = MakeRepo("repo");  // has a staged-only blob
+  Git(repo, "commit-tree -m dangling HEAD^{tree}");
+  const std::string before = HostState(repo);
+  const std::set<std::string> objects_before = HostObjects(repo);
+  CommandResult r = Agent(repo, R"SH(
+echo x > x.txt && git add x.txt && git commit -q -m x
+git gc -q --prune=now --aggressive; echo "gc=$?"
+git prune --expire=now; git repack -a -d -f -q
+git reflog expire --all --expire=now 2>/dev/null
+git pack-refs --all 2>/dev/null
+true
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gc=0"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "x");
+  EXPECT_EQ(HostState(repo), before);
+  const std::set<std::string> objects_after = HostObjects(repo);
+  for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
+  EXPECT_EQ(Git(repo, "diff --cached --name-only"), "staged.txt");
+}
+
+TEST_F(GitShadowE2eTest, LinkedWorktreeWorksInside) {
+  const std::string repo = MakeRepo("repo");
+  Git(repo, "worktree add -q ../wt feature");
+  const std::string wt = dir_ + "/wt";
+  const std::string before = HostState(repo);
+  CommandResult r = Agent(wt, R"SH(
+set -e
+git rev-parse --abbrev-ref HEAD
+echo y > y.txt && git add y.txt && git commit -q -m in-worktree
+echo 'gitdir: /tmp' > .git 2>/dev/null && echo REWROTE || true
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(kAgentBranch), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "in-worktree");
+  EXPECT_EQ(Git(wt, "rev-parse --abbrev-ref HEAD"), "feature");
+  EXPECT_EQ(HostState(repo), before);
+}
+
+TEST_F(GitShadowE2eTest, SubmodulesAreReadOnlyInside) {
+  MakeRepo("lib");
+  const std::string repo = MakeRepo("super");
+  Git(repo, "submodule add -q ../lib vendor/lib && git commit -q -m sub");
+  const std::string before = HostState(repo);
+  CommandResult r = Agent(repo, R"SH(
+git status --short >/dev/null && echo STATUS-OK
+git -C vendor/lib log --oneline -1 >/dev/null && echo SUBLOG-OK
+(cd vendor/lib && echo z > z && git add z && git commit -q -m z) 2>/dev/null && echo SUBCOMMIT
+echo 'gitdir: /workspace/evil' > vendor/lib/.git 2>/dev/null && echo REWROTE
+true
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("STATUS-OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SUBLOG-OK"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SUBCOMMIT"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(HostState(repo), before);
+}
+
+TEST_F(GitShadowE2eTest, ShallowCloneWorksInside) {
+  MakeRepo("origin");
+  Git(dir_, "clone -q --depth 1 file://" + dir_ + "/origin shallow");
+  const std::string repo = dir_ + "/shallow";
+  CommandResult r = Agent(repo, R"SH(
+set -e
+test "$(git rev-parse --is-shallow-repository)" = true
+git commit -q --allow-empty -m on-shallow
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "on-shallow");
+}
+
+TEST_F(GitShadowE2eTest, NoRepositoryStillRuns) {
+  const std::string plain = dir_ + "/plain";
+  Sh("mkdir -p " + Quote(plain));
+  CommandResult r = Agent(plain, "git status 2>&1 | head -1; echo made > f.txt; exit 7");
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
+  EXPECT_NE(r.out.find("not a git repository"), std::string::npos) << r.out;
+  EXPECT_EQ(Trim(test::ReadFile(plain + "/f.txt")), "made");
+}
+
+TEST_F(GitShadowE2eTest, BranchFlagPicksTheAgentBranch) {
+  const std::string repo = MakeRepo("repo");
+  CommandResult r =
+      Agent(repo, "git rev-parse --abbrev-ref HEAD && git commit -q --allow-empty -m b",
+            {"--branch", "fix-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Trim(r.out), "lazaret/fix-1");
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/fix-1"), "b");
+}
+
+TEST_F(GitShadowE2eTest, WorktreeModeLeavesTheDevelopersTreeUntouched) {
+  const std::string repo = MakeRepo("repo");
+  const std::string before = HostState(repo);
+  const std::string files = "cd " + Quote(repo) + " && sha256sum *.txt && git status --porcelain";
+  const std::string files_before = Sh(files).out;
+  CommandResult r = Agent(repo, R"SH(
+set -e
+test ! -e staged.txt
+echo wt > a.txt && git commit -q -am in-agent-worktree
+)SH",
+                          {"--worktree"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "in-agent-worktree");
+  EXPECT_EQ(Sh(files).out, files_before);
+  EXPECT_EQ(HostState(repo), before);
+}
+
+}  // namespace
+}  // namespace lazaret
