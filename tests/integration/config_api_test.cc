@@ -82,6 +82,7 @@ class ConfigApiTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    stub_.reset();  // close the channel so shutdown does not wait for it
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
       int status = 0;
