@@ -1020,6 +1020,13 @@ absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target) {
   return report;
 }
 
+absl::StatusOr<std::vector<std::string>> NestedRepositoriesChangedSince(
+    const std::string& workspace_dir, const timespec& since) {
+  WalkLimits limits;
+  limits.max_depth = 64;
+  return FindGitEntriesChangedSince(workspace_dir, since, limits);
+}
+
 absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBackAll(
     const std::string& state_dir) {
   std::vector<std::pair<WriteBackTarget, WriteBackReport>> out;

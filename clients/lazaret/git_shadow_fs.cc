@@ -326,7 +326,75 @@ absl::Status ListRefFilesIn(const DirFd& dir, const std::string& prefix, int dep
   return absl::OkStatus();
 }
 
+bool NotBefore(const struct stat& st, const timespec& since) {
+  return st.st_ctim.tv_sec > since.tv_sec ||
+         (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec >= since.tv_nsec);
+}
+
+// A nested `.git` directory counts as changed when anything host git would
+// take orders from in it is recent.
+bool GitDirChangedSince(const DirFd& parent, const timespec& since) {
+  struct stat st {};
+  if (fstatat(parent.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (NotBefore(st, since)) return true;
+  auto git = parent.OpenChild(".git");
+  if (!git.ok()) return true;  // unreadable: treat as suspicious
+  for (const char* name : {"config", "HEAD", "commondir", "hooks", "info"}) {
+    if (fstatat(git->get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && NotBefore(st, since)) {
+      return true;
+    }
+  }
+  auto hooks = git->OpenChild("hooks");
+  if (!hooks.ok()) return false;
+  auto names = ReadDirNames(*hooks);
+  if (!names.ok()) return true;
+  for (const auto& n : *names) {
+    if (fstatat(hooks->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && NotBefore(st, since)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status FindGitEntriesIn(const DirFd& dir, const std::string& prefix, int depth,
+                              const timespec& since, const WalkLimits& limits, uint64_t* entries,
+                              std::vector<std::string>* out) {
+  if (depth > limits.max_depth) return absl::OkStatus();
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirNames(dir));
+  for (const auto& name : names) {
+    if (++*entries > limits.max_entries) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("more than ", limits.max_entries, " entries in the workspace"));
+    }
+    struct stat st {};
+    if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string rel = prefix.empty() ? name : absl::StrCat(prefix, "/", name);
+    if (name == ".git") {
+      if (prefix.empty()) continue;  // the workspace's own, behind the Git Shadow
+      const bool changed =
+          S_ISDIR(st.st_mode) ? GitDirChangedSince(dir, since) : NotBefore(st, since);
+      if (changed) out->push_back(rel);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) continue;
+    auto child = dir.OpenChild(name);
+    if (!child.ok()) continue;
+    LAZ_RETURN_IF_ERROR(FindGitEntriesIn(*child, rel, depth + 1, since, limits, entries, out));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> FindGitEntriesChangedSince(const std::string& root,
+                                                                    const timespec& since,
+                                                                    const WalkLimits& limits) {
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
+  std::vector<std::string> out;
+  uint64_t entries = 0;
+  LAZ_RETURN_IF_ERROR(FindGitEntriesIn(dir, "", 0, since, limits, &entries, &out));
+  return out;
+}
 
 DirFd::~DirFd() {
   if (fd_ >= 0) close(fd_);

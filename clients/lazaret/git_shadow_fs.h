@@ -10,6 +10,8 @@
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_FS_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_FS_H_
 
+#include <time.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -108,6 +110,15 @@ absl::StatusOr<std::vector<RefFile>> ListRefFiles(const std::string& root, size_
 // Removes `name` below `dir` (recursively for a directory) without following
 // symlinks. Missing is fine.
 absl::Status RemoveTreeAt(const DirFd& dir, const std::string& name);
+
+// Below `root` (not following symlinks, not descending into any `.git`, and
+// skipping `root`/.git itself), every entry named `.git` that was created or
+// changed at or after `since` (ctime, which the sandbox cannot set): a file,
+// or a directory whose own ctime or that of its config, HEAD, commondir,
+// hooks/ or any hook is that recent. Returns paths relative to `root`.
+absl::StatusOr<std::vector<std::string>> FindGitEntriesChangedSince(const std::string& root,
+                                                                    const timespec& since,
+                                                                    const WalkLimits& limits);
 
 // Copies of sandbox-written object files.
 struct MirrorStats {
