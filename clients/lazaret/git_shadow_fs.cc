@@ -459,7 +459,8 @@ Verdict ClassifyObjectStoreEntry(size_t hex_length, const std::vector<std::strin
                  ? Verdict::kKeep
                  : Verdict::kRemove;
     }
-    return absl::StartsWith(name, "tmp_obj_") ? Verdict::kKeep : Verdict::kRemove;
+    // Temporary objects, and locks such as the maintenance.lock of `git gc`.
+    return IsTemporaryName(name) ? Verdict::kKeep : Verdict::kRemove;
   }
   const std::string& parent = rel[rel.size() - 2];
   if (rel.size() == 2) {

@@ -104,6 +104,7 @@ TEST_F(GitShadowFsTest, SweepRemovesUnexpectedNamesAndHttpAlternates) {
   Write("s/pack/tmp_pack_123", "T");
   Write("s/pack/evil.sh", "#!/bin/sh");
   Write("s/README", "x");
+  Write("s/maintenance.lock", "");  // git gc holds it while it runs
   std::vector<std::string> removed;
   ASSERT_TRUE(SweepTree(P("s"), ObjectClassifier(), WalkLimits{}, &removed).ok());
   EXPECT_TRUE(Exists(P("s/info/alternates")));  // checked by content elsewhere
@@ -114,6 +115,7 @@ TEST_F(GitShadowFsTest, SweepRemovesUnexpectedNamesAndHttpAlternates) {
   EXPECT_FALSE(Exists(P("s/zz")));
   EXPECT_FALSE(Exists(P("s/ab/nested")));
   EXPECT_FALSE(Exists(P("s/README")));
+  EXPECT_TRUE(Exists(P("s/maintenance.lock")));
 }
 
 TEST_F(GitShadowFsTest, RefTreeKeepsValidNamesAndLocksOnly) {

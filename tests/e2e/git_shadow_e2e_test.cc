@@ -317,16 +317,20 @@ echo planted
 
 TEST_F(GitShadowE2eTest, HostConfigChangeIsVisibleInsideAtOnce) {
   const std::string repo = MakeRepo("repo");
+  // The sandbox reads the key, says it is ready, and waits; the host then
+  // runs `git config` (which replaces .git/config by rename) and says so.
   std::thread host([&] {
-    std::this_thread::sleep_for(std::chrono::seconds(4));
+    test::WaitFor([&] { return Exists(repo + "/ready"); }, std::chrono::seconds(120));
     Git(repo, "config lazaret.probe changed");
     Sh("touch " + Quote(repo + "/flag"));
   });
   CommandResult r = Agent(repo, R"SH(
 before=$(git config lazaret.probe || echo unset)
-for i in $(seq 300); do [ -e /workspace/flag ] && break; sleep 0.1; done
+touch /workspace/ready
+for i in $(seq 600); do [ -e /workspace/flag ] && break; sleep 0.1; done
 echo "$before -> $(git config lazaret.probe)"
 )SH");
+  Sh("touch " + Quote(repo + "/ready"));  // releases the thread if the sandbox never started
   host.join();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(Trim(r.out), "unset -> changed");
@@ -381,7 +385,7 @@ echo planted
 TEST_F(GitShadowE2eTest, AlternatesCreatedInsideAreNotHonouredOnHost) {
   const std::string repo = MakeRepo("repo");
   const std::string before = HostState(repo);
-  const std::string agent_before = Git(repo, "rev-parse lazaret/agent-default 2>/dev/null || true");
+  const std::string head = Git(repo, "rev-parse HEAD");
   CommandResult r = Agent(repo, R"SH(
 set -e
 git init -q --bare /workspace/evil.git
@@ -396,7 +400,7 @@ echo planted
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_FALSE(Exists(repo + "/.git/objects/info/alternates"));
   EXPECT_FALSE(Exists(repo + "/.git/objects/info/http-alternates"));
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-default"), agent_before)
+  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-default"), head)
       << "a commit whose objects live outside the agent's store is not imported";
   EXPECT_EQ(HostState(repo), before);
   Git(repo, "fsck --no-dangling");
