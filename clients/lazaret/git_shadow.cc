@@ -1,6 +1,5 @@
 #include "clients/lazaret/git_shadow.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -53,7 +52,10 @@ struct Inspection {
 };
 
 // The per-repository state directory: <state_dir>/<key>. Lazaret creates it;
-// the sandbox sees only objects/, refs/ and logs/ (read-write binds).
+// the sandbox sees objects/, refs/, logs/ and session/ (read-write binds,
+// swept before host git reads anything from them) and, in worktree mode,
+// its worktree. The rest (repo, base, lock, import/, dotgit) only Lazaret
+// ever writes.
 struct RepoState {
   std::string dir;
   std::string objects() const { return dir + "/objects"; }  // S
@@ -1035,21 +1037,13 @@ absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBa
     if (absl::IsNotFound(dir.status())) return out;
     return dir.status();
   }
-  const int fd = openat(dir->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("listing ", state_dir), errno);
-  DIR* d = fdopendir(fd);
-  if (d == nullptr) {
-    close(fd);
-    return ErrnoStatus(absl::StrCat("listing ", state_dir), errno);
-  }
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(*dir));
   std::vector<std::string> keys;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
+  for (const auto& name : names) {
     if (name.size() == 16 && name.find_first_not_of("0123456789abcdef") == std::string::npos) {
       keys.push_back(name);
     }
   }
-  closedir(d);
   for (const auto& key : keys) {
     auto target = ReadRecord(absl::StrCat(state_dir, "/", key));
     if (!target.ok()) continue;
