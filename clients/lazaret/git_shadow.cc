@@ -346,6 +346,26 @@ class StateLock {
   int fd_;
 };
 
+absl::StatusOr<std::shared_ptr<StateLease>> AcquireLease(const RepoState& state,
+                                                          const CheckedRepo& repo,
+                                                          const std::string& profile) {
+  const std::string path = state.dir + "/in-use";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("opening ", path), errno);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another Lazaret session of profile '", profile, "' is already using the repository ",
+          repo.top, "; stop it first (lazaret ps, then lazaret stop SESSION) or use another "
+          "profile"));
+    }
+    return ErrnoStatus(absl::StrCat("locking ", path), err);
+  }
+  return std::make_shared<StateLease>(fd);
+}
+
 std::string SandboxAlternates() { return absl::StrCat(kSandboxGitShadow, "/objects\n"); }
 
 // S/info/alternates must say exactly "the shadow's objects". Anything else
@@ -900,6 +920,10 @@ std::vector<EnvSetting> SandboxGitEnv() {
 
 }  // namespace
 
+StateLease::~StateLease() {
+  if (fd_ >= 0) close(fd_);
+}
+
 absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   LAZ_ASSIGN_OR_RETURN(CheckedAgentBranch branch,
                        CheckAgentBranch(request.profile, request.branch));
@@ -933,6 +957,7 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   LAZ_ASSIGN_OR_RETURN(RepoState state, PrepareRepoState(request.state_dir, repo));
   const WriteBackTarget target{repo.common_dir, state.dir, repo.object_format};
 
+  LAZ_ASSIGN_OR_RETURN(plan.lease, AcquireLease(state, repo, request.profile));
   LAZ_ASSIGN_OR_RETURN(StateLock lock, StateLock::Acquire(state));
   // Anything a previous session left unimported goes to the host first.
   WriteBackReport leftovers;

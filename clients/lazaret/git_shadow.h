@@ -12,6 +12,7 @@
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,22 @@ struct WriteBackTarget {
   std::string object_format;    // "sha1" or "sha256"
 };
 
+// Exclusive use of one repository's Git Shadow state by one session: held
+// (flock on <state>/in-use) from planning until the plan is destroyed, and
+// released by the kernel if the process dies. A second session of the same
+// profile on the same repository is refused while it is held, since both
+// would share the session files and the agent ref namespace.
+class StateLease {
+ public:
+  explicit StateLease(int fd) : fd_(fd) {}
+  ~StateLease();
+  StateLease(const StateLease&) = delete;
+  StateLease& operator=(const StateLease&) = delete;
+
+ private:
+  int fd_;
+};
+
 struct GitShadowPlan {
   // False when the workspace is in no repository, or in a subdirectory of
   // one (see notices): the sandbox then runs without a Git Shadow.
@@ -74,6 +91,7 @@ struct GitShadowPlan {
   // unborn HEAD, refs a leftover import could not bring back, ...).
   std::vector<std::string> notices;
   WriteBackTarget write_back;  // set when has_repo
+  std::shared_ptr<StateLease> lease;  // set when has_repo; keep the plan for the session
 };
 
 // What one WriteBack did.

@@ -345,6 +345,19 @@ TEST_F(GitShadowTest, BranchFlagPicksAnotherAgentBranch) {
   EXPECT_FALSE(Plan(repo, "bad..name").ok());
 }
 
+TEST_F(GitShadowTest, SecondSessionOnTheSameRepositoryIsRefusedWhileTheFirstRuns) {
+  const std::string repo = MakeRepo("repo");
+  auto first = Plan(repo);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Plan(repo);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("already using the repository"), std::string::npos)
+      << second.status();
+  first = absl::CancelledError("session ended");  // drops the first plan and its lease
+  EXPECT_TRUE(Plan(repo).ok());
+}
+
 TEST_F(GitShadowTest, AgentBranchBehindHeadIsFastForwardedDivergedIsLeftAlone) {
   const std::string repo = MakeRepo("repo");
   ASSERT_TRUE(Plan(repo).ok());
@@ -358,6 +371,7 @@ TEST_F(GitShadowTest, AgentBranchBehindHeadIsFastForwardedDivergedIsLeftAlone) {
   const std::string agent_tip = Git(repo, "rev-parse HEAD");
   Git(repo, "checkout -q main");
   Git(repo, "commit -q --allow-empty -m dev-side");
+  plan = absl::CancelledError("session ended");  // releases its lease
   plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), agent_tip);
@@ -825,6 +839,7 @@ TEST_F(GitShadowTest, WorkLeftByACrashedSessionIsImportedAtTheNextPlan) {
   EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Trim(r.out));
   ShResult r2 =
       RunInSandbox(*plan, "git commit -q --allow-empty -m unsaved2 && git rev-parse HEAD");
+  plan = absl::CancelledError("session ended");  // releases its lease
   ASSERT_TRUE(Plan(repo).ok());
   EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Trim(r2.out));
 }
@@ -924,6 +939,7 @@ echo wt > a.txt && git commit -q -am in-agent-worktree
   EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "in-agent-worktree");
   EXPECT_EQ(Sh("cd " + Quote(repo) + " && sha256sum *.txt").out, files_before);
   // The next session's worktree catches up with the branch.
+  plan = absl::CancelledError("session ended");  // releases its lease
   auto plan2 = Plan(repo, "", /*worktree=*/true);
   ASSERT_TRUE(plan2.ok()) << plan2.status();
   ShResult r2 = RunInSandbox(*plan2, "git status --porcelain | wc -l; git log -1 --format=%s");
