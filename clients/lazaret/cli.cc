@@ -21,6 +21,14 @@ constexpr CommandInfo kCommands[] = {
      "validate the configuration, or show a resolved profile", CmdConfig},
     {"trust", "trust [--revoke] [FILE]",
      "let this exact workspace lazaret.toml widen your configuration", CmdTrust},
+    {"run", "run [OPTIONS] [PROFILE] [--] [CMD...]",
+     "run CMD (default: a shell) in a gVisor sandbox on this directory", CmdRun},
+    {"ps", "ps", "list this user's sessions", CmdPs},
+    {"stop", "stop SESSION", "end a session (its sandbox and sidecar)", CmdStop},
+    {"clean", "clean", "remove what killed sessions left (containers, session dirs)", CmdClean},
+    {"image", "image build [sandbox|sidecar|all] [--force]",
+     "build Lazaret's local images (no registry needed)", CmdImage},
+    {"doctor", "doctor", "check this host and say how to fix each problem", CmdDoctor},
 };
 
 void PrintUsage(FILE* out) {

@@ -19,6 +19,20 @@ int CmdStatus(const Context& ctx, const std::vector<std::string>& args);
 int CmdConfig(const Context& ctx, const std::vector<std::string>& args);
 int CmdTrust(const Context& ctx, const std::vector<std::string>& args);
 
+// run.cc: one agent session (docs/operations.md, docs/architecture.md).
+int CmdRun(const Context& ctx, const std::vector<std::string>& args);
+
+// sessions_cmd.cc: the sessions of this runtime directory.
+int CmdPs(const Context& ctx, const std::vector<std::string>& args);
+int CmdStop(const Context& ctx, const std::vector<std::string>& args);
+int CmdClean(const Context& ctx, const std::vector<std::string>& args);
+
+// image.cc: Lazaret's local images (sandbox, sidecar).
+int CmdImage(const Context& ctx, const std::vector<std::string>& args);
+
+// doctor.cc: host checks.
+int CmdDoctor(const Context& ctx, const std::vector<std::string>& args);
+
 }  // namespace lazaret::cli
 
 #endif  // LAZARET_CLIENTS_LAZARET_COMMANDS_H_

@@ -17,6 +17,7 @@ struct BindMount {
   std::string container;
   bool read_only = true;
   bool selinux_shared = false;  // ":z"
+  bool selinux_private = false;  // ":Z" (a profile volume may ask for it)
 };
 
 // A memory-backed tmpfs at `container`.

@@ -1,0 +1,144 @@
+#include "clients/lazaret/podman.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "clients/lazaret/session.h"
+#include "clients/lazaret/subprocess.h"
+
+namespace lazaret::cli {
+namespace {
+
+// podman's default search list for the runsc runtime (containers.conf).
+constexpr const char* kRunscLocations[] = {
+    "/usr/bin/runsc",
+    "/usr/sbin/runsc",
+    "/usr/local/bin/runsc",
+    "/usr/local/sbin/runsc",
+    "/bin/runsc",
+    "/sbin/runsc",
+    "/run/current-system/sw/bin/runsc",
+};
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+bool Rootless() { return geteuid() != 0; }
+
+absl::StatusOr<std::string> FindRunsc() {
+  if (const char* v = std::getenv(kRunscEnv); v != nullptr && *v != '\0') {
+    const std::string path = v;
+    if (path[0] != '/') {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kRunscEnv, "=", path, " must be an absolute path to the runsc binary"));
+    }
+    if (!IsExecutableFile(path)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the gVisor runtime ", path, " (from ", kRunscEnv,
+          ") is not an executable file: ", std::strerror(errno == 0 ? ENOENT : errno)));
+    }
+    return path;
+  }
+  for (const char* p : kRunscLocations) {
+    if (IsExecutableFile(p)) return std::string(p);
+  }
+  return absl::FailedPreconditionError(
+      "the gVisor runtime runsc is not installed (looked in /usr/bin, /usr/sbin, /usr/local/bin, "
+      "...). Install it: apt-get install runsc (or set LAZARET_RUNSC=/path/to/runsc)");
+}
+
+std::vector<ContainerInfo> ParseContainerLines(const std::string& text) {
+  std::vector<ContainerInfo> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (f.size() != 8) continue;
+    ContainerInfo c;
+    c.id = f[0];
+    c.name = f[1];
+    c.state = f[2];
+    if (!absl::SimpleAtoi(f[3], &c.created_unix)) c.created_unix = 0;
+    c.session = f[4];
+    c.profile = f[5];
+    c.role = f[6];
+    c.runtime_dir = f[7];
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ContainerInfo>> ListLazaretContainers() {
+  const std::string format = absl::StrCat(
+      "{{.ID}}\t{{.Names}}\t{{.ListContainer.State}}\t{{.Created.Unix}}\t{{index .Labels \"",
+      kLabelSession, "\"}}\t{{index .Labels \"", kLabelProfile, "\"}}\t{{index .Labels \"",
+      kLabelRole, "\"}}\t{{index .Labels \"", kLabelRuntimeDir, "\"}}");
+  auto r = RunCaptured({"podman", "ps", "--all", "--no-trunc", "--filter",
+                        absl::StrCat("label=", kLabelSession), "--format", format},
+                       std::chrono::seconds(60));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("podman ps failed: ", absl::StripTrailingAsciiWhitespace(r->err)));
+  }
+  return ParseContainerLines(r->out);
+}
+
+std::vector<std::string> RemoveArgv(const std::string& name, int grace_seconds,
+                                    bool with_dependents) {
+  std::vector<std::string> a = {"podman", "rm", "--force", "--ignore"};
+  if (with_dependents) a.push_back("--depend");
+  a.push_back(absl::StrCat("--time=", grace_seconds));
+  a.push_back(name);
+  return a;
+}
+
+absl::Status RemoveContainer(const std::string& name, int grace_seconds) {
+  auto r = RunCaptured(RemoveArgv(name, grace_seconds, false), std::chrono::seconds(120));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return absl::InternalError(
+        absl::StrCat("podman rm ", name, " failed: ", absl::StripTrailingAsciiWhitespace(r->err)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoveWithDependents(const std::string& name, int grace_seconds) {
+  auto r = RunCaptured(RemoveArgv(name, grace_seconds, true), std::chrono::seconds(120));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return absl::InternalError(absl::StrCat(
+        "podman rm --depend ", name, " failed: ", absl::StripTrailingAsciiWhitespace(r->err)));
+  }
+  return absl::OkStatus();
+}
+
+bool ImageExists(const std::string& image) {
+  auto r = RunCaptured({"podman", "image", "exists", image}, std::chrono::seconds(60));
+  return r.ok() && r->exit_code == 0;
+}
+
+std::string MissingImageHint(const std::string& image) {
+  if (absl::StartsWith(image, kSidecarRepository) || absl::StartsWith(image, kSandboxRepository)) {
+    return absl::StrCat("the image ", image,
+                        " is not in this user's podman storage. Build it (no registry needed): "
+                        "lazaret image build");
+  }
+  return absl::StrCat("the image ", image,
+                      " is not in this user's podman storage, and Lazaret never pulls "
+                      "implicitly. Pull it first: podman pull ",
+                      image, "   (or build Lazaret's default image: lazaret image build)");
+}
+
+}  // namespace lazaret::cli

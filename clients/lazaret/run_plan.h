@@ -1,0 +1,143 @@
+// Planning a `lazaret run` session: the parse rule of its arguments, the
+// sandbox environment, the mounts and the exact podman command lines of the
+// network sidecar and the agent sandbox. Runs in the `lazaret` CLI on the
+// host. Pure functions over already-resolved inputs (the profile from
+// lazaret-configd, the Git Shadow plan, the terminfo entry), so every flag
+// can be unit-tested; run.cc does the I/O. The argument vectors built here
+// are the only place podman flags for a session are written.
+#ifndef LAZARET_CLIENTS_LAZARET_RUN_PLAN_H_
+#define LAZARET_CLIENTS_LAZARET_RUN_PLAN_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "clients/lazaret/mount_spec.h"
+#include "lazaret/config/v1/config.pb.h"
+
+namespace lazaret::cli {
+
+// Exit codes of `lazaret run` itself. Everything else is the command's own
+// exit code (126/127 come from lazaret-sandbox-init when the command cannot
+// be executed or found; 128+N when it died of signal N).
+inline constexpr int kRunFailed = 125;  // Lazaret or podman failed; the command did not run
+// When `lazaret run` itself is stopped by SIGINT, SIGTERM or SIGHUP it tears
+// the session down and exits with 128+signal (130, 143, 129).
+
+// Resource limits of a rootful session (rootless: see docs/operations.md).
+inline constexpr int kSandboxPidsLimit = 4096;
+inline constexpr char kSandboxMemory[] = "8g";
+inline constexpr int kSidecarPidsLimit = 64;
+inline constexpr char kSidecarMemory[] = "64m";
+
+// Fixed paths inside the sandbox that are not the Git Shadow's.
+inline constexpr char kSandboxPersistDirName[] = "persist";  // <profile_dir>/persist/<escaped>
+
+struct RunArgs {
+  std::string explicit_config;       // --config FILE, made absolute
+  std::string branch;                // --branch NAME
+  bool worktree = false;             // --worktree
+  bool dry_run = false;              // --dry-run
+  bool help = false;                 // -h / --help
+  std::string profile;               // empty: the default profile
+  std::vector<std::string> command;  // empty: the image's shell
+};
+
+inline constexpr char kRunUsage[] =
+    "usage: lazaret run [--config FILE] [--branch NAME] [--worktree] [--dry-run] [PROFILE] "
+    "[--] [CMD...]\n"
+    "  Options come first. The first other argument is the PROFILE (the default profile when\n"
+    "  there is none); everything after it is the command. To run a command in the default\n"
+    "  profile, put it after --:  lazaret run -- make test\n";
+
+// The parse rule (docs/operations.md): options are recognised only before
+// the first non-option argument or `--`. `--` ends the options and keeps the
+// default profile: everything after it is the command. Otherwise the first
+// non-option argument is the PROFILE, an optional `--` right after it is
+// skipped, and the rest is the command. `cwd` makes --config absolute.
+absl::StatusOr<RunArgs> ParseRunArgs(const std::vector<std::string>& args, const std::string& cwd);
+
+// Reads a variable of lazaret's own environment; nullopt when unset.
+using HostEnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// The profile's env, in order: literals as given, `env:VAR` pulls from
+// `lookup`. An unset or empty VAR is an error naming the profile key and the
+// variable (fail closed: never an empty secret). Every value is marked
+// secret (redacted everywhere); names and values are checked to fit an env
+// file line.
+absl::StatusOr<std::vector<EnvSetting>> ResolveProfileEnv(
+    const lazaret::config::v1::ResolvedProfile& profile, const HostEnvLookup& lookup);
+
+// Checks a name/value pair can be written as one `NAME=VALUE` line.
+absl::Status CheckEnvSetting(const EnvSetting& e);
+
+// The env file podman reads with --env-file: one NAME=VALUE per line. Later
+// lines win, so callers order them: Lazaret's terminal settings, the
+// profile's env, then the Git Shadow's (which a profile cannot override).
+absl::StatusOr<std::string> EnvFileText(const std::vector<EnvSetting>& env);
+
+// "/root/.cache" -> "root%2F.cache": one directory name per container path,
+// injective, never "." or "..".
+std::string EscapePersistentPath(const std::string& container_path);
+
+// persistent_dirs, for now: a host directory <profile_dir>/persist/<escaped>
+// bound read-write at each path (starts empty; the fuse-overlayfs
+// persistence that keeps image content comes later). Paths whose image
+// content an empty bind would hide (/, /usr, /etc, /var, /bin, /sbin, /lib*,
+// /boot) or that belong to Lazaret or the kernel (/workspace, /run/lazaret,
+// /proc, /sys, /dev) are refused with the reason.
+absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
+    const std::string& profile_dir, const google::protobuf::RepeatedPtrField<std::string>& dirs);
+
+// The profile's volumes as bind mounts (host paths are canonical from
+// configd).
+std::vector<BindMount> ProfileVolumes(const lazaret::config::v1::ResolvedProfile& profile);
+
+// The podman arguments for one mount. Refuses paths podman's -v syntax
+// cannot carry (':' anywhere, ',' in a tmpfs destination) and relative
+// paths.
+absl::StatusOr<std::vector<std::string>> MountArgs(const Mount& mount);
+
+struct SidecarSpec {
+  std::string session_id;
+  std::string profile;
+  std::string runtime_dir;
+  std::string router_host_dir;  // <session>/router
+  std::string image;            // kSidecarImage
+  bool rootless = false;
+};
+
+// podman run --detach ... for the network sidecar (runc, NET_ADMIN only,
+// read-only, FROM scratch image, slirp4netns).
+std::vector<std::string> SidecarArgv(const SidecarSpec& spec);
+
+struct SandboxSpec {
+  std::string session_id;
+  std::string profile;
+  std::string runtime_dir;
+  std::string image;
+  std::string runsc_path;
+  bool rootless = false;
+  bool tty = false;
+  std::string env_file;
+  std::vector<Mount> mounts;           // in order
+  std::string sandbox_init_host;       // host path of lazaret-sandbox-init
+  std::vector<std::string> init_args;  // before "--"
+  std::vector<std::string> command;    // after "--"; empty: the shell
+};
+
+// podman --runtime-flag=... run --rm ... for the agent sandbox (runsc).
+absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
+
+// The gVisor flags, deliberately: hostinet (network=host) because gVisor's
+// netstack cannot start on this kernel and the sandbox lives in the
+// sidecar's network namespace anyway; ignore-cgroups when rootless (runsc
+// cannot create cgroups there). No host-uds (no host Unix sockets until the
+// escalation socket needs one), no net-raw.
+std::vector<std::string> RunscGlobalFlags(bool rootless);
+
+}  // namespace lazaret::cli
+
+#endif  // LAZARET_CLIENTS_LAZARET_RUN_PLAN_H_
