@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Benchmark: `lazaret run -- true` (sidecar + sandbox + teardown, services
+# already up) against a bare `podman run` of the same image under runsc, in
+# one run, alternating so both see the same machine load. Prints the median
+# of each, the ratio (target <= 1.5x), and the cold-start figure: the first
+# `lazaret run` right after `lazaret up`.
+#
+#   run_bench.sh [N]      N runs of each (default 10)
+#
+# Fails only on a gross regression (ratio > LAZARET_BENCH_MAX_RATIO, default
+# 3.0): the 1.5x target is reported, not enforced, because a 2-core shared
+# CI machine is too noisy for a tight bound. Runs rootful (as root) with a
+# private HOME and runtime dir; builds the images first if missing.
+set -euo pipefail
+
+n=${1:-10}
+bin=${LAZARET_BIN_DIR:?LAZARET_BIN_DIR must name the bin directory of the build}
+max_ratio=${LAZARET_BENCH_MAX_RATIO:-3.0}
+base=$(mktemp -d /tmp/laz-bench-XXXXXX)
+export HOME=$base/home LAZARET_RUNTIME_DIR=$base/run XDG_RUNTIME_DIR=
+mkdir -p "$HOME" "$base/ws"
+chmod 0700 "$base"
+lazaret=$bin/lazaret
+image=localhost/lazaret-sandbox:trixie
+
+cleanup() {
+    "$lazaret" down >/dev/null 2>&1 || true
+    rm -rf "$base"
+}
+trap cleanup EXIT
+
+"$lazaret" image build all >/dev/null
+cd "$base/ws"
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print int((a[NR/2]+a[NR/2+1])/2)}'; }
+
+"$lazaret" up >/dev/null
+t0=$(now_ms)
+"$lazaret" run -- true 2>/dev/null
+cold=$(($(now_ms) - t0))
+
+lazaret_times=() bare_times=()
+for ((i = 0; i < n; i++)); do
+    t0=$(now_ms)
+    "$lazaret" run -- true 2>/dev/null
+    lazaret_times+=($(($(now_ms) - t0)))
+    t0=$(now_ms)
+    podman --runtime-flag=network=host run --rm --runtime=runsc --network=none --pull=never \
+        "$image" true
+    bare_times+=($(($(now_ms) - t0)))
+done
+
+l=$(printf '%s\n' "${lazaret_times[@]}" | median)
+b=$(printf '%s\n' "${bare_times[@]}" | median)
+ratio=$(awk -v l="$l" -v b="$b" 'BEGIN {printf "%.2f", l / b}')
+echo "lazaret run -- true:              median ${l} ms of $n (${lazaret_times[*]})"
+echo "bare podman run --runtime=runsc:  median ${b} ms of $n (${bare_times[*]})"
+echo "ratio: ${ratio}x (target <= 1.5x: $(awk -v r="$ratio" 'BEGIN {print (r <= 1.5) ? "met" : "NOT met"}'))"
+echo "cold start (first run after lazaret up): ${cold} ms"
+awk -v r="$ratio" -v m="$max_ratio" 'BEGIN {exit !(r <= m)}' || {
+    echo "FAIL: ratio ${ratio}x is above ${max_ratio}x" >&2
+    exit 1
+}

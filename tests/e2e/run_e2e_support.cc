@@ -1,0 +1,264 @@
+#include "tests/e2e/run_e2e_support.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace lazaret::test::e2e {
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string E2eRoot() { return EnvOr("LAZARET_E2E_ROOT", "/tmp/laz-e2e"); }
+
+ModeEnv MakeEnv() {
+  ModeEnv e;
+  if (CurrentMode() == Mode::kRootful) {
+    e.user = "root";
+    e.home = E2eRoot() + "/root/home";
+    e.runtime_dir = E2eRoot() + "/root/run";
+    e.vars = {{"HOME", e.home},
+              {"LAZARET_RUNTIME_DIR", e.runtime_dir},
+              {"PATH", EnvOr("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")},
+              {"LANG", "C.UTF-8"}};
+    return e;
+  }
+  e.user = EnvOr("LAZARET_E2E_USER", "lazaret-e2e");
+  const passwd* pw = getpwnam(e.user.c_str());
+  if (pw == nullptr) std::abort();  // the user-setup fixture creates it
+  e.uid = pw->pw_uid;
+  e.gid = pw->pw_gid;
+  e.home = pw->pw_dir;
+  const std::string xdg = "/run/user/" + std::to_string(e.uid);
+  e.runtime_dir = xdg + "/lazaret";
+  e.vars = {{"HOME", e.home},
+            {"USER", e.user},
+            {"LOGNAME", e.user},
+            {"XDG_RUNTIME_DIR", xdg},
+            {"PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"},
+            {"LANG", "C.UTF-8"}};
+  return e;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      out.emplace_back(e->d_name);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<std::string> SplitNul(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\0', start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Mode CurrentMode() {
+  const char* v = std::getenv("LAZARET_E2E_MODE");
+  return v != nullptr && std::string(v) == "rootless" ? Mode::kRootless : Mode::kRootful;
+}
+bool IsRootless() { return CurrentMode() == Mode::kRootless; }
+const char* ModeName() { return IsRootless() ? "rootless" : "rootful"; }
+
+const ModeEnv& Env() {
+  static const ModeEnv* const kEnv = new ModeEnv(MakeEnv());
+  return *kEnv;
+}
+
+std::vector<std::string> AsMode(const std::vector<std::string>& argv,
+                                const std::map<std::string, std::string>& extra) {
+  const ModeEnv& e = Env();
+  std::map<std::string, std::string> vars = e.vars;
+  for (const auto& [k, v] : extra) vars[k] = v;
+  std::vector<std::string> out;
+  if (IsRootless()) {
+    out = {"setpriv", "--reuid=" + std::to_string(e.uid), "--regid=" + std::to_string(e.gid),
+           "--init-groups", "--"};
+  }
+  out.push_back("env");
+  out.push_back("-i");
+  for (const auto& [k, v] : vars) {
+    if (!v.empty()) out.push_back(k + "=" + v);
+  }
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+CommandResult RunAs(const std::string& cwd, const std::vector<std::string>& argv,
+                    const std::map<std::string, std::string>& extra, const std::string& input) {
+  std::vector<std::string> full = {"sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", cwd};
+  for (auto& a : AsMode(argv, extra)) full.push_back(a);
+  return test::Run(full, {}, input);
+}
+
+CommandResult Lazaret(const std::string& cwd, const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> argv = {test::Binary("lazaret")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunAs(cwd, argv, extra);
+}
+
+CommandResult Podman(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"podman"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunAs("/", argv);
+}
+
+pid_t SpawnLazaret(const std::string& cwd, const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& extra, const std::string& log) {
+  std::vector<std::string> argv = {test::Binary("lazaret")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> full = AsMode(argv, extra);
+  std::vector<char*> cargv;
+  for (auto& s : full) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // setpriv and env exec in place: this pid becomes lazaret.
+    if (chdir(cwd.c_str()) != 0) _exit(126);
+    const int in = open("/dev/null", O_RDONLY);
+    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    setpgid(0, 0);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int WaitChild(pid_t pid, int timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  int status = 0;
+  while (true) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+UserDir::UserDir(const std::string& prefix) {
+  const std::string base = E2eRoot();
+  mkdir(base.c_str(), 0755);
+  chmod(base.c_str(), 0755);
+  std::string tmpl = base + "/" + prefix + "-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+  path_ = tmpl;
+  chmod(path_.c_str(), 0755);
+  if (chown(path_.c_str(), Env().uid, Env().gid) != 0) std::abort();
+}
+
+UserDir::~UserDir() { test::Run({"rm", "-rf", path_}); }
+
+std::string UserDir::Write(const std::string& name, const std::string& content) const {
+  const std::string p = path_ + "/" + name;
+  std::ofstream(p) << content;
+  chmod(p.c_str(), 0644);
+  if (chown(p.c_str(), Env().uid, Env().gid) != 0) std::abort();
+  return p;
+}
+
+std::vector<std::string> SessionContainers() {
+  CommandResult r = Podman({"ps", "--all", "--format", "{{.Names}}", "--filter",
+                            "label=io.lazaret.runtime-dir=" + Env().runtime_dir});
+  return Lines(r.out);
+}
+
+std::vector<std::string> SessionDirs() { return ListDir(Env().runtime_dir + "/sessions"); }
+
+std::vector<std::string> PsSessions() {
+  CommandResult r = Lazaret("/", {"ps"});
+  std::vector<std::string> out;
+  for (const auto& l : Lines(r.out)) {
+    if (l.rfind("SESSION", 0) == 0 || l.rfind("Orphaned", 0) == 0) continue;
+    out.push_back(l.substr(0, l.find(' ')));
+  }
+  return out;
+}
+
+std::string WaitForRunningSession(int timeout_seconds) {
+  std::string id;
+  test::WaitFor(
+      [&] {
+        CommandResult r = Podman({"ps", "--format", "{{index .Labels \"io.lazaret.session\"}}",
+                                  "--filter", "label=io.lazaret.role=sandbox", "--filter",
+                                  "label=io.lazaret.runtime-dir=" + Env().runtime_dir, "--filter",
+                                  "status=running"});
+        auto l = Lines(r.out);
+        if (l.empty()) return false;
+        id = l[0];
+        return true;
+      },
+      std::chrono::seconds(timeout_seconds));
+  return id;
+}
+
+std::string Inspect(const std::string& name, const std::string& format) {
+  return Trim(Podman({"inspect", "--format", format, name}).out);
+}
+
+std::vector<std::vector<std::string>> ProcessesWith(const std::string& needle) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& p : ListDir("/proc")) {
+    if (p.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string cmdline = test::ReadFile("/proc/" + p + "/cmdline");
+    if (cmdline.find(needle) != std::string::npos) out.push_back(SplitNul(cmdline));
+  }
+  return out;
+}
+
+bool AnyCommandLineContains(const std::string& needle) { return !ProcessesWith(needle).empty(); }
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace lazaret::test::e2e

@@ -1,0 +1,99 @@
+// Helpers for the `lazaret run` end-to-end tests: running programs as the
+// mode's user (root for rootful, the test user the fixture created for
+// rootless) with the environment the fixtures used for `lazaret up`, and
+// looking at podman and /proc from the host. The tests run as root.
+#ifndef LAZARET_TESTS_E2E_RUN_E2E_SUPPORT_H_
+#define LAZARET_TESTS_E2E_RUN_E2E_SUPPORT_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_support.h"
+
+namespace lazaret::test::e2e {
+
+enum class Mode { kRootful, kRootless };
+
+// From $LAZARET_E2E_MODE ("rootless" or anything else).
+Mode CurrentMode();
+bool IsRootless();
+const char* ModeName();
+
+// Who runs lazaret/podman in this mode and with what environment.
+struct ModeEnv {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user;
+  std::string home;
+  std::string runtime_dir;  // Lazaret's runtime directory
+  std::map<std::string, std::string> vars;
+};
+const ModeEnv& Env();
+
+// argv wrapped to run as the mode's user with the mode's environment plus
+// `extra` (an empty value leaves the variable out).
+std::vector<std::string> AsMode(const std::vector<std::string>& argv,
+                                const std::map<std::string, std::string>& extra = {});
+
+// Runs argv as the mode's user in `cwd`.
+CommandResult RunAs(const std::string& cwd, const std::vector<std::string>& argv,
+                    const std::map<std::string, std::string>& extra = {},
+                    const std::string& input = "");
+
+// `lazaret ARGS` as the mode's user in `cwd`.
+CommandResult Lazaret(const std::string& cwd, const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& extra = {});
+
+// `podman ARGS` as the mode's user (its storage).
+CommandResult Podman(const std::vector<std::string>& args);
+
+// `lazaret ARGS` in the background, stdin on /dev/null, output appended to
+// `log`. The returned pid is lazaret itself (no wrapper process in between).
+pid_t SpawnLazaret(const std::string& cwd, const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& extra, const std::string& log);
+
+// Waits for a child started by SpawnLazaret; returns its exit code
+// (128+N when killed by N), or -1 on timeout (it is then killed).
+int WaitChild(pid_t pid, int timeout_seconds);
+
+// A directory owned by the mode's user (mode 0755), removed at the end.
+class UserDir {
+ public:
+  explicit UserDir(const std::string& prefix);
+  ~UserDir();
+  UserDir(const UserDir&) = delete;
+  UserDir& operator=(const UserDir&) = delete;
+  const std::string& path() const { return path_; }
+  // Writes a file (mode 0644, owned by the user) and returns its path.
+  std::string Write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::string path_;
+};
+
+// Names of this runtime directory's Lazaret containers (any state).
+std::vector<std::string> SessionContainers();
+// Session directories left in the runtime directory.
+std::vector<std::string> SessionDirs();
+// The session ids `lazaret ps` shows.
+std::vector<std::string> PsSessions();
+// Waits until a session's sandbox is running; returns its id ("" on timeout).
+std::string WaitForRunningSession(int timeout_seconds);
+
+// `podman inspect --format FORMAT NAME`, trimmed.
+std::string Inspect(const std::string& name, const std::string& format);
+
+// The argv of every process whose command line contains `needle`.
+std::vector<std::vector<std::string>> ProcessesWith(const std::string& needle);
+// True when any process's command line or environment... command line
+// contains `needle` (for secrets).
+bool AnyCommandLineContains(const std::string& needle);
+
+std::string Trim(std::string s);
+
+}  // namespace lazaret::test::e2e
+
+#endif  // LAZARET_TESTS_E2E_RUN_E2E_SUPPORT_H_

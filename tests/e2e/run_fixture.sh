@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# ctest fixtures of the `lazaret run` end-to-end tests (tests/e2e/CMakeLists.txt).
+#
+#   run_fixture.sh user-setup        create the rootless test user (useradd,
+#                                    subuid/subgid, /run/user/<uid> 0700)
+#   run_fixture.sh user-cleanup      remove that user and everything it owns
+#                                    (LAZARET_E2E_KEEP_USER=1 keeps it)
+#   run_fixture.sh images MODE       lazaret image build all (MODE rootful|rootless)
+#   run_fixture.sh up MODE           lazaret up with the test environment
+#   run_fixture.sh down MODE         lazaret clean; lazaret down
+#
+# Environment (set by CMake): LAZARET_BIN_DIR, LAZARET_E2E_ROOT (rootful
+# HOME and runtime dir live under it), LAZARET_E2E_USER. Must run as root.
+set -euo pipefail
+
+bin=${LAZARET_BIN_DIR:?}
+root=${LAZARET_E2E_ROOT:-/tmp/laz-e2e}
+user=${LAZARET_E2E_USER:-lazaret-e2e}
+action=${1:?usage: run_fixture.sh ACTION [MODE]}
+mode=${2:-rootful}
+
+die() { echo "run_fixture.sh: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "must run as root (CI runs the e2e tests as root)"
+
+# The command prefix that runs a program in MODE with the tests' environment.
+as_mode() {
+    if [[ $mode == rootful ]]; then
+        mkdir -p "$root/root/home" "$root/root/run"
+        chmod 0755 "$root" "$root/root"
+        chmod 0700 "$root/root/run"
+        env HOME="$root/root/home" LAZARET_RUNTIME_DIR="$root/root/run" \
+            XDG_RUNTIME_DIR= XDG_CONFIG_HOME= XDG_DATA_HOME= XDG_STATE_HOME= "$@"
+    else
+        local uid gid
+        uid=$(id -u "$user") gid=$(id -g "$user")
+        setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
+            env -i HOME="/home/$user" USER="$user" LOGNAME="$user" \
+            XDG_RUNTIME_DIR="/run/user/$uid" \
+            PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin \
+            LANG=C.UTF-8 "$@"
+    fi
+}
+
+case $action in
+user-setup)
+    for dev in /dev/fuse /dev/net/tun; do
+        [[ $(stat -c %a "$dev") == 666 ]] ||
+            die "$dev is not mode 0666; run deploy/setup-host.sh first"
+    done
+    if ! id "$user" >/dev/null 2>&1; then
+        useradd --create-home --shell /bin/bash "$user"
+    fi
+    uid=$(id -u "$user")
+    for f in /etc/subuid /etc/subgid; do
+        if ! grep -q "^$user:" "$f"; then
+            # A free range above every existing one.
+            start=$(awk -F: 'BEGIN{m=100000} {e=$2+$3; if (e>m) m=e} END{print m}' "$f")
+            if [[ $f == /etc/subuid ]]; then
+                usermod --add-subuids "$start-$((start + 65535))" "$user"
+            else
+                usermod --add-subgids "$start-$((start + 65535))" "$user"
+            fi
+        fi
+    done
+    install -d -m 0700 -o "$user" -g "$(id -g "$user")" "/run/user/$uid"
+    mkdir -p "$root"
+    chmod 0755 "$root"
+    # The user runs the build's binaries.
+    setpriv --reuid="$uid" --regid="$(id -g "$user")" --init-groups -- test -x "$bin/lazaret" ||
+        die "$user cannot run $bin/lazaret (every directory above it must be searchable)"
+    echo "rootless test user $user (uid $uid) ready"
+    ;;
+user-cleanup)
+    if ! id "$user" >/dev/null 2>&1; then exit 0; fi
+    uid=$(id -u "$user")
+    mode=rootless
+    as_mode "$bin/lazaret" down >/dev/null 2>&1 || true
+    if [[ ${LAZARET_E2E_KEEP_USER:-0} == 1 ]]; then
+        echo "keeping $user (LAZARET_E2E_KEEP_USER=1)"
+        exit 0
+    fi
+    as_mode podman rm --all --force --time=0 >/dev/null 2>&1 || true
+    as_mode podman system reset --force >/dev/null 2>&1 || true
+    # Whatever the user still runs (podman's pause process, conmon): only
+    # this test user's processes, one pid at a time.
+    for p in /proc/[0-9]*; do
+        [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+    done
+    sleep 0.5
+    userdel --remove "$user" 2>/dev/null || userdel "$user"
+    rm -rf "/run/user/$uid"
+    echo "removed rootless test user $user"
+    ;;
+images)
+    as_mode "$bin/lazaret" image build all
+    ;;
+up)
+    as_mode "$bin/lazaret" up
+    ;;
+down)
+    as_mode "$bin/lazaret" clean || true
+    as_mode "$bin/lazaret" down
+    ;;
+*)
+    die "unknown action $action"
+    ;;
+esac
