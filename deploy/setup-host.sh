@@ -24,6 +24,9 @@ PACKAGES=(
     # tests / benchmarks
     libgtest-dev libgmock-dev libbenchmark-dev python3 python3-grpcio
     tmux ncurses-term
+    # xterm-kitty's terminfo (ncurses-term has alacritty, not kitty): the
+    # run e2e tests drive a sandbox shell under tmux with TERM=xterm-kitty
+    kitty-terminfo
     # static (musl) build of the sidecar / escalation client (NFR-1)
     musl-tools
     # containers

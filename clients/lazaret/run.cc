@@ -619,7 +619,11 @@ int Runner::Run() {
     return 128 + sig;
   }
 
-  // 3. Only now the agent sandbox.
+  // 3. Only now the agent sandbox. Its volume sources are re-checked here,
+  // as late as possible (configd resolved them symlink-free).
+  for (const BindMount& v : ProfileVolumes(profile_)) {
+    if (absl::Status s = CheckNoSymlinkComponents(v.host); !s.ok()) return Fail(s);
+  }
   termios saved{};
   const bool restore_tty = sandbox_.tty && tcgetattr(STDIN_FILENO, &saved) == 0;
   absl::StatusOr<pid_t> pid = SpawnAttached(sandbox_argv_);

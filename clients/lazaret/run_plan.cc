@@ -1,5 +1,10 @@
 #include "clients/lazaret/run_plan.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -246,6 +251,27 @@ std::vector<BindMount> ProfileVolumes(const pb::ResolvedProfile& profile) {
     out.push_back(std::move(b));
   }
   return out;
+}
+
+absl::Status CheckNoSymlinkComponents(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not an absolute path"));
+  }
+  std::string prefix;
+  for (absl::string_view seg : absl::StrSplit(path.substr(1), '/', absl::SkipEmpty())) {
+    absl::StrAppend(&prefix, "/", seg);
+    struct stat st {};
+    if (lstat(prefix.c_str(), &st) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, ": ", std::strerror(errno), " (mount source ", path, ")"));
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "mount source ", path, " changed since the configuration was resolved: ", prefix,
+          " is now a symlink. Refusing to mount it."));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> MountArgs(const Mount& mount) {

@@ -95,6 +95,13 @@ absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
 // configd).
 std::vector<BindMount> ProfileVolumes(const lazaret::config::v1::ResolvedProfile& profile);
 
+// The profile's volume host paths are canonical when lazaret-configd
+// resolves them; this re-checks, right before the sandbox is created, that
+// no component of `path` has since become a symlink (or vanished), so a
+// directory swapped for a link to ~/.ssh in between is refused. A window
+// of milliseconds until podman mounts remains (docs/operations.md).
+absl::Status CheckNoSymlinkComponents(const std::string& path);
+
 // The podman arguments for one mount. Refuses paths podman's -v syntax
 // cannot carry (':' anywhere, ',' in a tmpfs destination) and relative
 // paths.

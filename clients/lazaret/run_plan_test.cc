@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "clients/lazaret/git_shadow.h"
@@ -150,6 +154,21 @@ TEST(MountArgsTest, BindAndTmpfs) {
   EXPECT_FALSE(MountArgs(BindMount{"rel", "/x", true, false}).ok());
   EXPECT_FALSE(MountArgs(BindMount{"/h", "/x/../y", true, false}).ok());
   EXPECT_FALSE(MountArgs(TmpfsMount{"/a,b", "0755"}).ok());
+}
+
+TEST(CheckNoSymlinkComponentsTest, RefusesALinkAnywhereInThePath) {
+  char tmpl[] = "/tmp/laz-sym-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  ASSERT_EQ(mkdir((root + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/real/sub").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((root + "/real").c_str(), (root + "/link").c_str()), 0);
+  EXPECT_TRUE(CheckNoSymlinkComponents(root + "/real/sub").ok());
+  EXPECT_FALSE(CheckNoSymlinkComponents(root + "/link/sub").ok());
+  EXPECT_FALSE(CheckNoSymlinkComponents(root + "/link").ok());
+  EXPECT_FALSE(CheckNoSymlinkComponents(root + "/missing").ok());
+  EXPECT_FALSE(CheckNoSymlinkComponents("relative").ok());
+  (void)!std::system(("rm -rf " + root).c_str());
 }
 
 TEST(SidecarArgvTest, RuncNetAdminOnlyReadOnlyScratchImage) {
