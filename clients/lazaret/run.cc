@@ -361,6 +361,12 @@ absl::Status Runner::Plan() {
 
   id_ = NewSessionId();
   session_path_ = SessionPath(ctx_.runtime_dir, id_);
+  if (const std::string sock = absl::StrCat(session_path_, "/router/router.sock");
+      sock.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the router socket path ", sock, " is longer than a Unix socket path may be (",
+        sizeof(sockaddr_un::sun_path) - 1, " bytes); use a shorter LAZARET_RUNTIME_DIR"));
+  }
   sidecar_ = SidecarSpec{
       id_,           profile_.name(), ctx_.runtime_dir, absl::StrCat(session_path_, "/router"),
       kSidecarImage, Rootless()};

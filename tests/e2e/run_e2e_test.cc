@@ -509,6 +509,47 @@ TEST_F(RunE2eTest, GitRepositoryWorkspaceHasGitInside) {
   EXPECT_THAT(r.out, HasSubstr("first commit"));
 }
 
+int HostProcessCount() {
+  int n = 0;
+  for (const auto& argv : ProcessesWith("")) n += argv.empty() ? 0 : 1;
+  return n;
+}
+
+// THREATS "Sandbox and host resources": a FIFO planted in /workspace stays
+// inside gVisor, device nodes cannot be made, a setuid bit only ever lands
+// on a file owned by the invoking user (rootless: the user; rootful: root,
+// who is the user - see docs/operations.md), and a fork bomb makes no host
+// processes (gVisor's tasks live in its sentry).
+TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
+  CommandResult r = Run({"run", "--", "sh", "-c",
+                         "mkfifo /workspace/fifo; mknod /workspace/dev c 1 3 || echo MKNOD-REFUSED; "
+                         "cp /bin/sh /workspace/suid && chmod 4755 /workspace/suid"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("MKNOD-REFUSED"));
+  EXPECT_FALSE(Exists(ws_->path() + "/fifo"));
+  EXPECT_FALSE(Exists(ws_->path() + "/dev"));
+  struct stat st {};
+  ASSERT_EQ(stat((ws_->path() + "/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, Env().uid) << "a setuid file owned by someone other than the user";
+
+  // The host's process count while a fork bomb runs inside.
+  const int before = HostProcessCount();
+  const std::string log = aux_->path() + "/run.log";
+  const pid_t pid = SpawnLazaret(
+      ws_->path(),
+      {"run", "--", "sh", "-c",
+       "touch /workspace/bombing; timeout 10 sh -c 'b(){ b|b& }; b' 2>/dev/null; echo contained"},
+      {}, log);
+  ASSERT_TRUE(test::WaitFor([&] { return Exists(ws_->path() + "/bombing"); },
+                            std::chrono::seconds(60)))
+      << test::ReadFile(log);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const int during = HostProcessCount();
+  EXPECT_LT(during, before + 50) << "the fork bomb made host processes";
+  EXPECT_EQ(WaitChild(pid, 120), 0) << test::ReadFile(log);
+  EXPECT_THAT(test::ReadFile(log), HasSubstr("contained"));
+}
+
 TEST_F(RunE2eTest, DoctorPassesHereAndNamesAMissingRunsc) {
   CommandResult ok = Lazaret("/", {"doctor"});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
