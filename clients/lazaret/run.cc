@@ -319,8 +319,8 @@ absl::Status Runner::Plan() {
     }
   }
 
-  // The Git Shadow (another engineer's planner; it may create the agent
-  // branch and state directories, also in --dry-run).
+  // The Git Shadow (git_shadow.h). Planning may create the agent branch
+  // and the state directories, also for --dry-run.
   GitShadowRequest greq;
   greq.workspace_dir = cwd_;
   greq.profile = profile_.name();
