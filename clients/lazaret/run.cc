@@ -221,6 +221,7 @@ class Runner {
   void ApplyEgressPolicy();
   void Teardown();
   void WriteBackNow();
+  void WarnAboutPlantedRepositories();
   int Fail(const absl::Status& s);
 
   const Context& ctx_;
@@ -241,6 +242,7 @@ class Runner {
   std::unique_ptr<SessionDir> dir_;
   bool sidecar_created_ = false;
   WriteBackLog write_back_log_;
+  timespec sandbox_started_{};
   int stop_signal_ = 0;
   bool sidecar_lost_ = false;
   int router_pidfd_ = -1;
@@ -515,6 +517,28 @@ void Runner::ApplyEgressPolicy() {
       "outbound network (the profile's allow/deny lists are not enforced)");
 }
 
+// A .git the agent created or changed in the working tree is a repository
+// whose config (core.fsmonitor, core.pager, ...) host git obeys when the
+// developer runs git there; with rootless podman it is even owned by the
+// developer, so git's ownership check does not stop it. Say so, by path.
+void Runner::WarnAboutPlantedRepositories() {
+  const std::string workspace =
+      git_.has_value() && !git_->workspace_host_dir.empty() ? git_->workspace_host_dir : cwd_;
+  absl::StatusOr<std::vector<std::string>> planted =
+      NestedRepositoriesChangedSince(workspace, sandbox_started_);
+  if (!planted.ok()) {
+    Say(absl::StrCat("could not check the working tree for planted repositories: ",
+                     planted.status().message()));
+    return;
+  }
+  if (planted->empty()) return;
+  Say(absl::StrCat("warning: the agent created or changed ", planted->size(),
+                   " git repositories inside ", workspace,
+                   ". Their config can run commands when you use git in them; inspect it (e.g. "
+                   "cat <dir>/.git/config) before running git there, or delete them:"));
+  for (const std::string& p : *planted) Say(absl::StrCat("  ", p));
+}
+
 void Runner::WriteBackNow() {
   if (!git_.has_value() || !git_->has_repo) return;
   write_back_log_.Add(WriteBack(git_->write_back));
@@ -632,6 +656,7 @@ int Runner::Run() {
   }
   termios saved{};
   const bool restore_tty = sandbox_.tty && tcgetattr(STDIN_FILENO, &saved) == 0;
+  clock_gettime(CLOCK_REALTIME, &sandbox_started_);
   absl::StatusOr<pid_t> pid = SpawnAttached(sandbox_argv_);
   if (!pid.ok()) return Fail(pid.status());
   int code = Supervise(*pid);
@@ -670,6 +695,7 @@ int Runner::Run() {
   WriteBackNow();
   write_back_log_.Print();
   Trace("written back");
+  WarnAboutPlantedRepositories();
 
   if (sidecar_lost_) {
     Say("the network sidecar stopped answering; the session was ended (a sandbox never outlives "

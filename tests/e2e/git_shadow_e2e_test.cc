@@ -135,7 +135,10 @@ class GitShadowE2eTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (!skip_reason_->empty()) GTEST_SKIP() << *skip_reason_;
+    // Only a non-root run skips; anything else missing is a failure, so a
+    // broken install or image build can never pass as "skipped".
+    if (geteuid() != 0) GTEST_SKIP() << *skip_reason_;
+    if (!skip_reason_->empty()) FAIL() << *skip_reason_;
     dir_ = base_->path() + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     Sh("rm -rf " + Quote(dir_) + " && mkdir -p " + Quote(dir_));
     marker_ = dir_ + "/PWNED";
@@ -352,6 +355,24 @@ echo done
   EXPECT_EQ(HostState(repo), before);
   Git(repo, "fsck --no-dangling");
   EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt");
+}
+
+TEST_F(GitShadowE2eTest, RepositoryPlantedInTheWorkingTreeIsReportedAtSessionEnd) {
+  const std::string repo = MakeRepo("repo");
+  CommandResult r = Agent(repo, R"SH(
+set -e
+mkdir -p vendor/evil && git init -q vendor/evil
+git -C vendor/evil config core.fsmonitor 'touch /tmp/pwned'
+)SH");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the agent created or changed 1 git repositories"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("vendor/evil"), std::string::npos) << r.err;
+  // A session that plants nothing says nothing about it.
+  CommandResult quiet = Agent(repo, "git status --short >/dev/null");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("created or changed"), std::string::npos) << quiet.err;
 }
 
 TEST_F(GitShadowE2eTest, PlantedSymlinksFifosAndDevicesAreNeverFollowed) {
