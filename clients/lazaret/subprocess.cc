@@ -43,8 +43,8 @@ void DefaultSignalSet(sigset_t* set) {
 }
 
 // Starts argv with stdout/stderr on fresh pipes; returns pid and read ends.
-absl::Status SpawnCapturing(const std::vector<std::string>& argv, pid_t* pid, int* out_fd,
-                            int* err_fd) {
+absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOptions& options,
+                            pid_t* pid, int* out_fd, int* err_fd) {
   if (argv.empty()) return absl::InvalidArgumentError("empty command");
   LAZ_ASSIGN_OR_RETURN(std::string path, FindProgram(argv[0]));
   int out[2], err[2];
@@ -60,6 +60,7 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, pid_t* pid, in
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, options.cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, defaults;
@@ -72,7 +73,14 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, pid_t* pid, in
                            POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   std::vector<std::string> storage = argv;
   std::vector<char*> args = CArgv(storage);
-  const int rc = posix_spawn(pid, path.c_str(), &fa, &attr, args.data(), environ);
+  std::vector<std::string> env_storage;
+  std::vector<char*> env;
+  if (options.env != nullptr) {
+    env_storage = *options.env;
+    env = CArgv(env_storage);
+  }
+  const int rc = posix_spawn(pid, path.c_str(), &fa, &attr, args.data(),
+                             options.env != nullptr ? env.data() : environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   close(out[1]);
@@ -80,7 +88,9 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, pid_t* pid, in
   if (rc != 0) {
     close(out[0]);
     close(err[0]);
-    return ErrnoStatus(absl::StrCat("starting ", argv[0]), rc);
+    return ErrnoStatus(absl::StrCat("starting ", argv[0],
+                                    options.cwd.empty() ? "" : absl::StrCat(" in ", options.cwd)),
+                       rc);
   }
   *out_fd = out[0];
   *err_fd = err[0];
@@ -157,16 +167,23 @@ absl::StatusOr<std::string> FindProgram(const std::string& program) {
 
 absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
                                      std::chrono::milliseconds timeout) {
+  SpawnOptions options;
+  options.timeout = timeout;
+  return RunCaptured(argv, options);
+}
+
+absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
+                                     const SpawnOptions& options) {
   pid_t pid = -1;
   int out_fd = -1, err_fd = -1;
-  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, &pid, &out_fd, &err_fd));
-  return Collect(pid, out_fd, err_fd, timeout);
+  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, options, &pid, &out_fd, &err_fd));
+  return Collect(pid, out_fd, err_fd, options.timeout);
 }
 
 absl::StatusOr<AsyncCapture> AsyncCapture::Start(const std::vector<std::string>& argv) {
   pid_t pid = -1;
   int out_fd = -1, err_fd = -1;
-  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, &pid, &out_fd, &err_fd));
+  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, SpawnOptions(), &pid, &out_fd, &err_fd));
   return AsyncCapture(pid, out_fd, err_fd);
 }
 

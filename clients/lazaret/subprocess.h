@@ -34,6 +34,17 @@ absl::StatusOr<Captured> RunCaptured(
     const std::vector<std::string>& argv,
     std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
+// Where and with what environment a captured child runs.
+struct SpawnOptions {
+  std::chrono::milliseconds timeout{0};
+  std::string cwd;                                // empty: the caller's
+  const std::vector<std::string>* env = nullptr;  // "K=V" entries; null: the caller's
+};
+
+// RunCaptured with a working directory and/or a replaced environment.
+absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
+                                     const SpawnOptions& options);
+
 // A child started with RunCapturedAsync; Wait() collects it.
 class AsyncCapture {
  public:
