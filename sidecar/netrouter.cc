@@ -17,17 +17,7 @@ class NetRouterServiceImpl final : public pb::NetRouterService::Service {
 
 }  // namespace
 
-ServiceSpec Spec() {
-  return ServiceSpec{
-      .name = "netrouter",
-      .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = [](const std::string&) -> absl::StatusOr<ServiceHandlers> {
-        ServiceHandlers h;
-        h.services.push_back(std::make_unique<NetRouterServiceImpl>());
-        return h;
-      },
-  };
-}
+ServiceSpec Spec() { return SingleServiceSpec<NetRouterServiceImpl>("netrouter", kCapabilities); }
 
 absl::Status Run(const ServiceOptions& options) { return ServeUntilSignal(Spec(), options); }
 

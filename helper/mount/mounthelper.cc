@@ -20,15 +20,7 @@ class MountHelperServiceImpl final : public pb::MountHelperService::Service {
 }  // namespace
 
 ServiceSpec Spec() {
-  return ServiceSpec{
-      .name = "mount-helper",
-      .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = [](const std::string&) -> absl::StatusOr<ServiceHandlers> {
-        ServiceHandlers h;
-        h.services.push_back(std::make_unique<MountHelperServiceImpl>());
-        return h;
-      },
-  };
+  return SingleServiceSpec<MountHelperServiceImpl>("mount-helper", kCapabilities);
 }
 
 absl::Status Run(const ServiceOptions& options) { return ServeUntilSignal(Spec(), options); }

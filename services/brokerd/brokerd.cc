@@ -21,17 +21,7 @@ class ApproverServiceImpl final : public pb::ApproverService::Service {
 
 }  // namespace
 
-ServiceSpec Spec() {
-  return ServiceSpec{
-      .name = "brokerd",
-      .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = [](const std::string&) -> absl::StatusOr<ServiceHandlers> {
-        ServiceHandlers h;
-        h.services.push_back(std::make_unique<ApproverServiceImpl>());
-        return h;
-      },
-  };
-}
+ServiceSpec Spec() { return SingleServiceSpec<ApproverServiceImpl>("brokerd", kCapabilities); }
 
 absl::Status Run(const ServiceOptions& options) { return ServeUntilSignal(Spec(), options); }
 

@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -45,6 +46,21 @@ struct ServiceSpec {
   // Builds the handlers. Runs after the drop, with the resolved runtime dir.
   std::function<absl::StatusOr<ServiceHandlers>(const std::string& runtime_dir)> make_handlers;
 };
+
+// The spec of a service whose handler is one default-constructed gRPC
+// service `Impl` that needs nothing at construction.
+template <typename Impl, size_t N>
+ServiceSpec SingleServiceSpec(std::string name, const std::array<cap_value_t, N>& capabilities) {
+  return ServiceSpec{
+      .name = std::move(name),
+      .capabilities = {.required = {capabilities.begin(), capabilities.end()}, .delegated = {}},
+      .make_handlers = [](const std::string&) -> absl::StatusOr<ServiceHandlers> {
+        ServiceHandlers h;
+        h.services.push_back(std::make_unique<Impl>());
+        return h;
+      },
+  };
+}
 
 // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread so that every
 // thread created later inherits the mask and WaitForTerminationSignal() can

@@ -20,17 +20,7 @@ class NetPolicyServiceImpl final : public pb::NetPolicyService::Service {
 
 }  // namespace
 
-ServiceSpec Spec() {
-  return ServiceSpec{
-      .name = "netpolicyd",
-      .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = [](const std::string&) -> absl::StatusOr<ServiceHandlers> {
-        ServiceHandlers h;
-        h.services.push_back(std::make_unique<NetPolicyServiceImpl>());
-        return h;
-      },
-  };
-}
+ServiceSpec Spec() { return SingleServiceSpec<NetPolicyServiceImpl>("netpolicyd", kCapabilities); }
 
 absl::Status Run(const ServiceOptions& options) { return ServeUntilSignal(Spec(), options); }
 
