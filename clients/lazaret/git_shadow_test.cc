@@ -24,9 +24,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tests/support/git_test_util.h"
 
 namespace lazaret::cli {
 namespace {
+
+using test::HostGit;
+using test::HostObjects;
+using test::HostRepoState;
+using test::PathExists;
+using test::ShellQuote;
+using test::TrimTrailing;
 
 struct ShResult {
   int code = -1;
@@ -47,63 +55,6 @@ ShResult Sh(const std::string& cmd) {
   return r;
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
-
-// git with a fixed identity, run on the host as the developer would.
-std::string Git(const std::string& dir, const std::string& args) {
-  ShResult r = Sh(absl::StrCat("cd ", Quote(dir),
-                               " && git -c user.name=Dev -c user.email=dev@example.com "
-                               "-c init.defaultBranch=main -c protocol.file.allow=always ",
-                               args));
-  EXPECT_EQ(r.code, 0) << "git " << args << " in " << dir << ":\n" << r.out;
-  return Trim(r.out);
-}
-
-// Everything of the host repository the sandbox must never change, as one
-// comparable text: config, hooks, HEAD, index, packed-refs, every ref and
-// reflog outside refs/heads/lazaret, the info/ and modules/ files.
-std::string HostState(const std::string& repo) {
-  const std::string git_dir = Git(repo, "rev-parse --path-format=absolute --git-common-dir");
-  const std::string own_git_dir = Git(repo, "rev-parse --path-format=absolute --git-dir");
-  return Sh(absl::StrCat(
-                "cd ", Quote(git_dir), " && sha256sum config packed-refs shallow 2>/dev/null; cd ",
-                Quote(own_git_dir), " && sha256sum HEAD index 2>/dev/null; cd ", Quote(git_dir),
-                " && find hooks info modules logs -type f -not -path 'logs/refs/heads/lazaret/*' "
-                "2>/dev/null | sort | xargs -r sha256sum; find hooks -printf '%p %m\\n' | sort; "
-                "git --git-dir=. for-each-ref --format='%(objectname) %(refname)' | "
-                "grep -v ' refs/heads/lazaret/'"))
-      .out;
-}
-
-std::set<std::string> HostObjects(const std::string& repo) {
-  const std::string out = Git(repo, "cat-file --batch-all-objects --batch-check='%(objectname)'");
-  std::set<std::string> objects;
-  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
-    objects.emplace(line);
-  }
-  return objects;
-}
-
 class GitShadowTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,21 +71,21 @@ class GitShadowTest : public ::testing::Test {
   // remote-tracking ref, a staged-but-uncommitted file and a hook.
   std::string MakeRepo(const std::string& name) {
     const std::string repo = absl::StrCat(base_, "/", name);
-    Sh(absl::StrCat("mkdir -p ", Quote(repo)));
-    Git(repo, "init -q");
-    Git(repo, "config user.name Dev");
-    Git(repo, "config user.email dev@example.com");
-    Sh(absl::StrCat("cd ", Quote(repo), " && echo one > a.txt && echo keep > b.txt"));
-    Git(repo, "add a.txt b.txt");
-    Git(repo, "commit -q -m one");
-    Git(repo, "tag v1");
-    Git(repo, "branch feature");
-    Sh(absl::StrCat("cd ", Quote(repo), " && echo two >> a.txt"));
-    Git(repo, "commit -q -am two");
-    Git(repo, "update-ref refs/remotes/origin/main HEAD~1");
-    Sh(absl::StrCat("cd ", Quote(repo), " && echo staged > staged.txt"));
-    Git(repo, "add staged.txt");
-    Sh(absl::StrCat("cd ", Quote(repo),
+    Sh(absl::StrCat("mkdir -p ", ShellQuote(repo)));
+    HostGit(repo, "init -q");
+    HostGit(repo, "config user.name Dev");
+    HostGit(repo, "config user.email dev@example.com");
+    Sh(absl::StrCat("cd ", ShellQuote(repo), " && echo one > a.txt && echo keep > b.txt"));
+    HostGit(repo, "add a.txt b.txt");
+    HostGit(repo, "commit -q -m one");
+    HostGit(repo, "tag v1");
+    HostGit(repo, "branch feature");
+    Sh(absl::StrCat("cd ", ShellQuote(repo), " && echo two >> a.txt"));
+    HostGit(repo, "commit -q -am two");
+    HostGit(repo, "update-ref refs/remotes/origin/main HEAD~1");
+    Sh(absl::StrCat("cd ", ShellQuote(repo), " && echo staged > staged.txt"));
+    HostGit(repo, "add staged.txt");
+    Sh(absl::StrCat("cd ", ShellQuote(repo),
                     " && printf '#!/bin/sh\\ntouch /tmp/dev-hook-ran\\n' > .git/hooks/pre-commit"
                     " && chmod +x .git/hooks/pre-commit"));
     return repo;
@@ -157,7 +108,7 @@ class GitShadowTest : public ::testing::Test {
     if (geteuid() != 0) return ShResult{-2, "not root"};
     const std::string root = absl::StrCat(base_, "/sandbox-root");
     std::string s = "set -e\n";
-    absl::StrAppend(&s, "R=", Quote(root), "\nmkdir -p \"$R\"\nmount -t tmpfs tmpfs \"$R\"\n",
+    absl::StrAppend(&s, "R=", ShellQuote(root), "\nmkdir -p \"$R\"\nmount -t tmpfs tmpfs \"$R\"\n",
                     "mkdir -p \"$R/usr\" \"$R/etc\" \"$R/dev\" \"$R/tmp\" \"$R/root\" "
                     "\"$R/proc\" \"$R/workspace\" \"$R/run/lazaret/bin\"\n",
                     "for d in bin lib lib64 sbin; do ln -s usr/$d \"$R/$d\"; done\n",
@@ -165,23 +116,23 @@ class GitShadowTest : public ::testing::Test {
                     "mount --rbind /etc \"$R/etc\"; mount -o remount,ro,bind \"$R/etc\"\n",
                     "mount --rbind /dev \"$R/dev\"\nmount -t proc proc \"$R/proc\"\n",
                     "mount -t tmpfs tmpfs \"$R/tmp\"\n", "mount --bind ",
-                    Quote(plan.workspace_host_dir), " \"$R/workspace\"\n");
+                    ShellQuote(plan.workspace_host_dir), " \"$R/workspace\"\n");
     for (const Mount& m : plan.mounts) {
       if (const auto* t = std::get_if<TmpfsMount>(&m)) {
-        absl::StrAppend(&s, "mkdir -p \"$R\"", Quote(t->container),
-                        "\nmount -t tmpfs -o mode=", t->mode, " tmpfs \"$R\"", Quote(t->container),
-                        "\n");
+        absl::StrAppend(&s, "mkdir -p \"$R\"", ShellQuote(t->container),
+                        "\nmount -t tmpfs -o mode=", t->mode, " tmpfs \"$R\"",
+                        ShellQuote(t->container), "\n");
         continue;
       }
       const auto& b = std::get<BindMount>(m);
-      const std::string target = absl::StrCat("\"$R\"", Quote(b.container));
-      absl::StrAppend(&s, "if [ -d ", Quote(b.host), " ]; then mkdir -p ", target,
+      const std::string target = absl::StrCat("\"$R\"", ShellQuote(b.container));
+      absl::StrAppend(&s, "if [ -d ", ShellQuote(b.host), " ]; then mkdir -p ", target,
                       "; else mkdir -p \"$(dirname ", target, ")\"; [ -e ", target, " ] || touch ",
-                      target, "; fi\n", "mount --bind ", Quote(b.host), " ", target, "\n");
+                      target, "; fi\n", "mount --bind ", ShellQuote(b.host), " ", target, "\n");
       if (b.read_only) absl::StrAppend(&s, "mount -o remount,ro,bind ", target, "\n");
     }
     absl::StrAppend(&s, "touch \"$R/run/lazaret/bin/lazaret-sandbox-init\"\n", "mount --bind ",
-                    Quote(LAZARET_SANDBOX_INIT_BIN),
+                    ShellQuote(LAZARET_SANDBOX_INIT_BIN),
                     " \"$R/run/lazaret/bin/lazaret-sandbox-init\"\n",
                     "cat > \"$R/tmp/agent.sh\" <<'LAZARET_AGENT_EOF'\n", script,
                     "\nLAZARET_AGENT_EOF\n", "set +e\n");
@@ -195,8 +146,8 @@ class GitShadowTest : public ::testing::Test {
     std::vector<std::string> init = {"/run/lazaret/bin/lazaret-sandbox-init"};
     init.insert(init.end(), plan.init_args.begin(), plan.init_args.end());
     std::vector<std::string> quoted;
-    for (const auto& a : init) quoted.push_back(Quote(a));
-    for (const auto& e : env) quoted.push_back(Quote(e));
+    for (const auto& a : init) quoted.push_back(ShellQuote(a));
+    for (const auto& e : env) quoted.push_back(ShellQuote(e));
     absl::StrAppend(
         &s, "chroot \"$R\" ", quoted[0], " ",
         absl::StrJoin(quoted.begin() + 1, quoted.begin() + 1 + plan.init_args.size(), " "),
@@ -205,7 +156,7 @@ class GitShadowTest : public ::testing::Test {
         " /bin/bash -c 'cd /workspace && . /tmp/agent.sh'\n");
     const std::string setup = absl::StrCat(base_, "/sandbox.sh");
     std::ofstream(setup) << s;
-    return Sh(absl::StrCat("unshare -m --propagation private bash ", Quote(setup)));
+    return Sh(absl::StrCat("unshare -m --propagation private bash ", ShellQuote(setup)));
   }
 
   bool CanEmulateSandbox() {
@@ -261,8 +212,8 @@ TEST_F(GitShadowTest, PlanForNormalRepoHasTheDocumentedMountsInOrder) {
                                  "--git-packed-refs=/run/lazaret/git-session/packed-refs",
                                  "--git-link=config", "--git-link=info", "--git-link=shallow"}));
   // The session holds a copy of the index and every host ref, packed.
-  EXPECT_EQ(Sh("cmp " + Quote(g + "/index") + " " + Quote(s + "/session/index")).code, 0);
-  const std::string packed = Sh("cat " + Quote(s + "/session/packed-refs")).out;
+  EXPECT_EQ(Sh("cmp " + ShellQuote(g + "/index") + " " + ShellQuote(s + "/session/index")).code, 0);
+  const std::string packed = Sh("cat " + ShellQuote(s + "/session/packed-refs")).out;
   for (const char* ref : {" refs/heads/main\n", " refs/heads/feature\n", " refs/tags/v1\n",
                           " refs/remotes/origin/main\n", " refs/heads/lazaret/agent-test\n"}) {
     EXPECT_NE(packed.find(ref), std::string::npos) << ref << packed;
@@ -271,14 +222,15 @@ TEST_F(GitShadowTest, PlanForNormalRepoHasTheDocumentedMountsInOrder) {
   EXPECT_EQ(plan->env[0].name, "GIT_CONFIG_COUNT");
   // The agent branch exists on the host at HEAD, the mount points exist, S
   // borrows the shadow's objects.
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse HEAD"));
-  EXPECT_TRUE(Exists(g + "/refs/heads/lazaret"));
-  EXPECT_TRUE(Exists(g + "/logs/refs/heads/lazaret"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), HostGit(repo, "rev-parse HEAD"));
+  EXPECT_TRUE(PathExists(g + "/refs/heads/lazaret"));
+  EXPECT_TRUE(PathExists(g + "/logs/refs/heads/lazaret"));
   std::ifstream alt(s + "/objects/info/alternates");
   std::string line;
   std::getline(alt, line);
   EXPECT_EQ(line, "/run/lazaret/git/objects");
-  EXPECT_EQ(Trim(Sh("cat " + Quote(s + "/refs/agent-test")).out), Git(repo, "rev-parse HEAD"));
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(s + "/refs/agent-test")).out),
+            HostGit(repo, "rev-parse HEAD"));
   struct stat st {};
   ASSERT_EQ(stat(state_dir_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -286,7 +238,7 @@ TEST_F(GitShadowTest, PlanForNormalRepoHasTheDocumentedMountsInOrder) {
 
 TEST_F(GitShadowTest, NoRepositoryMeansNoGitMounts) {
   const std::string dir = base_ + "/plain";
-  Sh("mkdir -p " + Quote(dir));
+  Sh("mkdir -p " + ShellQuote(dir));
   auto plan = Plan(dir);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->has_repo);
@@ -299,7 +251,7 @@ TEST_F(GitShadowTest, NoRepositoryMeansNoGitMounts) {
 
 TEST_F(GitShadowTest, SubdirectoryOfARepoGetsNoShadowAndANotice) {
   const std::string repo = MakeRepo("repo");
-  Sh("mkdir -p " + Quote(repo + "/src"));
+  Sh("mkdir -p " + ShellQuote(repo + "/src"));
   auto plan = Plan(repo + "/src");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->has_repo);
@@ -307,12 +259,12 @@ TEST_F(GitShadowTest, SubdirectoryOfARepoGetsNoShadowAndANotice) {
   EXPECT_EQ(plan->workspace_host_dir, repo + "/src") << "never widened to the repository top";
   ASSERT_EQ(plan->notices.size(), 1u);
   EXPECT_NE(plan->notices[0].find("not at its top"), std::string::npos);
-  EXPECT_FALSE(Exists(state_dir_)) << "nothing is created for a subdirectory";
+  EXPECT_FALSE(PathExists(state_dir_)) << "nothing is created for a subdirectory";
 }
 
 TEST_F(GitShadowTest, RefusesBareRepository) {
   const std::string bare = base_ + "/bare.git";
-  Sh("git init -q --bare " + Quote(bare));
+  Sh("git init -q --bare " + ShellQuote(bare));
   auto plan = Plan(bare);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("bare"), std::string::npos) << plan.status();
@@ -321,7 +273,7 @@ TEST_F(GitShadowTest, RefusesBareRepository) {
 
 TEST_F(GitShadowTest, RefusesBranchNamedLazaret) {
   const std::string repo = MakeRepo("repo");
-  Git(repo, "branch lazaret");
+  HostGit(repo, "branch lazaret");
   auto plan = Plan(repo);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("branch named 'lazaret'"), std::string::npos)
@@ -330,7 +282,7 @@ TEST_F(GitShadowTest, RefusesBranchNamedLazaret) {
 
 TEST_F(GitShadowTest, RefusesRepositoryWithAlternates) {
   const std::string repo = MakeRepo("repo");
-  Git(base_, "clone -q --shared repo shared");
+  HostGit(base_, "clone -q --shared repo shared");
   auto plan = Plan(base_ + "/shared");
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("alternates"), std::string::npos) << plan.status();
@@ -341,7 +293,7 @@ TEST_F(GitShadowTest, BranchFlagPicksAnotherAgentBranch) {
   auto plan = Plan(repo, "fix-1");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->agent_branch, "lazaret/fix-1");
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/fix-1"), Git(repo, "rev-parse HEAD"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/fix-1"), HostGit(repo, "rev-parse HEAD"));
   EXPECT_FALSE(Plan(repo, "bad..name").ok());
 }
 
@@ -361,27 +313,27 @@ TEST_F(GitShadowTest, SecondSessionOnTheSameRepositoryIsRefusedWhileTheFirstRuns
 TEST_F(GitShadowTest, AgentBranchBehindHeadIsFastForwardedDivergedIsLeftAlone) {
   const std::string repo = MakeRepo("repo");
   ASSERT_TRUE(Plan(repo).ok());
-  Git(repo, "commit -q -m three");  // commits the staged file
+  HostGit(repo, "commit -q -m three");  // commits the staged file
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse HEAD"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), HostGit(repo, "rev-parse HEAD"));
   // Diverge: the agent branch gets a commit HEAD does not have.
-  Git(repo, "checkout -q lazaret/agent-test");
-  Git(repo, "commit -q --allow-empty -m agent-side");
-  const std::string agent_tip = Git(repo, "rev-parse HEAD");
-  Git(repo, "checkout -q main");
-  Git(repo, "commit -q --allow-empty -m dev-side");
+  HostGit(repo, "checkout -q lazaret/agent-test");
+  HostGit(repo, "commit -q --allow-empty -m agent-side");
+  const std::string agent_tip = HostGit(repo, "rev-parse HEAD");
+  HostGit(repo, "checkout -q main");
+  HostGit(repo, "commit -q --allow-empty -m dev-side");
   plan = absl::CancelledError("session ended");  // releases its lease
   plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), agent_tip);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), agent_tip);
   ASSERT_FALSE(plan->notices.empty());
   EXPECT_NE(plan->notices.back().find("has commits your HEAD does not have"), std::string::npos);
 }
 
 TEST_F(GitShadowTest, LinkedWorktreeUsesCommonDirAndItsOwnIndex) {
   const std::string repo = MakeRepo("repo");
-  Git(repo, "worktree add -q ../wt feature");
+  HostGit(repo, "worktree add -q ../wt feature");
   const std::string wt = base_ + "/wt";
   auto plan = Plan(wt);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -401,18 +353,21 @@ TEST_F(GitShadowTest, LinkedWorktreeUsesCommonDirAndItsOwnIndex) {
                 "rw " + s + "/logs /run/lazaret/git-dir/logs/refs/heads/lazaret",
                 "rw " + s + "/objects /run/lazaret/git-dir/objects",
             }));
-  EXPECT_EQ(Trim(Sh("cat " + Quote(s + "/dotgit")).out), "gitdir: /run/lazaret/git-dir");
-  EXPECT_EQ(Sh("cmp " + Quote(g + "/worktrees/wt/index") + " " + Quote(s + "/session/index")).code,
-            0);
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(s + "/dotgit")).out),
+            "gitdir: /run/lazaret/git-dir");
+  EXPECT_EQ(
+      Sh("cmp " + ShellQuote(g + "/worktrees/wt/index") + " " + ShellQuote(s + "/session/index"))
+          .code,
+      0);
   // The agent branch starts at the worktree's HEAD (feature), not main's.
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse feature"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), HostGit(repo, "rev-parse feature"));
 }
 
 TEST_F(GitShadowTest, SubmodulesAreReadOnlyAndNonAbsorbedOnesAreRefused) {
   const std::string lib = MakeRepo("lib");
   const std::string repo = MakeRepo("super");
-  Git(repo, "submodule add -q ../lib vendor/lib");
-  Git(repo, "commit -q -m sub");
+  HostGit(repo, "submodule add -q ../lib vendor/lib");
+  HostGit(repo, "commit -q -m sub");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::vector<std::string> d = Describe(plan->mounts);
@@ -421,9 +376,9 @@ TEST_F(GitShadowTest, SubmodulesAreReadOnlyAndNonAbsorbedOnesAreRefused) {
 
   // A submodule with its .git directory inside the working tree is refused.
   const std::string old = MakeRepo("old");
-  Git(base_, "clone -q lib old/inner");
-  Git(old, "add inner");
-  Git(old, "commit -q -m inner");
+  HostGit(base_, "clone -q lib old/inner");
+  HostGit(old, "add inner");
+  HostGit(old, "commit -q -m inner");
   auto refused = Plan(old);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("absorbgitdirs"), std::string::npos)
@@ -437,9 +392,9 @@ TEST_F(GitShadowTest, AgentCanStatusDiffAddCommitBranchAndLogAndDeveloperSeesThe
   const std::string repo = MakeRepo("repo");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   const std::set<std::string> objects_before = HostObjects(repo);
-  const std::string dev_head = Git(repo, "rev-parse HEAD");
+  const std::string dev_head = HostGit(repo, "rev-parse HEAD");
 
   ShResult r = RunInSandbox(*plan, R"SH(
 set -e
@@ -463,13 +418,14 @@ git branch -a
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
   EXPECT_EQ(report->imported.size(), 2u);
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "agent work");
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/topic"), Git(repo, "rev-parse lazaret/agent-test"));
-  EXPECT_EQ(Git(repo, "diff --name-only main lazaret/agent-test"), "agent.txt\nstaged.txt");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "agent work");
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/topic"),
+            HostGit(repo, "rev-parse lazaret/agent-test"));
+  EXPECT_EQ(HostGit(repo, "diff --name-only main lazaret/agent-test"), "agent.txt\nstaged.txt");
   // Every new object is in the host's own object database.
-  Git(repo, "fsck --no-dangling --connectivity-only");
-  EXPECT_EQ(Git(repo, "rev-parse HEAD"), dev_head);
-  EXPECT_EQ(HostState(repo), before) << "host config, hooks, HEAD, index and refs unchanged";
+  HostGit(repo, "fsck --no-dangling --connectivity-only");
+  EXPECT_EQ(HostGit(repo, "rev-parse HEAD"), dev_head);
+  EXPECT_EQ(HostRepoState(repo), before) << "host config, hooks, HEAD, index and refs unchanged";
   const std::set<std::string> objects_after = HostObjects(repo);
   for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
 
@@ -483,9 +439,9 @@ git branch -a
 TEST_F(GitShadowTest, FreshCloneShowsAllBranchesAndTagsInside) {
   REQUIRE_SANDBOX_EMULATION();
   MakeRepo("origin");
-  Git(base_, "clone -q origin clone");
+  HostGit(base_, "clone -q origin clone");
   const std::string clone = base_ + "/clone";
-  ASSERT_TRUE(Exists(clone + "/.git/packed-refs"));
+  ASSERT_TRUE(PathExists(clone + "/.git/packed-refs"));
   auto plan = Plan(clone);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ShResult r = RunInSandbox(*plan, "git branch -a; git tag; git status --short | wc -l");
@@ -500,7 +456,7 @@ TEST_F(GitShadowTest, WritesOutsideTheAgentNamespaceFailReadOnly) {
   const std::string repo = MakeRepo("repo");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   ShResult r = RunInSandbox(*plan, R"SH(
 for cmd in "git branch evil" "git tag evil-tag" "git config core.pager evil" \
            "git remote add x /tmp" "git update-ref refs/heads/main HEAD~1" \
@@ -518,7 +474,7 @@ echo done
   EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("NOT EROFS"), std::string::npos) << r.out;
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostRepoState(repo), before);
 }
 
 TEST_F(GitShadowTest, HookAndConfigPlantedInsideNeverRunOnHost) {
@@ -527,7 +483,7 @@ TEST_F(GitShadowTest, HookAndConfigPlantedInsideNeverRunOnHost) {
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::string hooks_and_config =
-      "cd " + Quote(repo) + "/.git && sha256sum config hooks/* && ls -l hooks";
+      "cd " + ShellQuote(repo) + "/.git && sha256sum config hooks/* && ls -l hooks";
   const std::string hooks_and_config_before = Sh(hooks_and_config).out;
   const std::string marker = base_ + "/pwned";
   ShResult r = RunInSandbox(*plan, absl::StrCat(R"SH(
@@ -567,17 +523,18 @@ echo ok
 )SH"));
   ASSERT_EQ(r.code, 0) << r.out;
   // The hooks ran inside (they are harmless there); remove the evidence.
-  Sh("rm -f " + Quote(marker));
+  Sh("rm -f " + ShellQuote(marker));
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
   // The developer uses git normally on the host.
-  Sh(absl::StrCat("cd ", Quote(repo),
+  Sh(absl::StrCat("cd ", ShellQuote(repo),
                   " && git status >/dev/null && git log -1 | cat >/dev/null && git diff "
                   "lazaret/agent-test >/dev/null && git -c user.name=D -c user.email=d@e commit -q "
                   "-m dev && git checkout -q feature && git checkout -q main"));
-  EXPECT_FALSE(Exists(marker)) << "agent code ran on the host";
+  EXPECT_FALSE(PathExists(marker)) << "agent code ran on the host";
   Sh("rm -f /tmp/dev-hook-ran");
   EXPECT_EQ(Sh(hooks_and_config).out, hooks_and_config_before);
-  EXPECT_EQ(Sh("cd " + Quote(repo) + " && ls .git/hooks | grep -v sample").out, "pre-commit\n");
+  EXPECT_EQ(Sh("cd " + ShellQuote(repo) + " && ls .git/hooks | grep -v sample").out,
+            "pre-commit\n");
 }
 
 TEST_F(GitShadowTest, HostConfigChangeIsVisibleInsideAtOnce) {
@@ -589,13 +546,14 @@ TEST_F(GitShadowTest, HostConfigChangeIsVisibleInsideAtOnce) {
   // writes a new file and renames it over the old one) and then drops a
   // flag into the workspace.
   const std::string flag = repo + "/flag";
-  Sh(absl::StrCat("( sleep 1; cd ", Quote(repo), " && git config lazaret.probe changed && touch ",
-                  Quote(flag), " ) >/dev/null 2>&1 &"));
+  Sh(absl::StrCat("( sleep 1; cd ", ShellQuote(repo),
+                  " && git config lazaret.probe changed && touch ", ShellQuote(flag),
+                  " ) >/dev/null 2>&1 &"));
   ShResult r = RunInSandbox(*plan, R"SH(
 before=$(git config lazaret.probe || echo unset)
 for i in $(seq 100); do [ -e /workspace/flag ] && break; sleep 0.1; done
 echo "$before -> $(git config lazaret.probe)")SH");
-  EXPECT_EQ(Trim(r.out), "unset -> changed") << r.out;
+  EXPECT_EQ(TrimTrailing(r.out), "unset -> changed") << r.out;
 }
 
 TEST_F(GitShadowTest, PlantedSymlinksFifosAndDevicesAreRemovedAndNeverFollowed) {
@@ -603,7 +561,7 @@ TEST_F(GitShadowTest, PlantedSymlinksFifosAndDevicesAreRemovedAndNeverFollowed) 
   const std::string repo = MakeRepo("repo");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   const std::string s = plan->write_back.repo_state_dir;
   ShResult r = RunInSandbox(*plan, R"SH(
 set -e
@@ -632,10 +590,10 @@ echo ok
                            "logs/evil-log: symlink", "logs/agent-test-fifo: FIFO"}) {
     EXPECT_NE(removed.find(what), std::string::npos) << what << "\n" << removed;
   }
-  EXPECT_FALSE(Exists(s + "/objects/ab/cdef0123456789abcdef0123456789abcdef01"));
-  EXPECT_FALSE(Exists(s + "/refs/evil-link"));
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "work");
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_FALSE(PathExists(s + "/objects/ab/cdef0123456789abcdef0123456789abcdef01"));
+  EXPECT_FALSE(PathExists(s + "/refs/evil-link"));
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "work");
+  EXPECT_EQ(HostRepoState(repo), before);
 }
 
 TEST_F(GitShadowTest, AlternatesPlantedInsideHaveNoEffectOnHost) {
@@ -643,7 +601,7 @@ TEST_F(GitShadowTest, AlternatesPlantedInsideHaveNoEffectOnHost) {
   const std::string repo = MakeRepo("repo");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   // The agent builds a commit whose objects live only in a store outside S,
   // and points S's alternates (and http-alternates) at it.
   ShResult r = RunInSandbox(*plan, R"SH(
@@ -666,22 +624,22 @@ git cat-file -e $c && echo visible-inside
   EXPECT_NE(removed.find("objects/info/http-alternates"), std::string::npos) << removed;
   EXPECT_NE(removed.find("objects/info/alternates: changed by the sandbox"), std::string::npos)
       << removed;
-  EXPECT_FALSE(Exists(repo + "/.git/objects/info/alternates"));
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse HEAD"));
-  EXPECT_EQ(HostState(repo), before);
-  EXPECT_EQ(
-      Trim(Sh("cat " + Quote(plan->write_back.repo_state_dir + "/import/objects/info/alternates"))
-               .out),
-      repo + "/.git/objects");
+  EXPECT_FALSE(PathExists(repo + "/.git/objects/info/alternates"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), HostGit(repo, "rev-parse HEAD"));
+  EXPECT_EQ(HostRepoState(repo), before);
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(plan->write_back.repo_state_dir +
+                                                "/import/objects/info/alternates"))
+                             .out),
+            repo + "/.git/objects");
 }
 
 TEST_F(GitShadowTest, GcPruneRepackAndReflogExpireInsideKeepEveryHostObjectRefAndReflog) {
   REQUIRE_SANDBOX_EMULATION();
-  const std::string repo = MakeRepo("repo");         // has a staged-only blob
-  Git(repo, "commit-tree -m dangling HEAD^{tree}");  // an unreferenced commit
+  const std::string repo = MakeRepo("repo");             // has a staged-only blob
+  HostGit(repo, "commit-tree -m dangling HEAD^{tree}");  // an unreferenced commit
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   const std::set<std::string> objects_before = HostObjects(repo);
   ShResult r = RunInSandbox(*plan, R"SH(
 echo x > x.txt && git add x.txt && git commit -q -m x
@@ -697,11 +655,11 @@ git log --oneline -1
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "x");
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "x");
+  EXPECT_EQ(HostRepoState(repo), before);
   const std::set<std::string> objects_after = HostObjects(repo);
   for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
-  EXPECT_EQ(Git(repo, "diff --cached --name-only"), "staged.txt");
+  EXPECT_EQ(HostGit(repo, "diff --cached --name-only"), "staged.txt");
 }
 
 TEST_F(GitShadowTest, PackIndexesAreRebuiltOnTheHostAndGarbagePacksRejected) {
@@ -724,12 +682,12 @@ cp $idx $g.idx
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
   const std::string rejected = absl::StrJoin(report->rejected, "\n");
   EXPECT_NE(rejected.find("pack-0123456789abcdef0123456789abcdef01234567.pack: not a valid pack"),
             std::string::npos)
       << rejected;
-  Git(repo, "fsck --no-dangling");
+  HostGit(repo, "fsck --no-dangling");
 }
 
 TEST_F(GitShadowTest, RemovingOrMovingGitInsideLeavesHostIntact) {
@@ -737,7 +695,7 @@ TEST_F(GitShadowTest, RemovingOrMovingGitInsideLeavesHostIntact) {
   const std::string repo = MakeRepo("repo");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   ShResult r = RunInSandbox(*plan, R"SH(
 rm -rf /workspace/.git 2>/dev/null
 mv /workspace/.git /workspace/git-moved 2>/dev/null && echo MOVED
@@ -746,8 +704,8 @@ ls /workspace/.git
 )SH");
   EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
-  EXPECT_EQ(HostState(repo), before);
-  EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt");
+  EXPECT_EQ(HostRepoState(repo), before);
+  EXPECT_EQ(HostGit(repo, "status --porcelain"), "A  staged.txt");
 }
 
 TEST_F(GitShadowTest, AgentDeletesAndPacksItsOwnRefsWithoutErrorsAndHostKeepsThem) {
@@ -758,7 +716,7 @@ TEST_F(GitShadowTest, AgentDeletesAndPacksItsOwnRefsWithoutErrorsAndHostKeepsThe
   ShResult r = RunInSandbox(*plan, "git branch lazaret/keep && git branch lazaret/scratch");
   ASSERT_EQ(r.code, 0) << r.out;
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
-  const std::string keep = Git(repo, "rev-parse lazaret/keep");
+  const std::string keep = HostGit(repo, "rev-parse lazaret/keep");
   r = RunInSandbox(*plan, R"SH(
 set -e
 git commit -q --allow-empty -m one 2>&1
@@ -779,12 +737,12 @@ git branch --list 'lazaret/*'
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "two");
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/packed"), "packed")
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "two");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/packed"), "packed")
       << "a ref only in the session's packed-refs is imported too";
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/renamed"), keep);
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/keep"), keep) << "deletions are not propagated";
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/scratch"), keep);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/renamed"), keep);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/keep"), keep) << "deletions are not propagated";
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/scratch"), keep);
 }
 
 TEST_F(GitShadowTest, AgentRefsThatAreNotOneObjectIdAreRejected) {
@@ -803,7 +761,8 @@ echo ok
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->rejected.size(), 3u) << absl::StrJoin(report->rejected, "\n");
   EXPECT_FALSE(report->fetched);
-  EXPECT_EQ(Sh("cd " + Quote(repo) + " && git for-each-ref refs/heads/lazaret | wc -l").out, "1\n");
+  EXPECT_EQ(Sh("cd " + ShellQuote(repo) + " && git for-each-ref refs/heads/lazaret | wc -l").out,
+            "1\n");
 }
 
 TEST_F(GitShadowTest, HostAndSandboxMovingTheSameBranchKeepsBoth) {
@@ -814,13 +773,13 @@ TEST_F(GitShadowTest, HostAndSandboxMovingTheSameBranchKeepsBoth) {
   ShResult r =
       RunInSandbox(*plan, "git commit -q --allow-empty -m agent-side && git rev-parse HEAD");
   ASSERT_EQ(r.code, 0) << r.out;
-  const std::string agent_tip = Trim(r.out);
-  Git(repo, "branch -f lazaret/agent-test feature");  // the developer moves it meanwhile
+  const std::string agent_tip = TrimTrailing(r.out);
+  HostGit(repo, "branch -f lazaret/agent-test feature");  // the developer moves it meanwhile
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->conflicts.size(), 1u);
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Git(repo, "rev-parse feature"));
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test-sandbox-" + agent_tip.substr(0, 12)),
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), HostGit(repo, "rev-parse feature"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test-sandbox-" + agent_tip.substr(0, 12)),
             agent_tip);
 }
 
@@ -836,22 +795,22 @@ TEST_F(GitShadowTest, WorkLeftByACrashedSessionIsImportedAtTheNextPlan) {
   auto all = WriteBackAll(state_dir_);
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), 1u);
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Trim(r.out));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), TrimTrailing(r.out));
   ShResult r2 =
       RunInSandbox(*plan, "git commit -q --allow-empty -m unsaved2 && git rev-parse HEAD");
   plan = absl::CancelledError("session ended");  // releases its lease
   ASSERT_TRUE(Plan(repo).ok());
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-test"), Trim(r2.out));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), TrimTrailing(r2.out));
 }
 
 TEST_F(GitShadowTest, LinkedWorktreeWorksInside) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = MakeRepo("repo");
-  Git(repo, "worktree add -q ../wt feature");
+  HostGit(repo, "worktree add -q ../wt feature");
   const std::string wt = base_ + "/wt";
   auto plan = Plan(wt);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   ShResult r = RunInSandbox(*plan, R"SH(
 set -e
 git status --short
@@ -863,21 +822,21 @@ echo 'gitdir: /tmp' > .git 2>/dev/null && echo REWROTE || true
   EXPECT_NE(r.out.find("lazaret/agent-test"), std::string::npos);
   EXPECT_EQ(r.out.find("REWROTE"), std::string::npos);
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "in-worktree");
-  EXPECT_EQ(HostState(repo), before);
-  EXPECT_EQ(Git(wt, "rev-parse --abbrev-ref HEAD"), "feature");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "in-worktree");
+  EXPECT_EQ(HostRepoState(repo), before);
+  EXPECT_EQ(HostGit(wt, "rev-parse --abbrev-ref HEAD"), "feature");
 }
 
 TEST_F(GitShadowTest, SubmodulesWorkReadOnlyInside) {
   REQUIRE_SANDBOX_EMULATION();
   MakeRepo("lib");
   const std::string repo = MakeRepo("super");
-  Git(repo, "submodule add -q ../lib vendor/lib");
-  Git(repo, "commit -q -m sub");
+  HostGit(repo, "submodule add -q ../lib vendor/lib");
+  HostGit(repo, "commit -q -m sub");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string before = HostState(repo);
-  const std::string sub_git_file = Sh("cat " + Quote(repo + "/vendor/lib/.git")).out;
+  const std::string before = HostRepoState(repo);
+  const std::string sub_git_file = Sh("cat " + ShellQuote(repo + "/vendor/lib/.git")).out;
   ShResult r = RunInSandbox(*plan, R"SH(
 git status --short && echo STATUS-OK
 git -C vendor/lib log --oneline -1 && echo SUBLOG-OK
@@ -892,14 +851,14 @@ true
   EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("SUBCONFIG"), std::string::npos) << r.out;
   ASSERT_TRUE(WriteBack(plan->write_back).ok());
-  EXPECT_EQ(HostState(repo), before);
-  EXPECT_EQ(Sh("cat " + Quote(repo + "/vendor/lib/.git")).out, sub_git_file);
+  EXPECT_EQ(HostRepoState(repo), before);
+  EXPECT_EQ(Sh("cat " + ShellQuote(repo + "/vendor/lib/.git")).out, sub_git_file);
 }
 
 TEST_F(GitShadowTest, ShallowRepositoryWorksInside) {
   REQUIRE_SANDBOX_EMULATION();
   MakeRepo("origin");
-  Git(base_, "clone -q --depth 1 file://" + base_ + "/origin shallow");
+  HostGit(base_, "clone -q --depth 1 file://" + base_ + "/origin shallow");
   const std::string repo = base_ + "/shallow";
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -913,14 +872,14 @@ git commit -q --allow-empty -m on-shallow
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "on-shallow");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "on-shallow");
 }
 
 TEST_F(GitShadowTest, WorktreeModeLeavesTheDevelopersTreeUntouched) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
-  const std::string files_before = Sh("cd " + Quote(repo) + " && sha256sum *.txt").out;
+  const std::string before = HostRepoState(repo);
+  const std::string files_before = Sh("cd " + ShellQuote(repo) + " && sha256sum *.txt").out;
   auto plan = Plan(repo, "", /*worktree=*/true);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(plan->workspace_host_dir, repo);
@@ -932,18 +891,18 @@ git status --porcelain | wc -l
 echo wt > a.txt && git commit -q -am in-agent-worktree
 )SH");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(Trim(r.out), "0") << "a clean worktree of the agent branch";
+  EXPECT_EQ(TrimTrailing(r.out), "0") << "a clean worktree of the agent branch";
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "in-agent-worktree");
-  EXPECT_EQ(Sh("cd " + Quote(repo) + " && sha256sum *.txt").out, files_before);
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "in-agent-worktree");
+  EXPECT_EQ(Sh("cd " + ShellQuote(repo) + " && sha256sum *.txt").out, files_before);
   // The next session's worktree catches up with the branch.
   plan = absl::CancelledError("session ended");  // releases its lease
   auto plan2 = Plan(repo, "", /*worktree=*/true);
   ASSERT_TRUE(plan2.ok()) << plan2.status();
   ShResult r2 = RunInSandbox(*plan2, "git status --porcelain | wc -l; git log -1 --format=%s");
-  EXPECT_EQ(Trim(r2.out), "0\nin-agent-worktree") << r2.out;
+  EXPECT_EQ(TrimTrailing(r2.out), "0\nin-agent-worktree") << r2.out;
   (void)before;
 }
 
@@ -951,10 +910,10 @@ TEST_F(GitShadowTest, RepositoriesPlantedInTheWorkingTreeAreReported) {
   REQUIRE_SANDBOX_EMULATION();
   MakeRepo("lib");
   const std::string repo = MakeRepo("super");
-  Git(repo, "submodule add -q ../lib vendor/lib");
-  Git(repo, "commit -q -m sub");
-  Git(base_, "clone -q lib super/third_party/old");  // an untracked nested clone
-  Git(base_, "clone -q lib super/third_party/edited");
+  HostGit(repo, "submodule add -q ../lib vendor/lib");
+  HostGit(repo, "commit -q -m sub");
+  HostGit(base_, "clone -q lib super/third_party/old");  // an untracked nested clone
+  HostGit(base_, "clone -q lib super/third_party/edited");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   usleep(50 * 1000);
@@ -980,9 +939,9 @@ git status --short >/dev/null
 TEST_F(GitShadowTest, Sha256RepositoryWorks) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = base_ + "/sha256";
-  Sh("mkdir -p " + Quote(repo));
-  Git(repo, "init -q --object-format=sha256");
-  Git(repo, "commit -q --allow-empty -m root");
+  Sh("mkdir -p " + ShellQuote(repo));
+  HostGit(repo, "init -q --object-format=sha256");
+  HostGit(repo, "commit -q --allow-empty -m root");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ShResult r = RunInSandbox(*plan, "git commit -q --allow-empty -m agent256");
@@ -990,7 +949,7 @@ TEST_F(GitShadowTest, Sha256RepositoryWorks) {
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-test"), "agent256");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "agent256");
 }
 
 }  // namespace

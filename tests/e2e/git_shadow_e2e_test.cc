@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/git_test_util.h"
 #include "tests/support/test_support.h"
 
 namespace lazaret {
@@ -27,57 +28,16 @@ namespace {
 
 using test::Binary;
 using test::CommandResult;
+using test::HostGit;
+using test::HostObjects;
+using test::HostRepoState;
+using test::PathExists;
+using test::Sh;
+using test::ShellQuote;
+using test::TrimTrailing;
 
 constexpr char kAgentBranch[] = "lazaret/agent-default";
 constexpr char kImage[] = "localhost/lazaret-sandbox:trixie";
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Test scaffolding on the host (the developer's side).
-CommandResult Sh(const std::string& script) { return test::Run({"bash", "-c", script}); }
-
-std::string Git(const std::string& dir, const std::string& args) {
-  CommandResult r = Sh("cd " + Quote(dir) +
-                       " && git -c user.name=Dev -c user.email=dev@example.com "
-                       "-c init.defaultBranch=main -c protocol.file.allow=always " +
-                       args);
-  EXPECT_EQ(r.exit_code, 0) << "git " << args << "\n" << r.out << r.err;
-  return Trim(r.out);
-}
-
-// Everything of the host repository the sandbox must never change.
-std::string HostState(const std::string& repo) {
-  const std::string common = Git(repo, "rev-parse --path-format=absolute --git-common-dir");
-  const std::string own = Git(repo, "rev-parse --path-format=absolute --git-dir");
-  return Sh("cd " + Quote(common) + " && sha256sum config packed-refs shallow 2>/dev/null; cd " +
-            Quote(own) + " && sha256sum HEAD index 2>/dev/null; cd " + Quote(common) +
-            " && find hooks info modules logs -type f -not -path 'logs/refs/heads/lazaret/*' "
-            "2>/dev/null | sort | xargs -r sha256sum; find hooks -printf '%p %m\\n' | sort; "
-            "git --git-dir=. for-each-ref --format='%(objectname) %(refname)' | "
-            "grep -v ' refs/heads/lazaret/'")
-      .out;
-}
-
-std::set<std::string> HostObjects(const std::string& repo) {
-  std::set<std::string> out;
-  std::istringstream in(Git(repo, "cat-file --batch-all-objects --batch-check='%(objectname)'"));
-  for (std::string line; std::getline(in, line);) out.insert(line);
-  return out;
-}
 
 class GitShadowE2eTest : public ::testing::Test {
  protected:
@@ -103,10 +63,11 @@ class GitShadowE2eTest : public ::testing::Test {
         {"LAZARET_RUNTIME_DIR", base_->path() + "/run"},
         {"GIT_AUTHOR_NAME", ""},
         {"GIT_DIR", ""}};
-    Sh("mkdir -p " + Quote(base_->path() + "/home/.config/lazaret"));
+    Sh("mkdir -p " + ShellQuote(base_->path() + "/home/.config/lazaret"));
     const CommandResult help = Lazaret(base_->path(), {"run", "--help"});
     if (help.exit_code != 0 || help.out.find("usage: lazaret run") == std::string::npos) {
-      *skip_reason_ = "`lazaret run` is not available in this build yet (" + Trim(help.err) + ")";
+      *skip_reason_ =
+          "`lazaret run` is not available in this build yet (" + TrimTrailing(help.err) + ")";
       return;
     }
     if (Sh(std::string("podman image exists ") + kImage).exit_code != 0) {
@@ -140,7 +101,7 @@ class GitShadowE2eTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << *skip_reason_;
     if (!skip_reason_->empty()) FAIL() << *skip_reason_;
     dir_ = base_->path() + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    Sh("rm -rf " + Quote(dir_) + " && mkdir -p " + Quote(dir_));
+    Sh("rm -rf " + ShellQuote(dir_) + " && mkdir -p " + ShellQuote(dir_));
     marker_ = dir_ + "/PWNED";
   }
 
@@ -167,16 +128,16 @@ class GitShadowE2eTest : public ::testing::Test {
   // ref, a staged-only file and a developer hook.
   std::string MakeRepo(const std::string& name) {
     const std::string repo = dir_ + "/" + name;
-    Sh("mkdir -p " + Quote(repo));
-    Git(repo, "init -q");
-    Git(repo, "config user.name Dev && git config user.email dev@example.com");
-    Sh("cd " + Quote(repo) + " && echo one > a.txt && echo keep > b.txt");
-    Git(repo, "add a.txt b.txt && git commit -q -m one && git tag v1 && git branch feature");
-    Sh("cd " + Quote(repo) + " && echo two >> a.txt");
-    Git(repo, "commit -q -am two && git update-ref refs/remotes/origin/main HEAD~1");
-    Sh("cd " + Quote(repo) + " && echo staged > staged.txt");
-    Git(repo, "add staged.txt");
-    Sh("cd " + Quote(repo) +
+    Sh("mkdir -p " + ShellQuote(repo));
+    HostGit(repo, "init -q");
+    HostGit(repo, "config user.name Dev && git config user.email dev@example.com");
+    Sh("cd " + ShellQuote(repo) + " && echo one > a.txt && echo keep > b.txt");
+    HostGit(repo, "add a.txt b.txt && git commit -q -m one && git tag v1 && git branch feature");
+    Sh("cd " + ShellQuote(repo) + " && echo two >> a.txt");
+    HostGit(repo, "commit -q -am two && git update-ref refs/remotes/origin/main HEAD~1");
+    Sh("cd " + ShellQuote(repo) + " && echo staged > staged.txt");
+    HostGit(repo, "add staged.txt");
+    Sh("cd " + ShellQuote(repo) +
        " && printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && chmod +x "
        ".git/hooks/pre-commit");
     return repo;
@@ -184,8 +145,8 @@ class GitShadowE2eTest : public ::testing::Test {
 
   // <data_root>/default/git/<key>: the agent's object store, refs and logs.
   std::string StateDir() {
-    return Trim(
-        Sh("ls -d " + Quote(base_->path()) + "/home/.local/share/lazaret/default/git/*/").out);
+    return TrimTrailing(
+        Sh("ls -d " + ShellQuote(base_->path()) + "/home/.local/share/lazaret/default/git/*/").out);
   }
 
   static test::TempDir* base_;
@@ -201,9 +162,9 @@ std::string* GitShadowE2eTest::skip_reason_ = nullptr;
 
 TEST_F(GitShadowE2eTest, AgentCommitLandsOnAgentBranchOnly) {
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   const std::set<std::string> objects_before = HostObjects(repo);
-  const std::string head = Git(repo, "rev-parse HEAD");
+  const std::string head = HostGit(repo, "rev-parse HEAD");
   CommandResult r = Agent(repo, R"SH(
 set -e
 git status --porcelain | grep -q '^A  staged.txt'
@@ -220,23 +181,24 @@ git branch -a
   EXPECT_NE(r.out.find("agent work"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("feature"), std::string::npos) << r.out;
   // The developer sees the commit on the agent branch, in their own objects.
-  EXPECT_EQ(Git(repo, "log -1 --format=%s " + std::string(kAgentBranch)), "agent work");
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/topic"), Git(repo, "rev-parse lazaret/agent-default"));
-  EXPECT_EQ(Git(repo, "diff --name-only main lazaret/agent-default"), "agent.txt\nstaged.txt");
-  Git(repo, "fsck --no-dangling --connectivity-only");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s " + std::string(kAgentBranch)), "agent work");
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/topic"),
+            HostGit(repo, "rev-parse lazaret/agent-default"));
+  EXPECT_EQ(HostGit(repo, "diff --name-only main lazaret/agent-default"), "agent.txt\nstaged.txt");
+  HostGit(repo, "fsck --no-dangling --connectivity-only");
   // Their branch, index, tags, reflogs, config and hooks are untouched.
-  EXPECT_EQ(Git(repo, "rev-parse HEAD"), head);
-  EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt\n?? agent.txt");
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostGit(repo, "rev-parse HEAD"), head);
+  EXPECT_EQ(HostGit(repo, "status --porcelain"), "A  staged.txt\n?? agent.txt");
+  EXPECT_EQ(HostRepoState(repo), before);
   const std::set<std::string> objects_after = HostObjects(repo);
   for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
 }
 
 TEST_F(GitShadowE2eTest, FreshCloneShowsAllBranchesInside) {
   MakeRepo("origin");
-  Git(dir_, "clone -q origin clone");
+  HostGit(dir_, "clone -q origin clone");
   const std::string clone = dir_ + "/clone";
-  ASSERT_TRUE(Exists(clone + "/.git/packed-refs"));
+  ASSERT_TRUE(PathExists(clone + "/.git/packed-refs"));
   CommandResult r = Agent(clone, "git branch -a && git tag && git status --short");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("remotes/origin/feature"), std::string::npos) << r.out;
@@ -246,7 +208,7 @@ TEST_F(GitShadowE2eTest, FreshCloneShowsAllBranchesInside) {
 
 TEST_F(GitShadowE2eTest, RefWritesOutsideAgentNamespaceFail) {
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   CommandResult r = Agent(repo, R"SH(
 for cmd in "git config core.pager evil" "git config --unset user.name" \
            "git remote add evil /tmp" "git branch evil" "git tag evil" \
@@ -259,19 +221,19 @@ echo done
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
-  EXPECT_EQ(HostState(repo), before);
-  Git(repo, "remote add origin https://example.com/repo.git");
-  const std::string with_remote = HostState(repo);
+  EXPECT_EQ(HostRepoState(repo), before);
+  HostGit(repo, "remote add origin https://example.com/repo.git");
+  const std::string with_remote = HostRepoState(repo);
   r = Agent(repo, "git remote set-url origin /tmp/evil 2>/dev/null && echo ALLOWED; true");
   EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
-  EXPECT_EQ(HostState(repo), with_remote);
-  EXPECT_EQ(Git(repo, "remote get-url origin"), "https://example.com/repo.git");
+  EXPECT_EQ(HostRepoState(repo), with_remote);
+  EXPECT_EQ(HostGit(repo, "remote get-url origin"), "https://example.com/repo.git");
 }
 
 TEST_F(GitShadowE2eTest, HooksAndConfigPlantedInsideNeverRunOnHost) {
   const std::string repo = MakeRepo("repo");
   const std::string hooks_and_config =
-      "cd " + Quote(repo) + "/.git && sha256sum config hooks/* && ls -l hooks";
+      "cd " + ShellQuote(repo) + "/.git && sha256sum config hooks/* && ls -l hooks";
   const std::string hooks_and_config_before = Sh(hooks_and_config).out;
   const std::string m = marker_;
   CommandResult r = Agent(repo, R"SH(
@@ -307,14 +269,14 @@ git commit -q --allow-empty -m 'hooks ran here, inside' || true
 echo planted
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  Sh("rm -f " + Quote(marker_));  // hooks inside the sandbox may run; only the host matters
+  Sh("rm -f " + ShellQuote(marker_));  // hooks inside the sandbox may run; only the host matters
   // The developer uses git on the host as usual.
-  Sh("cd " + Quote(repo) +
+  Sh("cd " + ShellQuote(repo) +
      " && git status >/dev/null && git log -1 | cat >/dev/null && git diff HEAD~1 | cat "
      ">/dev/null && git diff lazaret/agent-default >/dev/null && git -c user.name=D -c "
      "user.email=d@e commit -q -m dev && git checkout -q feature && git checkout -q main && "
      "git merge -q --no-edit lazaret/agent-default >/dev/null 2>&1; true");
-  EXPECT_FALSE(Exists(marker_)) << "agent code ran on the host";
+  EXPECT_FALSE(PathExists(marker_)) << "agent code ran on the host";
   EXPECT_EQ(Sh(hooks_and_config).out, hooks_and_config_before);
 }
 
@@ -323,9 +285,9 @@ TEST_F(GitShadowE2eTest, HostConfigChangeIsVisibleInsideAtOnce) {
   // The sandbox reads the key, says it is ready, and waits; the host then
   // runs `git config` (which replaces .git/config by rename) and says so.
   std::thread host([&] {
-    test::WaitFor([&] { return Exists(repo + "/ready"); }, std::chrono::seconds(120));
-    Git(repo, "config lazaret.probe changed");
-    Sh("touch " + Quote(repo + "/flag"));
+    test::WaitFor([&] { return PathExists(repo + "/ready"); }, std::chrono::seconds(120));
+    HostGit(repo, "config lazaret.probe changed");
+    Sh("touch " + ShellQuote(repo + "/flag"));
   });
   CommandResult r = Agent(repo, R"SH(
 before=$(git config lazaret.probe || echo unset)
@@ -333,15 +295,15 @@ touch /workspace/ready
 for i in $(seq 600); do [ -e /workspace/flag ] && break; sleep 0.1; done
 echo "$before -> $(git config lazaret.probe)"
 )SH");
-  Sh("touch " + Quote(repo + "/ready"));  // releases the thread if the sandbox never started
+  Sh("touch " + ShellQuote(repo + "/ready"));  // releases the thread if the sandbox never started
   host.join();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Trim(r.out), "unset -> changed");
+  EXPECT_EQ(TrimTrailing(r.out), "unset -> changed");
 }
 
 TEST_F(GitShadowE2eTest, UmountMoveOrDeleteGitInsideLeavesHostIntact) {
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   CommandResult r = Agent(repo, R"SH(
 umount /workspace/.git 2>/dev/null && echo UNMOUNTED
 umount -l /workspace/.git 2>/dev/null && echo UNMOUNTED
@@ -352,9 +314,9 @@ echo done
 )SH");
   EXPECT_EQ(r.out.find("UNMOUNTED"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
-  EXPECT_EQ(HostState(repo), before);
-  Git(repo, "fsck --no-dangling");
-  EXPECT_EQ(Git(repo, "status --porcelain"), "A  staged.txt");
+  EXPECT_EQ(HostRepoState(repo), before);
+  HostGit(repo, "fsck --no-dangling");
+  EXPECT_EQ(HostGit(repo, "status --porcelain"), "A  staged.txt");
 }
 
 TEST_F(GitShadowE2eTest, RepositoryPlantedInTheWorkingTreeIsReportedAtSessionEnd) {
@@ -377,7 +339,7 @@ git -C vendor/evil config core.fsmonitor 'touch /tmp/pwned'
 
 TEST_F(GitShadowE2eTest, PlantedSymlinksFifosAndDevicesAreNeverFollowed) {
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   CommandResult r = Agent(repo, R"SH(
 echo w > w.txt && git add w.txt && git commit -q -m work
 O=.git/objects
@@ -394,19 +356,19 @@ mkfifo .git/logs/refs/heads/lazaret/agent-default-fifo
 echo planted
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "work");
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "work");
+  EXPECT_EQ(HostRepoState(repo), before);
   const std::string state = StateDir();
   ASSERT_FALSE(state.empty());
-  EXPECT_EQ(Sh("find " + Quote(state) + " ! -type f ! -type d").out, "")
+  EXPECT_EQ(Sh("find " + ShellQuote(state) + " ! -type f ! -type d").out, "")
       << "no symlink, FIFO or device left in the state directory";
-  EXPECT_FALSE(Exists(repo + "/.git/refs/heads/lazaret/evil-link"));
+  EXPECT_FALSE(PathExists(repo + "/.git/refs/heads/lazaret/evil-link"));
 }
 
 TEST_F(GitShadowE2eTest, AlternatesCreatedInsideAreNotHonouredOnHost) {
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
-  const std::string head = Git(repo, "rev-parse HEAD");
+  const std::string before = HostRepoState(repo);
+  const std::string head = HostGit(repo, "rev-parse HEAD");
   CommandResult r = Agent(repo, R"SH(
 set -e
 git init -q --bare /workspace/evil.git
@@ -419,18 +381,18 @@ git update-ref refs/heads/lazaret/agent-default $c
 echo planted
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_FALSE(Exists(repo + "/.git/objects/info/alternates"));
-  EXPECT_FALSE(Exists(repo + "/.git/objects/info/http-alternates"));
-  EXPECT_EQ(Git(repo, "rev-parse lazaret/agent-default"), head)
+  EXPECT_FALSE(PathExists(repo + "/.git/objects/info/alternates"));
+  EXPECT_FALSE(PathExists(repo + "/.git/objects/info/http-alternates"));
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-default"), head)
       << "a commit whose objects live outside the agent's store is not imported";
-  EXPECT_EQ(HostState(repo), before);
-  Git(repo, "fsck --no-dangling");
+  EXPECT_EQ(HostRepoState(repo), before);
+  HostGit(repo, "fsck --no-dangling");
 }
 
 TEST_F(GitShadowE2eTest, GcPruneInsideKeepsHostObjects) {
   const std::string repo = MakeRepo("repo");  // has a staged-only blob
-  Git(repo, "commit-tree -m dangling HEAD^{tree}");
-  const std::string before = HostState(repo);
+  HostGit(repo, "commit-tree -m dangling HEAD^{tree}");
+  const std::string before = HostRepoState(repo);
   const std::set<std::string> objects_before = HostObjects(repo);
   CommandResult r = Agent(repo, R"SH(
 echo x > x.txt && git add x.txt && git commit -q -m x
@@ -442,18 +404,18 @@ true
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("gc=0"), std::string::npos) << r.out << r.err;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "x");
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "x");
+  EXPECT_EQ(HostRepoState(repo), before);
   const std::set<std::string> objects_after = HostObjects(repo);
   for (const auto& o : objects_before) EXPECT_EQ(objects_after.count(o), 1u) << o;
-  EXPECT_EQ(Git(repo, "diff --cached --name-only"), "staged.txt");
+  EXPECT_EQ(HostGit(repo, "diff --cached --name-only"), "staged.txt");
 }
 
 TEST_F(GitShadowE2eTest, LinkedWorktreeWorksInside) {
   const std::string repo = MakeRepo("repo");
-  Git(repo, "worktree add -q ../wt feature");
+  HostGit(repo, "worktree add -q ../wt feature");
   const std::string wt = dir_ + "/wt";
-  const std::string before = HostState(repo);
+  const std::string before = HostRepoState(repo);
   CommandResult r = Agent(wt, R"SH(
 set -e
 git rev-parse --abbrev-ref HEAD
@@ -463,16 +425,16 @@ echo 'gitdir: /tmp' > .git 2>/dev/null && echo REWROTE || true
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(kAgentBranch), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "in-worktree");
-  EXPECT_EQ(Git(wt, "rev-parse --abbrev-ref HEAD"), "feature");
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "in-worktree");
+  EXPECT_EQ(HostGit(wt, "rev-parse --abbrev-ref HEAD"), "feature");
+  EXPECT_EQ(HostRepoState(repo), before);
 }
 
 TEST_F(GitShadowE2eTest, SubmodulesAreReadOnlyInside) {
   MakeRepo("lib");
   const std::string repo = MakeRepo("super");
-  Git(repo, "submodule add -q ../lib vendor/lib && git commit -q -m sub");
-  const std::string before = HostState(repo);
+  HostGit(repo, "submodule add -q ../lib vendor/lib && git commit -q -m sub");
+  const std::string before = HostRepoState(repo);
   CommandResult r = Agent(repo, R"SH(
 git status --short >/dev/null && echo STATUS-OK
 git -C vendor/lib log --oneline -1 >/dev/null && echo SUBLOG-OK
@@ -485,12 +447,12 @@ true
   EXPECT_NE(r.out.find("SUBLOG-OK"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("SUBCOMMIT"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostRepoState(repo), before);
 }
 
 TEST_F(GitShadowE2eTest, ShallowCloneWorksInside) {
   MakeRepo("origin");
-  Git(dir_, "clone -q --depth 1 file://" + dir_ + "/origin shallow");
+  HostGit(dir_, "clone -q --depth 1 file://" + dir_ + "/origin shallow");
   const std::string repo = dir_ + "/shallow";
   CommandResult r = Agent(repo, R"SH(
 set -e
@@ -498,16 +460,16 @@ test "$(git rev-parse --is-shallow-repository)" = true
 git commit -q --allow-empty -m on-shallow
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "on-shallow");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "on-shallow");
 }
 
 TEST_F(GitShadowE2eTest, NoRepositoryStillRuns) {
   const std::string plain = dir_ + "/plain";
-  Sh("mkdir -p " + Quote(plain));
+  Sh("mkdir -p " + ShellQuote(plain));
   CommandResult r = Agent(plain, "git status 2>&1 | head -1; echo made > f.txt; exit 7");
   EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
   EXPECT_NE(r.out.find("not a git repository"), std::string::npos) << r.out;
-  EXPECT_EQ(Trim(test::ReadFile(plain + "/f.txt")), "made");
+  EXPECT_EQ(TrimTrailing(test::ReadFile(plain + "/f.txt")), "made");
 }
 
 TEST_F(GitShadowE2eTest, BranchFlagPicksTheAgentBranch) {
@@ -516,14 +478,15 @@ TEST_F(GitShadowE2eTest, BranchFlagPicksTheAgentBranch) {
       Agent(repo, "git rev-parse --abbrev-ref HEAD && git commit -q --allow-empty -m b",
             {"--branch", "fix-1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Trim(r.out), "lazaret/fix-1");
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/fix-1"), "b");
+  EXPECT_EQ(TrimTrailing(r.out), "lazaret/fix-1");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/fix-1"), "b");
 }
 
 TEST_F(GitShadowE2eTest, WorktreeModeLeavesTheDevelopersTreeUntouched) {
   const std::string repo = MakeRepo("repo");
-  const std::string before = HostState(repo);
-  const std::string files = "cd " + Quote(repo) + " && sha256sum *.txt && git status --porcelain";
+  const std::string before = HostRepoState(repo);
+  const std::string files =
+      "cd " + ShellQuote(repo) + " && sha256sum *.txt && git status --porcelain";
   const std::string files_before = Sh(files).out;
   CommandResult r = Agent(repo, R"SH(
 set -e
@@ -532,9 +495,9 @@ echo wt > a.txt && git commit -q -am in-agent-worktree
 )SH",
                           {"--worktree"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Git(repo, "log -1 --format=%s lazaret/agent-default"), "in-agent-worktree");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "in-agent-worktree");
   EXPECT_EQ(Sh(files).out, files_before);
-  EXPECT_EQ(HostState(repo), before);
+  EXPECT_EQ(HostRepoState(repo), before);
 }
 
 }  // namespace
