@@ -107,6 +107,16 @@ TEST_F(RunE2eTest, OutputIsProducedInsideGvisor) {
   EXPECT_THAT(r.out, Not(HasSubstr(Trim(test::Run({"uname", "-r"}).out))));
 }
 
+// bookworm's runsc (20221219) fails statx(AT_NO_AUTOMOUNT), which coreutils
+// always passes: `ls -l` and `stat` then fail inside every Debian image.
+// deploy/setup-host.sh installs the bookworm-backports runsc, which works.
+TEST_F(RunE2eTest, FileStatusToolsWorkInside) {
+  CommandResult r =
+      Run({"run", "--", "sh", "-c", "ls -l / >/dev/null && stat -c %n /etc/os-release"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("/etc/os-release"));
+}
+
 TEST_F(RunE2eTest, SandboxRunsUnderRunscAndSidecarUnderRuncWithDeliberateFlags) {
   const std::string log = aux_->path() + "/run.log";
   const pid_t pid = SpawnLazaret(ws_->path(), {"run", "--", "sleep", "120"}, {}, log);
@@ -521,9 +531,10 @@ int HostProcessCount() {
 // who is the user - see docs/operations.md), and a fork bomb makes no host
 // processes (gVisor's tasks live in its sentry).
 TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
-  CommandResult r = Run({"run", "--", "sh", "-c",
-                         "mkfifo /workspace/fifo; mknod /workspace/dev c 1 3 || echo MKNOD-REFUSED; "
-                         "cp /bin/sh /workspace/suid && chmod 4755 /workspace/suid"});
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "mkfifo /workspace/fifo; mknod /workspace/dev c 1 3 || echo MKNOD-REFUSED; "
+           "cp /bin/sh /workspace/suid && chmod 4755 /workspace/suid"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("MKNOD-REFUSED"));
   EXPECT_FALSE(Exists(ws_->path() + "/fifo"));
@@ -540,8 +551,8 @@ TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
       {"run", "--", "sh", "-c",
        "touch /workspace/bombing; timeout 10 sh -c 'b(){ b|b& }; b' 2>/dev/null; echo contained"},
       {}, log);
-  ASSERT_TRUE(test::WaitFor([&] { return Exists(ws_->path() + "/bombing"); },
-                            std::chrono::seconds(60)))
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(ws_->path() + "/bombing"); }, std::chrono::seconds(60)))
       << test::ReadFile(log);
   std::this_thread::sleep_for(std::chrono::seconds(5));
   const int during = HostProcessCount();
