@@ -514,9 +514,31 @@ TEST_F(RunE2eTest, GitRepositoryWorkspaceHasGitInside) {
                          "git -c user.name=D -c user.email=d@x commit -qm 'first commit'"})
                 .exit_code,
             0);
-  CommandResult r = Run({"run", "--", "sh", "-c", "git log -1 --format=%s; git status --short"});
+  // The Git Shadow in this mode (rootful or rootless): the agent commits on
+  // its own branch, cannot write config, and a hook it plants never runs on
+  // the host.
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "git log -1 --format=%s; git status --short; git branch --show-current; "
+           "git -c user.name=A -c user.email=a@x commit -q --allow-empty -m agent-commit; "
+           "git config x.y z 2>/dev/null && echo CONFIG-WRITTEN; "
+           "printf '#!/bin/sh\\ntouch HOOK-RAN\\n' > .git/hooks/post-checkout; "
+           "chmod +x .git/hooks/post-checkout"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("first commit"));
+  EXPECT_THAT(r.out, HasSubstr("lazaret/agent-default"));
+  EXPECT_THAT(r.out, Not(HasSubstr("CONFIG-WRITTEN")));
+  auto host_git = [&](const std::string& args) {
+    CommandResult g = RunAs(repo, {"sh", "-c", "git " + args});
+    EXPECT_EQ(g.exit_code, 0) << args << ": " << g.err;
+    return Trim(g.out);
+  };
+  EXPECT_EQ(host_git("log -1 --format=%s lazaret/agent-default"), "agent-commit");
+  EXPECT_EQ(host_git("rev-parse --abbrev-ref HEAD"), "main");
+  EXPECT_EQ(host_git("log -1 --format=%s"), "first commit");
+  host_git("checkout -q lazaret/agent-default && git checkout -q main");
+  EXPECT_FALSE(Exists(repo + "/HOOK-RAN"));
+  EXPECT_EQ(host_git("config --get x.y || true"), "");
 }
 
 int HostProcessCount() {
