@@ -20,23 +20,21 @@ PACKAGES=(
     # libraries
     libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
     grpc-proto libtomlplusplus-dev libssl-dev libcap-dev libnl-3-dev
-    libnl-route-3-dev libncurses-dev libabsl-dev nlohmann-json3-dev
+    libnl-route-3-dev libncurses-dev libabsl-dev
     # tests / benchmarks
-    libgtest-dev libgmock-dev libbenchmark-dev python3 python3-grpcio
+    libgtest-dev libgmock-dev libbenchmark-dev
     tmux ncurses-term
     # xterm-kitty's terminfo (ncurses-term has alacritty, not kitty): the
     # run e2e tests drive a sandbox shell under tmux with TERM=xterm-kitty
     kitty-terminfo
-    # static (musl) build of the sidecar / escalation client (NFR-1)
-    musl-tools
     # containers
     # containers-storage ships /usr/share/containers/storage.conf with
     # driver = "overlay"; without it rootless podman falls back to vfs, which
     # copies the whole image per container (~6 s instead of ~0.25 s per start).
-    podman runc crun fuse-overlayfs slirp4netns passt uidmap
+    podman runc fuse-overlayfs slirp4netns uidmap
     containers-storage mmdebstrap debian-archive-keyring
     # tools used by the orchestrator and the tests
-    iproute2 nftables libcap2-bin procps psmisc util-linux ca-certificates
+    iproute2 procps util-linux ca-certificates
 )
 
 changed=0
