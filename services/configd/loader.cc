@@ -78,12 +78,21 @@ struct Globals {
   std::string data_root;  // canonical; empty when it failed
 };
 
-std::optional<std::string> ResolveDataRoot(const Setting<std::string>& s, const Globals& g,
-                                           Diagnostics& diags) {
-  absl::StatusOr<std::string> expanded = ExpandGlobal(s, kDataRootTokens, *g.host);
+// What differs between the two global host directories.
+struct GlobalDirRules {
+  unsigned tokens;             // expansion tokens allowed (schema.h)
+  const char* expand_hint;     // when expansion fails
+  const char* workspace_hint;  // when it lands inside the workspace
+};
+
+// Expands and canonicalises a global directory setting and refuses one
+// inside the workspace (which the agent can write).
+std::optional<std::string> ResolveGlobalDir(const Setting<std::string>& s, const Globals& g,
+                                            const GlobalDirRules& rules, Diagnostics& diags) {
+  absl::StatusOr<std::string> expanded = ExpandGlobal(s, rules.tokens, *g.host);
   if (!expanded.ok()) {
     diags.Error(s.origin, absl::StrCat(Q(s.value), " ", expanded.status().message()),
-                "data_root is an absolute path or starts with ~/");
+                rules.expand_hint);
     return std::nullopt;
   }
   absl::StatusOr<std::string> canon = CanonicalizeHostPath(*expanded);
@@ -95,39 +104,38 @@ std::optional<std::string> ResolveDataRoot(const Setting<std::string>& s, const 
     diags.Error(s.origin,
                 absl::StrCat("resolves to ", Q(*canon), ", inside the workspace ",
                              Q(g.workspace_dir), ", which the agent can write"),
-                "keep persistent data outside any workspace, e.g. ~/.local/share/lazaret");
+                rules.workspace_hint);
     return std::nullopt;
   }
+  return *std::move(canon);
+}
+
+std::optional<std::string> ResolveDataRoot(const Setting<std::string>& s, const Globals& g,
+                                           Diagnostics& diags) {
+  std::optional<std::string> canon =
+      ResolveGlobalDir(s, g,
+                       {kDataRootTokens, "data_root is an absolute path or starts with ~/",
+                        "keep persistent data outside any workspace, e.g. ~/.local/share/lazaret"},
+                       diags);
+  if (!canon) return std::nullopt;
   if (absl::Status st = CheckNotSensitive(*canon, g.sensitive, /*refuse_ancestors=*/false);
       !st.ok()) {
     diags.Error(s.origin, std::string(st.message()),
                 "choose a directory of its own, e.g. ~/.local/share/lazaret");
     return std::nullopt;
   }
-  return *std::move(canon);
+  return canon;
 }
 
 std::optional<std::string> ResolveSocketDir(const Setting<std::string>& s, const Globals& g,
                                             Diagnostics& diags) {
-  absl::StatusOr<std::string> expanded = ExpandGlobal(s, kSocketDirTokens, *g.host);
-  if (!expanded.ok()) {
-    diags.Error(s.origin, absl::StrCat(Q(s.value), " ", expanded.status().message()),
-                "the default is \"{runtime_dir}/escalation\"");
-    return std::nullopt;
-  }
-  absl::StatusOr<std::string> canon = CanonicalizeHostPath(*expanded);
-  if (!canon.ok()) {
-    diags.Error(s.origin, std::string(canon.status().message()));
-    return std::nullopt;
-  }
-  if (!g.workspace_dir.empty() && PathIsWithin(*canon, g.workspace_dir)) {
-    diags.Error(s.origin,
-                absl::StrCat("resolves to ", Q(*canon),
-                             ", inside the workspace, which the agent can write"),
-                "escalation sockets live in a private host directory such as "
-                "\"{runtime_dir}/escalation\"");
-    return std::nullopt;
-  }
+  std::optional<std::string> canon =
+      ResolveGlobalDir(s, g,
+                       {kSocketDirTokens, "the default is \"{runtime_dir}/escalation\"",
+                        "escalation sockets live in a private host directory such as "
+                        "\"{runtime_dir}/escalation\""},
+                       diags);
+  if (!canon) return std::nullopt;
   if (!g.data_root.empty() && PathIsWithin(*canon, g.data_root)) {
     diags.Error(s.origin,
                 absl::StrCat("resolves to ", Q(*canon),
@@ -135,7 +143,7 @@ std::optional<std::string> ResolveSocketDir(const Setting<std::string>& s, const
                 "use a private host directory such as \"{runtime_dir}/escalation\"");
     return std::nullopt;
   }
-  return *std::move(canon);
+  return canon;
 }
 
 // profile_dir = <data_root>/<name>, canonical; refuses a symlink out of data_root.
