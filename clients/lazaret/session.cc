@@ -9,11 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <nlohmann/json.hpp>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/common/runtime_dir.h"
+#include "lazaret/common/v1/common.pb.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli {
@@ -129,42 +131,42 @@ std::string SessionPath(const std::string& runtime_dir, const std::string& id) {
 }
 
 std::string SessionRecordJson(const SessionRecord& r) {
-  nlohmann::json j = {
-      {"id", r.id},
-      {"profile", r.profile},
-      {"workspace", r.workspace},
-      {"git_state_dir", r.git_state_dir},
-      {"pid", r.pid},
-      {"started_unix", r.started_unix},
-  };
-  return j.dump(2) + "\n";
+  common::v1::SessionRecord m;
+  m.set_id(r.id);
+  m.set_profile(r.profile);
+  m.set_workspace(r.workspace);
+  m.set_git_state_dir(r.git_state_dir);
+  m.set_pid(r.pid);
+  m.set_started_unix(r.started_unix);
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  std::string out;
+  // Serialising a message built here cannot fail; an empty string would be
+  // refused by ParseSessionRecord, never misread.
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
 }
 
 absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError("session.json is not a JSON object");
+  common::v1::SessionRecord m;
+  google::protobuf::util::JsonParseOptions o;
+  o.ignore_unknown_fields = false;
+  if (!google::protobuf::util::JsonStringToMessage(text, &m, o).ok()) {
+    return absl::InvalidArgumentError("session.json is not a session record");
+  }
+  if (!IsValidSessionId(m.id()) || m.profile().empty() || m.workspace().empty() ||
+      m.git_state_dir().empty() || m.pid() <= 0 || m.started_unix() <= 0) {
+    return absl::InvalidArgumentError("session.json lacks a field or has a wrong value");
   }
   SessionRecord r;
-  auto str = [&](const char* key, std::string* out) -> bool {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_string()) return false;
-    *out = it->get<std::string>();
-    return true;
-  };
-  auto num = [&](const char* key, int64_t* out) -> bool {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_number_integer()) return false;
-    *out = it->get<int64_t>();
-    return true;
-  };
-  int64_t pid = 0;
-  if (!str("id", &r.id) || !IsValidSessionId(r.id) || !str("profile", &r.profile) ||
-      !str("workspace", &r.workspace) || !str("git_state_dir", &r.git_state_dir) ||
-      !num("pid", &pid) || !num("started_unix", &r.started_unix)) {
-    return absl::InvalidArgumentError("session.json lacks a field or has a wrong type");
-  }
-  r.pid = static_cast<pid_t>(pid);
+  r.id = m.id();
+  r.profile = m.profile();
+  r.workspace = m.workspace();
+  r.git_state_dir = m.git_state_dir();
+  r.pid = static_cast<pid_t>(m.pid());
+  r.started_unix = m.started_unix();
   return r;
 }
 

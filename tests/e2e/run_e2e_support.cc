@@ -26,7 +26,7 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-std::string E2eRoot() { return EnvOr("LAZARET_E2E_ROOT", "/tmp/laz-e2e"); }
+std::string E2eRoot() { return EnvOr("LAZARET_E2E_ROOT", LAZARET_E2E_ROOT_DEFAULT); }
 
 ModeEnv MakeEnv() {
   ModeEnv e;
@@ -40,7 +40,7 @@ ModeEnv MakeEnv() {
               {"LANG", "C.UTF-8"}};
     return e;
   }
-  e.user = EnvOr("LAZARET_E2E_USER", "lazaret-e2e");
+  e.user = EnvOr("LAZARET_E2E_USER", LAZARET_E2E_USER_DEFAULT);
   const passwd* pw = getpwnam(e.user.c_str());
   if (pw == nullptr) std::abort();  // the user-setup fixture creates it
   e.uid = pw->pw_uid;
