@@ -121,6 +121,90 @@ absl::StatusOr<std::string> Walk(absl::string_view tmpl, unsigned allowed,
 
 bool LstatExists(const std::string& p, struct stat* st) { return lstat(p.c_str(), st) == 0; }
 
+// Absolute, no empty, "." or ".." segment, no trailing slash, no control
+// character.
+absl::Status CheckCleanAbsolute(const std::string& path, absl::string_view what) {
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", path, "\" is not an absolute path"));
+  }
+  for (char c : path) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " contains a control character"));
+    }
+  }
+  if (path == "/") return absl::OkStatus();
+  for (absl::string_view seg : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
+    if (seg.empty() || seg == "." || seg == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " \"", path,
+                       "\" is not a clean path (it has an empty, '.' or '..' segment)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Walks `path` (clean, absolute) from / one component at a time with
+// O_PATH|O_NOFOLLOW, so a symlink anywhere is seen as one. Sets `*existing`
+// to how many components exist; with `must_exist` a missing one is an
+// error.
+absl::Status WalkWithoutSymlinks(const std::string& path, absl::string_view what, bool must_exist,
+                                 size_t* existing) {
+  *existing = 0;
+  int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return absl::InternalError("cannot open /");
+  std::string walked;
+  absl::Status result = absl::OkStatus();
+  for (absl::string_view seg : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    absl::StrAppend(&walked, "/", seg);
+    const std::string name(seg);
+    const int fd = openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      if (e == ENOENT && !must_exist) break;
+      result = absl::FailedPreconditionError(
+          absl::StrCat(what, " \"", path, "\": ", walked,
+                       e == ENOENT ? " does not exist" : absl::StrCat(": ", std::strerror(e))));
+      break;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || S_ISLNK(st.st_mode)) {
+      close(fd);
+      result = absl::PermissionDeniedError(absl::StrCat(
+          what, " \"", path, "\": ", walked,
+          " is a symlink; a mount source must have no symlink anywhere in its path (it "
+          "could be retargeted at any host file)"));
+      break;
+    }
+    close(dir);
+    dir = fd;
+    ++*existing;
+  }
+  close(dir);
+  return result;
+}
+
+absl::Status CheckSourceCommon(const std::string& path, absl::string_view what,
+                               const std::vector<SensitivePath>& sensitive, bool must_exist) {
+  if (absl::Status st = CheckCleanAbsolute(path, what); !st.ok()) return st;
+  size_t existing = 0;
+  if (absl::Status st = WalkWithoutSymlinks(path, what, must_exist, &existing); !st.ok()) {
+    return st;
+  }
+  absl::StatusOr<std::string> canon = CanonicalizeHostPath(path);
+  if (!canon.ok()) return canon.status();
+  if (*canon != path) {
+    return absl::PermissionDeniedError(absl::StrCat(what, " \"", path,
+                                                    "\" is not canonical (it resolves to \"",
+                                                    *canon, "\")"));
+  }
+  if (absl::Status st = CheckNotSensitive(path, sensitive, /*refuse_ancestors=*/true); !st.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat(what, " ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<HostContext> HostContextFromEnvironment(const std::string& runtime_dir) {
@@ -311,6 +395,74 @@ absl::Status CheckNotSensitive(const std::string& canonical,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckVolumePlacement(const std::string& canonical, const std::string& data_root,
+                                  const std::string& profile_dir) {
+  if (data_root.empty()) return absl::OkStatus();
+  if (PathIsWithin(data_root, canonical)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("\"", canonical, "\" contains data_root \"", data_root,
+                     "\" (every profile's persistent data); mount {profile_dir} or a directory "
+                     "below it instead"));
+  }
+  if (PathIsWithin(canonical, data_root) &&
+      (profile_dir.empty() || !PathIsWithin(canonical, profile_dir))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("\"", canonical, "\" is inside another profile's data under \"", data_root,
+                     "\"; a profile may mount only its own {profile_dir}"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TrustedPath>> TrustedPaths(const HostContext& host,
+                                                      const std::string& explicit_config) {
+  std::vector<std::pair<std::string, std::string>> wanted = {
+      {host.LazaretConfigDir(), "your Lazaret configuration directory"},
+      {host.UserConfigFile(), "your configuration file"},
+      {host.StateDir(), "Lazaret's state directory (your trust store)"},
+      {host.TrustStoreFile(), "your trust store"},
+  };
+  if (!explicit_config.empty()) wanted.push_back({explicit_config, "the --config file"});
+  std::vector<TrustedPath> out;
+  for (auto& [path, what] : wanted) {
+    absl::StatusOr<std::string> canon = CanonicalizeHostPath(path);
+    if (!canon.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, " ", path, ": ", canon.status().message()));
+    }
+    out.push_back({absl::StrCat(what, " ", path), path, *std::move(canon)});
+  }
+  return out;
+}
+
+absl::Status CheckTrustedPathsNotAgentWritable(const std::vector<TrustedPath>& trusted,
+                                               const std::vector<AgentWritableDir>& writable) {
+  for (const TrustedPath& t : trusted) {
+    for (const AgentWritableDir& w : writable) {
+      if (!PathIsWithin(t.canonical, w.canonical)) continue;
+      const std::string where =
+          t.canonical == t.configured ? "is" : absl::StrCat("resolves to ", t.canonical, ", which is");
+      return absl::PermissionDeniedError(absl::StrCat(
+          t.what, " ", where, t.canonical == w.canonical ? " " : " inside ", w.what, " (",
+          w.canonical,
+          "), which the agent can write: it could rewrite what Lazaret trusts. Keep your "
+          "configuration, --config files and state outside every workspace, data_root and "
+          "read-write volume (replace a symlink into such a directory with the file itself, "
+          "or run Lazaret from another directory)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMountSource(const std::string& path, absl::string_view what,
+                              const std::vector<SensitivePath>& sensitive) {
+  return CheckSourceCommon(path, what, sensitive, /*must_exist=*/true);
+}
+
+absl::Status CheckFutureMountSource(const std::string& path, absl::string_view what,
+                                    const std::vector<SensitivePath>& sensitive) {
+  return CheckSourceCommon(path, what, sensitive, /*must_exist=*/false);
 }
 
 absl::StatusOr<std::string> CheckContainerPath(absl::string_view path) {

@@ -1,8 +1,12 @@
 // Host paths in the configuration: the user's directories, `~` and {token}
-// expansion, `..` refusal, canonicalisation, and the directories no volume
-// may expose. Part of lazaret_config (runs in lazaret-configd and, for the
-// state directory, in `lazaret trust`). Templates are untrusted text; the
-// environment (HOME, XDG_*) is the user's own and trusted.
+// expansion, `..` refusal, canonicalisation, the directories no volume may
+// expose, the files the trusted layers read, and the re-check of a mount
+// source. Its own small library, lazaret_host_paths (no TOML, no protos):
+// it runs in lazaret-configd, which resolves paths from untrusted layer
+// text, and in the `lazaret` CLI, which re-checks every host path configd
+// returns before mounting it (a compromised parser must not get a mount
+// the same rules would refuse). Templates and configd's answers are
+// untrusted; the environment (HOME, XDG_*) is the user's own and trusted.
 #ifndef LAZARET_SERVICES_CONFIGD_HOST_PATHS_H_
 #define LAZARET_SERVICES_CONFIGD_HOST_PATHS_H_
 
@@ -89,6 +93,56 @@ std::vector<SensitivePath> SensitivePaths(const HostContext& host,
 // (with refuse_ancestors) contains one. The error names the sensitive path.
 absl::Status CheckNotSensitive(const std::string& canonical,
                                const std::vector<SensitivePath>& sensitive, bool refuse_ancestors);
+
+// Where a volume's canonical host path may lie with respect to data_root:
+// it may not contain data_root (every profile's persistent data), and
+// inside data_root only its own profile_dir. Either may be empty (unknown).
+absl::Status CheckVolumePlacement(const std::string& canonical, const std::string& data_root,
+                                  const std::string& profile_dir);
+
+// A host file or directory whose content the user's own layers trust: the
+// user configuration file and its directory, a --config file, the state
+// directory and the trust store in it. `canonical` is where it really is
+// (every symlink resolved, a missing file under its canonical directory).
+struct TrustedPath {
+  std::string what;        // "your configuration file ~/.config/lazaret/config.toml"
+  std::string configured;  // the path as Lazaret looks it up
+  std::string canonical;
+};
+
+// The trusted paths of one request (`explicit_config` absolute or empty).
+// A dangling symlink, a loop or an unresolvable component is an error: a
+// link to a file that does not exist yet is a file someone else may create.
+absl::StatusOr<std::vector<TrustedPath>> TrustedPaths(const HostContext& host,
+                                                      const std::string& explicit_config);
+
+// A host directory the agent can write: the workspace, data_root (each
+// profile's directory is mounted read-write) or a read-write volume.
+struct AgentWritableDir {
+  std::string canonical;
+  std::string what;  // "the workspace", "the read-write volume of profile p"
+};
+
+// Refuses a trusted path equal to or inside an agent-writable directory:
+// the agent could rewrite the user's own configuration or trust store.
+// The error names both, and how to fix it.
+absl::Status CheckTrustedPathsNotAgentWritable(const std::vector<TrustedPath>& trusted,
+                                               const std::vector<AgentWritableDir>& writable);
+
+// Re-checks a host path that is about to become a bind-mount source, in a
+// process that did not resolve it itself: absolute; clean (no empty, "."
+// or ".." segment, no trailing slash); existing; no component a symlink
+// (walked from / with O_NOFOLLOW, one directory fd at a time); canonical
+// (realpath gives it back unchanged); and not sensitive, nor containing a
+// sensitive path. `what` names the path in the error ("volume /x").
+absl::Status CheckMountSource(const std::string& path, absl::string_view what,
+                              const std::vector<SensitivePath>& sensitive);
+
+// Like CheckMountSource for a directory Lazaret creates on first use
+// (data_root, a profile directory): the part that exists must pass the
+// same checks; missing trailing components are allowed.
+absl::Status CheckFutureMountSource(const std::string& path, absl::string_view what,
+                                    const std::vector<SensitivePath>& sensitive);
 
 // Validates a path inside the container: absolute, no "." or ".." segment,
 // no empty segment, printable, not "/" and not below /workspace (Lazaret's

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -82,17 +83,60 @@ absl::StatusOr<std::string> CanonicalWorkspaceFile(const std::string& file) {
   return canon + base;
 }
 
+std::vector<AgentWritableDir> AgentWritableDirs(const std::string& workspace_dir,
+                                                const LoadedConfig& loaded) {
+  std::vector<AgentWritableDir> out;
+  if (!workspace_dir.empty()) out.push_back({workspace_dir, "the workspace"});
+  for (const auto& [name, p] : loaded.profiles) {
+    if (!p.data_root.empty() &&
+        std::none_of(out.begin(), out.end(),
+                     [&](const AgentWritableDir& w) { return w.canonical == p.data_root; })) {
+      out.push_back({p.data_root, "data_root (profile directories are mounted read-write)"});
+    }
+    for (const ResolvedVolume& v : p.volumes) {
+      if (v.access != Access::kReadWrite) continue;
+      out.push_back({v.host, absl::StrCat("a read-write volume of profile ", name)});
+    }
+  }
+  return out;
+}
+
 LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector) {
   LoadedConfig failed;
   std::vector<LayerSource> sources;
   std::string workspace_dir;
 
-  if (absl::StatusOr<std::string> text = ReadConfigFile(host.UserConfigFile(), true); text.ok()) {
-    sources.push_back({Layer::kUser, host.UserConfigFile(), *text, Sha256Hex(*text), true});
-  } else if (!absl::IsNotFound(text.status())) {
+  // Where the files the trusted layers read really are; read them there,
+  // so a symlink retargeted after this point is not followed.
+  absl::StatusOr<std::vector<TrustedPath>> trusted =
+      TrustedPaths(host, selector.explicit_config.empty() || selector.explicit_config[0] != '/'
+                             ? std::string()
+                             : selector.explicit_config);
+  auto canonical_of = [&](const std::string& configured) {
+    if (trusted.ok()) {
+      for (const TrustedPath& t : *trusted) {
+        if (t.configured == configured) return t.canonical;
+      }
+    }
+    return configured;
+  };
+  if (!trusted.ok()) {
     failed.diagnostics.Error(FileOrigin(Layer::kUser, host.UserConfigFile()),
-                             std::string(text.status().message()),
-                             "fix or remove your configuration file");
+                             std::string(trusted.status().message()),
+                             "remove the dangling symlink or point it at an existing file "
+                             "outside any workspace");
+  }
+
+  if (trusted.ok()) {
+    if (absl::StatusOr<std::string> text =
+            ReadConfigFile(canonical_of(host.UserConfigFile()), true);
+        text.ok()) {
+      sources.push_back({Layer::kUser, host.UserConfigFile(), *text, Sha256Hex(*text), true});
+    } else if (!absl::IsNotFound(text.status())) {
+      failed.diagnostics.Error(FileOrigin(Layer::kUser, host.UserConfigFile()),
+                               std::string(text.status().message()),
+                               "fix or remove your configuration file");
+    }
   }
 
   if (!selector.workspace_dir.empty()) {
@@ -109,35 +153,37 @@ LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector) 
     free(real);
   }
 
-  if (!workspace_dir.empty()) {
-    // Your own layer and the trust store must not be agent-writable.
-    for (const std::string& own : {host.LazaretConfigDir(), host.StateDir()}) {
-      absl::StatusOr<std::string> canon = CanonicalizeHostPath(own);
-      if (canon.ok() && PathIsWithin(*canon, workspace_dir)) {
-        failed.diagnostics.Error(
-            FileOrigin(Layer::kWorkspace, workspace_dir),
-            absl::StrCat("the workspace contains ", *canon,
-                         " (your Lazaret configuration or trust store), which the agent could "
-                         "then rewrite"),
-            "run Lazaret from a project directory, not from one that contains your home's "
-            "configuration");
-      }
+  if (!workspace_dir.empty() && trusted.ok()) {
+    // Your own layers and the trust store must not be agent-writable.
+    if (absl::Status st =
+            CheckTrustedPathsNotAgentWritable(*trusted, {{workspace_dir, "the workspace"}});
+        !st.ok()) {
+      failed.diagnostics.Error(FileOrigin(Layer::kWorkspace, workspace_dir),
+                               std::string(st.message()));
     }
   }
 
   if (!workspace_dir.empty() && !failed.diagnostics.has_errors()) {
     const std::string path =
         absl::StrCat(workspace_dir == "/" ? "" : workspace_dir, "/", kWorkspaceFileName);
-    absl::StatusOr<std::string> text = ReadConfigFile(path, false);
+    absl::StatusOr<std::string> text = selector.workspace_text.has_value()
+                                           ? absl::StatusOr<std::string>(*selector.workspace_text)
+                                           : ReadConfigFile(path, false);
+    if (text.ok() && text->size() > kMaxConfigBytes) {
+      text = absl::FailedPreconditionError(
+          absl::StrCat("is larger than ", kMaxConfigBytes, " bytes"));
+    }
     if (text.ok()) {
       LayerSource s{Layer::kWorkspace, path, *text, Sha256Hex(*text), false};
-      TrustStore store(host.TrustStoreFile());
-      absl::StatusOr<bool> trusted = store.IsTrusted(path, s.sha256);
-      if (trusted.ok()) {
-        s.trusted = *trusted;
-      } else {
-        failed.diagnostics.Warning(FileOrigin(Layer::kWorkspace, path),
-                                   std::string(trusted.status().message()));
+      if (!selector.workspace_text.has_value()) {
+        TrustStore store(canonical_of(host.TrustStoreFile()));
+        absl::StatusOr<bool> is_trusted = store.IsTrusted(path, s.sha256);
+        if (is_trusted.ok()) {
+          s.trusted = *is_trusted;
+        } else {
+          failed.diagnostics.Warning(FileOrigin(Layer::kWorkspace, path),
+                                     std::string(is_trusted.status().message()));
+        }
       }
       sources.push_back(std::move(s));
     } else if (!absl::IsNotFound(text.status())) {
@@ -152,7 +198,10 @@ LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector) 
     if (path[0] != '/') {
       failed.diagnostics.Error(FileOrigin(Layer::kExplicit, path),
                                "the --config path must be absolute");
-    } else if (absl::StatusOr<std::string> text = ReadConfigFile(path, true); text.ok()) {
+    } else if (!trusted.ok()) {
+      // Reported above.
+    } else if (absl::StatusOr<std::string> text = ReadConfigFile(canonical_of(path), true);
+               text.ok()) {
       sources.push_back({Layer::kExplicit, path, *text, Sha256Hex(*text), true});
     } else {
       failed.diagnostics.Error(FileOrigin(Layer::kExplicit, path),
@@ -171,6 +220,17 @@ LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector) 
   for (const Diagnostic& w : failed.diagnostics.warnings()) {
     loaded.diagnostics.Warning(Origin{Layer::kWorkspace, w.file, w.key_path, w.line, w.column},
                                w.message, w.hint);
+  }
+  // Now that data_root and the volumes are known: none may hold a file the
+  // trusted layers read.
+  if (!loaded.diagnostics.has_errors()) {
+    if (absl::Status st =
+            CheckTrustedPathsNotAgentWritable(*trusted, AgentWritableDirs(workspace_dir, loaded));
+        !st.ok()) {
+      loaded.diagnostics.Error(FileOrigin(Layer::kUser, host.UserConfigFile()),
+                               std::string(st.message()));
+      loaded.profiles.clear();
+    }
   }
   return loaded;
 }

@@ -7,7 +7,9 @@
 #ifndef LAZARET_SERVICES_CONFIGD_LAYER_FILES_H_
 #define LAZARET_SERVICES_CONFIGD_LAYER_FILES_H_
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "services/configd/host_paths.h"
@@ -21,6 +23,10 @@ inline constexpr char kWorkspaceFileName[] = "lazaret.toml";
 struct Selector {
   std::string workspace_dir;    // absolute; its ./lazaret.toml is the workspace layer
   std::string explicit_config;  // absolute --config FILE, or empty
+  // `lazaret trust`: the workspace layer is exactly these bytes (the ones
+  // the CLI read once and shows), never trusted, instead of what the file
+  // holds now - so the widenings listed are those of the bytes trusted.
+  std::optional<std::string> workspace_text = std::nullopt;
 };
 
 // Reads one configuration file: a regular file of at most kMaxConfigBytes.
@@ -35,8 +41,16 @@ absl::StatusOr<std::string> CanonicalWorkspaceFile(const std::string& file);
 
 // Reads every layer of `selector`, checks trust, and runs LoadLayers.
 // Problems reading a file are reported as errors of the result, naming the
-// file; nothing falls back to a wider configuration.
+// file; nothing falls back to a wider configuration. Every file the trusted
+// layers read (TrustedPaths) is read at its canonical path, and refused -
+// with the whole load - when that lies in the workspace, data_root or a
+// read-write volume of any profile (AgentWritableDirs).
 LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector);
+
+// The directories of a loaded configuration the agent can write: the
+// workspace (if any), data_root, and every profile's read-write volumes.
+std::vector<AgentWritableDir> AgentWritableDirs(const std::string& workspace_dir,
+                                                const LoadedConfig& loaded);
 
 }  // namespace lazaret::config
 

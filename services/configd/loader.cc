@@ -198,19 +198,38 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
                 "volumes may not expose credentials, Lazaret's own files or the workspace's "
                 "git directory; mount a narrower directory");
   }
-  if (!g.data_root.empty()) {
-    if (PathIsWithin(g.data_root, *canon)) {
-      return fail(absl::StrCat("volume ", shown, " contains data_root ", Q(g.data_root),
-                               " (every profile's persistent data)"),
-                  "mount {profile_dir} or a directory below it instead");
-    }
-    if (PathIsWithin(*canon, g.data_root) && !PathIsWithin(*canon, profile_dir)) {
-      return fail(absl::StrCat("volume ", shown, " is inside another profile's data under ",
-                               Q(g.data_root)),
-                  "a profile may mount only its own {profile_dir}");
-    }
+  if (absl::Status st = CheckVolumePlacement(*canon, g.data_root, profile_dir); !st.ok()) {
+    return fail(absl::StrCat("volume ", shown, ": ", st.message()), "");
   }
   return *std::move(canon);
+}
+
+// A volume's canonical host path with the spec that asked for it.
+struct Granted {
+  std::string host;
+  const VolumeSpec* spec;
+};
+
+// The most specific volume covering `path`: the longest canonical host path
+// that equals it or is a component-wise ancestor of it (~/d covers ~/d/x,
+// not ~/dd). Where several volumes name that same path, the read-only one
+// wins with `ties_to_read_only` (a grant), the read-write one without (a
+// request). Null when none covers it. The order of the list never matters.
+const Granted* MostSpecificVolume(const std::vector<Granted>& volumes, const std::string& path,
+                                  bool ties_to_read_only) {
+  const Granted* best = nullptr;
+  for (const Granted& u : volumes) {
+    if (!PathIsWithin(path, u.host)) continue;
+    if (best == nullptr || u.host.size() > best->host.size()) {
+      best = &u;
+      continue;
+    }
+    if (u.host.size() == best->host.size() && u.spec->access != best->spec->access) {
+      const Access wanted = ties_to_read_only ? Access::kReadOnly : Access::kReadWrite;
+      if (u.spec->access == wanted) best = &u;
+    }
+  }
+  return best;
 }
 
 // The workspace layer `w` (untrusted) against the user's own merge `c`.
@@ -373,10 +392,6 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const Globals& g
         Diagnostics ignored;
         profile_dir = ResolveProfileDir(name, wp.origin, g, ignored);
       }
-      struct Granted {
-        std::string host;
-        const VolumeSpec* spec;
-      };
       std::vector<Granted> granted;
       if (cp.volumes && profile_dir) {
         for (const Setting<VolumeSpec>& u : cp.volumes->value) {
@@ -385,17 +400,22 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const Globals& g
           }
         }
       }
+      // The workspace's own volumes, resolved, for the rw-over-ro check.
+      std::vector<Granted> asked;
       for (const Setting<VolumeSpec>& v : wp.volumes->value) {
         std::optional<std::string> h;
         if (profile_dir) h = ResolveVolumeHost(v.value, name, *profile_dir, g, &diags);
-        if (!h) continue;
-        const Granted* match = nullptr;
-        for (const Granted& u : granted) {
-          if (PathIsWithin(*h, u.host)) match = &u;
-        }
+        if (h) asked.push_back({*h, &v.value});
+      }
+      for (const Setting<VolumeSpec>& v : wp.volumes->value) {
+        auto self = std::find_if(asked.begin(), asked.end(),
+                                 [&](const Granted& a) { return a.spec == &v.value; });
+        if (self == asked.end()) continue;
+        const std::string& h = self->host;
+        const Granted* match = MostSpecificVolume(granted, h, /*ties_to_read_only=*/true);
         if (match == nullptr) {
           diags.Widening(v.value.host.origin,
-                         absl::StrCat("mounts ", Q(*h), ", which no volume of ", base,
+                         absl::StrCat("mounts ", Q(h), ", which no volume of ", base,
                                       " in your configuration grants"),
                          hint);
           continue;
@@ -403,13 +423,30 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const Globals& g
         if (v.value.access == Access::kReadWrite && match->spec->access == Access::kReadOnly) {
           diags.Widening(
               v.origin,
-              absl::StrCat("mounts ", Q(*h), " read-write; your configuration grants it read-only"),
+              absl::StrCat("mounts ", Q(h), " read-write; your configuration grants ",
+                           match->host == h ? "it" : Q(match->host), " read-only"),
               hint);
+          continue;
         }
         if (v.value.selinux != SelinuxLabel::kNone && v.value.selinux != match->spec->selinux) {
           diags.Widening(v.origin,
-                         absl::StrCat("relabels ", Q(*h), " with mode ", Q(v.value.mode_text),
+                         absl::StrCat("relabels ", Q(h), " with mode ", Q(v.value.mode_text),
                                       ", which your configuration does not"),
+                         hint);
+        }
+        if (v.value.access != Access::kReadWrite) continue;
+        // A read-write mount also exposes everything below it: a read-only
+        // grant below `h` must stay read-only, which only a more specific
+        // read-only volume of this same file can ensure.
+        for (const Granted& u : granted) {
+          if (u.spec->access != Access::kReadOnly || u.host == h || !PathIsWithin(u.host, h)) {
+            continue;
+          }
+          const Granted* inner = MostSpecificVolume(asked, u.host, /*ties_to_read_only=*/false);
+          if (inner != nullptr && inner->spec->access == Access::kReadOnly) continue;
+          diags.Widening(v.origin,
+                         absl::StrCat("mounts ", Q(h), " read-write, which includes ",
+                                      Q(u.host), " that your configuration grants read-only"),
                          hint);
         }
       }

@@ -5,6 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <functional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/configd/embedded_default.h"
@@ -329,6 +333,98 @@ TEST(LoaderTest, ReplacingTheDenyListWarnsAboutDroppedBuiltins) {
   EXPECT_THAT(Warnings(c), HasSubstr("no longer denies \"169.254.0.0/16\""));
 }
 
+// Overlapping volume grants: the most specific grant decides, whatever the
+// order of the grants in the user's file.
+struct GrantCase {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> granted;  // host, mode
+  std::vector<std::pair<std::string, std::string>> asked;    // host, mode (workspace file)
+  const char* refusal;                                       // nullptr: accepted
+};
+
+std::string VolumeList(const std::vector<std::pair<std::string, std::string>>& vols) {
+  std::vector<std::string> items;
+  for (size_t i = 0; i < vols.size(); ++i) {
+    items.push_back(absl::StrCat("{ host = \"", vols[i].first, "\", container = \"/v", i,
+                                 "\", mode = \"", vols[i].second, "\" }"));
+  }
+  return absl::StrCat("volumes = [", absl::StrJoin(items, ", "), "]\n");
+}
+
+TEST(LoaderTest, TheMostSpecificVolumeGrantDecidesInEitherOrder) {
+  const std::vector<GrantCase> cases = {
+      {"rw parent, ro child: the child stays ro",
+       {{"~/d", "rw"}, {"~/d/secret", "ro"}},
+       {{"~/d/secret", "rw"}},
+       "mounts \"HOME/d/secret\" read-write; your configuration grants it read-only"},
+      {"rw parent, ro child: below the child stays ro",
+       {{"~/d", "rw"}, {"~/d/secret", "ro"}},
+       {{"~/d/secret/key", "rw"}},
+       "mounts \"HOME/d/secret/key\" read-write; your configuration grants \"HOME/d/secret\" "
+       "read-only"},
+      {"rw parent, ro child: the child ro is fine", {{"~/d", "rw"}, {"~/d/secret", "ro"}},
+       {{"~/d/secret", "ro"}}, nullptr},
+      {"rw parent, ro child: another child rw is fine", {{"~/d", "rw"}, {"~/d/secret", "ro"}},
+       {{"~/d/open", "rw"}}, nullptr},
+      {"rw parent, ro child: the parent rw alone exposes the child",
+       {{"~/d", "rw"}, {"~/d/secret", "ro"}},
+       {{"~/d", "rw"}},
+       "mounts \"HOME/d\" read-write, which includes \"HOME/d/secret\" that your configuration "
+       "grants read-only"},
+      {"rw parent, ro child: both as granted", {{"~/d", "rw"}, {"~/d/secret", "ro"}},
+       {{"~/d", "rw"}, {"~/d/secret", "ro"}}, nullptr},
+      {"ro parent, rw child: the child rw", {{"~/d", "ro"}, {"~/d/open", "rw"}},
+       {{"~/d/open", "rw"}}, nullptr},
+      {"ro parent, rw child: below the child rw", {{"~/d", "ro"}, {"~/d/open", "rw"}},
+       {{"~/d/open/x", "rw"}}, nullptr},
+      {"ro parent, rw child: the parent rw",
+       {{"~/d", "ro"}, {"~/d/open", "rw"}},
+       {{"~/d", "rw"}},
+       "mounts \"HOME/d\" read-write; your configuration grants it read-only"},
+      {"ro parent, rw child: a sibling of the child rw",
+       {{"~/d", "ro"}, {"~/d/open", "rw"}},
+       {{"~/d/secret", "rw"}},
+       "mounts \"HOME/d/secret\" read-write; your configuration grants \"HOME/d\" read-only"},
+      {"siblings with a common prefix: ~/dd is not below ~/d",
+       {{"~/d", "rw"}, {"~/dd", "ro"}},
+       {{"~/dd", "rw"}},
+       "mounts \"HOME/dd\" read-write; your configuration grants it read-only"},
+      {"siblings with a common prefix: below ~/dd",
+       {{"~/d", "rw"}, {"~/dd", "ro"}},
+       {{"~/dd/x", "rw"}},
+       "mounts \"HOME/dd/x\" read-write; your configuration grants \"HOME/dd\" read-only"},
+      {"siblings with a common prefix: ~/d rw does not include ~/dd", {{"~/d", "rw"}, {"~/dd", "ro"}},
+       {{"~/d", "rw"}}, nullptr},
+      {"the same path granted ro and rw: ro", {{"~/d", "rw"}, {"~/d", "ro"}}, {{"~/d", "rw"}},
+       "mounts \"HOME/d\" read-write; your configuration grants it read-only"},
+  };
+  Scratch s;
+  for (const char* d : {"home/d/secret/key", "home/d/open/x", "home/dd/x"}) s.Dir(d);
+  for (const GrantCase& c : cases) {
+    for (bool reversed : {false, true}) {
+      std::vector<std::pair<std::string, std::string>> granted = c.granted;
+      if (reversed) std::reverse(granted.begin(), granted.end());
+      const std::string user =
+          absl::StrCat("[profiles.p1]\nimage = \"localhost/x:1\"\n", VolumeList(granted));
+      const std::string ws = absl::StrCat("[profiles.p1]\n", VolumeList(c.asked));
+      LoadedConfig loaded = Load(s, user, ws);
+      const std::string label = absl::StrCat(c.name, reversed ? " (grants reversed)" : "");
+      if (c.refusal == nullptr) {
+        EXPECT_TRUE(loaded.status().ok()) << label << "\n" << Errors(loaded);
+        continue;
+      }
+      std::string expected = c.refusal;
+      for (size_t at = expected.find("HOME"); at != std::string::npos;
+           at = expected.find("HOME", at + 1)) {
+        expected.replace(at, 4, s.Path("home"));
+      }
+      EXPECT_EQ(loaded.status().code(), absl::StatusCode::kPermissionDenied) << label;
+      EXPECT_THAT(Errors(loaded), HasSubstr(expected)) << label;
+      EXPECT_THAT(loaded.profiles, IsEmpty()) << label;
+    }
+  }
+}
+
 struct NarrowCase {
   const char* name;
   std::string workspace;
@@ -597,12 +693,141 @@ TEST_F(LoadForSelectorTest, AWorkspaceContainingYourConfigurationIsRefused) {
   // Running in the home directory would make config.toml and the trust
   // store agent-writable.
   LoadedConfig c = LoadForSelector(host_, Selector{s_.Path("home"), ""});
-  EXPECT_THAT(Errors(c), HasSubstr("the workspace contains " + host_.LazaretConfigDir()));
+  EXPECT_THAT(Errors(c), HasSubstr(host_.LazaretConfigDir() + " is inside the workspace"));
   EXPECT_THAT(c.profiles, IsEmpty());
   HostContext h = host_;
   h.state_home = s_.workspace() + "/state";
   c = LoadForSelector(h, Selector{s_.workspace(), ""});
   EXPECT_THAT(Errors(c), HasSubstr("trust store"));
+}
+
+// Every file the trusted layers read is checked where it really is: a
+// symlinked config.toml, a chain of links, a symlinked directory or a
+// --config file that lands in the workspace, data_root or a read-write
+// volume is refused, and nothing loads.
+TEST_F(LoadForSelectorTest, TrustedFilesThatResolveIntoAgentWritablePlacesAreRefused) {
+  const std::string user_cfg = s_.Path("home/.config/lazaret/config.toml");
+  const std::string minimal = "[profiles.default]\nimage = \"localhost/x:1\"\n";
+  struct Case {
+    const char* name;
+    std::function<std::string()> arrange;  // returns the workspace; may set explicit_
+    const char* refusal;
+  };
+  std::string explicit_config;
+  auto reset = [&] {
+    // Restore a plain layout between cases.
+    unlink(user_cfg.c_str());
+    std::string cfg_dir = host_.LazaretConfigDir();
+    unlink(cfg_dir.c_str());  // if it was made a symlink
+    s_.File("home/.config/lazaret/config.toml", minimal);
+    explicit_config.clear();
+  };
+  const std::vector<Case> cases = {
+      {"config.toml -> ~/dotfiles/lazaret.toml, run in ~/dotfiles",
+       [&] {
+         s_.File("home/dotfiles/lazaret.toml", minimal);
+         unlink(user_cfg.c_str());
+         s_.Symlink(s_.Path("home/dotfiles/lazaret.toml"), "home/.config/lazaret/config.toml");
+         return s_.Path("home/dotfiles");
+       },
+       "your configuration file HOME/.config/lazaret/config.toml resolves to "
+       "HOME/dotfiles/lazaret.toml, which is inside the workspace"},
+      {"a chain of symlinks into the workspace",
+       [&] {
+         s_.File("ws/deep/real.toml", minimal);
+         s_.Symlink(s_.Path("ws/deep/real.toml"), "home/hop2");
+         s_.Symlink(s_.Path("home/hop2"), "home/hop1");
+         unlink(user_cfg.c_str());
+         s_.Symlink(s_.Path("home/hop1"), "home/.config/lazaret/config.toml");
+         return s_.workspace();
+       },
+       "resolves to WS/deep/real.toml, which is inside the workspace"},
+      {"the configuration directory itself a symlink into the workspace",
+       [&] {
+         s_.File("ws/cfg/config.toml", minimal);
+         unlink(user_cfg.c_str());
+         rmdir(host_.LazaretConfigDir().c_str());
+         s_.Symlink(s_.Path("ws/cfg"), "home/.config/lazaret");
+         return s_.workspace();
+       },
+       "your Lazaret configuration directory HOME/.config/lazaret resolves to WS/cfg, which is "
+       "inside the workspace"},
+      {"a dangling symlink the agent could fill",
+       [&] {
+         unlink(user_cfg.c_str());
+         s_.Symlink(s_.Path("ws/not-yet.toml"), "home/.config/lazaret/config.toml");
+         return s_.workspace();
+       },
+       "is a symlink whose target does not exist"},
+      {"--config inside the workspace",
+       [&] {
+         explicit_config = s_.File("ws/dev.toml", minimal);
+         return s_.workspace();
+       },
+       "the --config file WS/dev.toml is inside the workspace"},
+      {"config.toml inside a read-write volume",
+       [&] {
+         s_.File("home/dotfiles/lazaret.toml",
+                 "[profiles.default]\nvolumes = [{ host = \"~/dotfiles\", container = \"/d\", "
+                 "mode = \"rw\" }]\n");
+         unlink(user_cfg.c_str());
+         s_.Symlink(s_.Path("home/dotfiles/lazaret.toml"), "home/.config/lazaret/config.toml");
+         return s_.workspace();
+       },
+       "resolves to HOME/dotfiles/lazaret.toml, which is inside a read-write volume of profile "
+       "default (HOME/dotfiles)"},
+      {"--config inside data_root",
+       [&] {
+         explicit_config = s_.File("home/.local/share/lazaret/x.toml", minimal);
+         return s_.workspace();
+       },
+       "the --config file HOME/.local/share/lazaret/x.toml is inside data_root"},
+      {"the state directory a symlink into the workspace",
+       [&] {
+         s_.Dir("ws/state");
+         s_.Dir("home/.local/state");
+         s_.Symlink(s_.Path("ws/state"), "home/.local/state/lazaret");
+         return s_.workspace();
+       },
+       "Lazaret's state directory (your trust store) HOME/.local/state/lazaret resolves to "
+       "WS/state, which is inside the workspace"},
+  };
+  for (const Case& c : cases) {
+    reset();
+    const std::string ws = c.arrange();
+    LoadedConfig loaded = LoadForSelector(host_, Selector{ws, explicit_config});
+    std::string expected = c.refusal;
+    using Sub = std::pair<std::string, std::string>;
+    for (const auto& [token, value] : {Sub{"HOME", s_.Path("home")}, Sub{"WS", s_.workspace()}}) {
+      for (size_t at = expected.find(token); at != std::string::npos;
+           at = expected.find(token, at + value.size())) {
+        expected.replace(at, token.size(), value);
+      }
+    }
+    EXPECT_FALSE(loaded.status().ok()) << c.name;
+    EXPECT_THAT(Errors(loaded), HasSubstr(expected)) << c.name;
+    EXPECT_THAT(loaded.profiles, IsEmpty()) << c.name;
+    unlink(s_.Path("home/.local/state/lazaret").c_str());
+  }
+}
+
+TEST_F(LoadForSelectorTest, ATrustedFileIsReadAtTheCanonicalPathThatWasChecked) {
+  // config.toml -> ws/link -> ~/real.toml: the file is outside the
+  // workspace today; the link in the workspace is the agent's to change.
+  const std::string user_cfg = s_.Path("home/.config/lazaret/config.toml");
+  s_.File("home/real.toml", "[profiles.default]\nimage = \"localhost/real:1\"\n");
+  s_.Symlink(s_.Path("home/real.toml"), "ws/link");
+  unlink(user_cfg.c_str());
+  s_.Symlink(s_.Path("ws/link"), "home/.config/lazaret/config.toml");
+  LoadedConfig c = LoadNow();
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  EXPECT_EQ(c.Profile("default")->image, "localhost/real:1");
+  // Retargeted at a file of the agent's: refused, not read.
+  s_.File("ws/evil.toml", "[profiles.default]\nimage = \"localhost/evil:1\"\n");
+  s_.Symlink(s_.Path("ws/evil.toml"), "ws/link");
+  c = LoadNow();
+  EXPECT_THAT(Errors(c), HasSubstr("which is inside the workspace"));
+  EXPECT_THAT(c.profiles, IsEmpty());
 }
 
 TEST_F(LoadForSelectorTest, ABrokenUserFileIsAnErrorToo) {
