@@ -137,9 +137,8 @@ absl::Status CheckCleanAbsolute(const std::string& path, absl::string_view what)
   if (path == "/") return absl::OkStatus();
   for (absl::string_view seg : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
     if (seg.empty() || seg == "." || seg == "..") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " \"", path,
-                       "\" is not a clean path (it has an empty, '.' or '..' segment)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " \"", path, "\" is not a clean path (it has an empty, '.' or '..' segment)"));
     }
   }
   return absl::OkStatus();
@@ -195,9 +194,8 @@ absl::Status CheckSourceCommon(const std::string& path, absl::string_view what,
   absl::StatusOr<std::string> canon = CanonicalizeHostPath(path);
   if (!canon.ok()) return canon.status();
   if (*canon != path) {
-    return absl::PermissionDeniedError(absl::StrCat(what, " \"", path,
-                                                    "\" is not canonical (it resolves to \"",
-                                                    *canon, "\")"));
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " \"", path, "\" is not canonical (it resolves to \"", *canon, "\")"));
   }
   if (absl::Status st = CheckNotSensitive(path, sensitive, /*refuse_ancestors=*/true); !st.ok()) {
     return absl::PermissionDeniedError(absl::StrCat(what, " ", st.message()));
@@ -441,8 +439,9 @@ absl::Status CheckTrustedPathsNotAgentWritable(const std::vector<TrustedPath>& t
   for (const TrustedPath& t : trusted) {
     for (const AgentWritableDir& w : writable) {
       if (!PathIsWithin(t.canonical, w.canonical)) continue;
-      const std::string where =
-          t.canonical == t.configured ? "is" : absl::StrCat("resolves to ", t.canonical, ", which is");
+      const std::string where = t.canonical == t.configured
+                                    ? "is"
+                                    : absl::StrCat("resolves to ", t.canonical, ", which is");
       return absl::PermissionDeniedError(absl::StrCat(
           t.what, " ", where, t.canonical == w.canonical ? " " : " inside ", w.what, " (",
           w.canonical,

@@ -170,8 +170,8 @@ LoadedConfig LoadForSelector(const HostContext& host, const Selector& selector) 
                                            ? absl::StatusOr<std::string>(*selector.workspace_text)
                                            : ReadConfigFile(path, false);
     if (text.ok() && text->size() > kMaxConfigBytes) {
-      text = absl::FailedPreconditionError(
-          absl::StrCat("is larger than ", kMaxConfigBytes, " bytes"));
+      text =
+          absl::FailedPreconditionError(absl::StrCat("is larger than ", kMaxConfigBytes, " bytes"));
     }
     if (text.ok()) {
       LayerSource s{Layer::kWorkspace, path, *text, Sha256Hex(*text), false};

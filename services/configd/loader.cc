@@ -421,11 +421,10 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const Globals& g
           continue;
         }
         if (v.value.access == Access::kReadWrite && match->spec->access == Access::kReadOnly) {
-          diags.Widening(
-              v.origin,
-              absl::StrCat("mounts ", Q(h), " read-write; your configuration grants ",
-                           match->host == h ? "it" : Q(match->host), " read-only"),
-              hint);
+          diags.Widening(v.origin,
+                         absl::StrCat("mounts ", Q(h), " read-write; your configuration grants ",
+                                      match->host == h ? "it" : Q(match->host), " read-only"),
+                         hint);
           continue;
         }
         if (v.value.selinux != SelinuxLabel::kNone && v.value.selinux != match->spec->selinux) {
@@ -445,8 +444,8 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const Globals& g
           const Granted* inner = MostSpecificVolume(asked, u.host, /*ties_to_read_only=*/false);
           if (inner != nullptr && inner->spec->access == Access::kReadOnly) continue;
           diags.Widening(v.origin,
-                         absl::StrCat("mounts ", Q(h), " read-write, which includes ",
-                                      Q(u.host), " that your configuration grants read-only"),
+                         absl::StrCat("mounts ", Q(h), " read-write, which includes ", Q(u.host),
+                                      " that your configuration grants read-only"),
                          hint);
         }
       }

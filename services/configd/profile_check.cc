@@ -25,8 +25,9 @@ absl::Status CheckLazaretDir(const std::string& path, absl::string_view what,
     return absl::PermissionDeniedError(absl::StrCat(what, " ", st.message()));
   }
   if (!workspace_dir.empty() && PathIsWithin(path, workspace_dir)) {
-    return absl::PermissionDeniedError(absl::StrCat(what, " \"", path, "\" is inside the workspace ",
-                                                    workspace_dir, ", which the agent can write"));
+    return absl::PermissionDeniedError(absl::StrCat(what, " \"", path,
+                                                    "\" is inside the workspace ", workspace_dir,
+                                                    ", which the agent can write"));
   }
   return absl::OkStatus();
 }
@@ -40,8 +41,8 @@ absl::Status CheckResolvedProfileHostPaths(const v1::ResolvedProfile& profile,
   const std::vector<SensitivePath> sensitive = SensitivePaths(host, workspace_dir);
   const std::string& name = profile.name();
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
-    return Refuse(absl::InvalidArgumentError(absl::StrCat("profile name \"", name,
-                                                          "\" is not a single path component")));
+    return Refuse(absl::InvalidArgumentError(
+        absl::StrCat("profile name \"", name, "\" is not a single path component")));
   }
   const std::string& data_root = profile.data_root();
   if (absl::Status st = CheckLazaretDir(data_root, "data_root", sensitive, workspace_dir);

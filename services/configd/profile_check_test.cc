@@ -61,9 +61,7 @@ TEST(ProfileCheckTest, ForgedHostPathsAreRefusedBeforeAnythingIsMounted) {
     };
   };
   auto raw = [](const std::string& host) {
-    return [host](const Scratch&, pb::ResolvedProfile& p) {
-      p.mutable_volumes(0)->set_host(host);
-    };
+    return [host](const Scratch&, pb::ResolvedProfile& p) { p.mutable_volumes(0)->set_host(host); };
   };
   const std::vector<ForgedCase> cases = {
       {"~/.ssh as a volume", volume("home/.ssh"), "(ssh keys)"},
