@@ -19,7 +19,7 @@ constexpr CommandInfo kCommands[] = {
     {"status", "status [--json]", "show each service's health, pid and capabilities", CmdStatus},
     {"config", "config check|show [options]",
      "validate the configuration, or show a resolved profile", CmdConfig},
-    {"trust", "trust [--revoke] [FILE]",
+    {"trust", "trust [--sha256 HASH | --revoke] [FILE]",
      "let this exact workspace lazaret.toml widen your configuration", CmdTrust},
     {"run", "run [OPTIONS] [PROFILE] [--] [CMD...]",
      "run CMD (default: a shell) in a gVisor sandbox on this directory", CmdRun},

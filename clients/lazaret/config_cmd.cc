@@ -2,9 +2,15 @@
 // the user's terminal. The configuration is parsed only by lazaret-configd;
 // this file asks it over configd.sock. `trust` writes the user's trust store
 // itself, through the same lazaret_config code the service reads it with.
+// A workspace file is agent-written: `trust` reads it once, has configd
+// check exactly those bytes, prints them escaped, and records the digest of
+// those bytes only after a confirmation on /dev/tty or a matching --sha256.
+#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -12,9 +18,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "clients/lazaret/commands.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "services/common/runtime_dir.h"
@@ -35,7 +43,10 @@ constexpr char kConfigUsage[] =
     "usage: lazaret config check [--config FILE]\n"
     "       lazaret config show [--profile P] [--json] [--config FILE]\n";
 constexpr char kTrustUsage[] =
-    "usage: lazaret trust [--revoke] [FILE]   (default ./lazaret.toml)\n";
+    "usage: lazaret trust [--sha256 HASH] [FILE]   (default ./lazaret.toml)\n"
+    "       lazaret trust --revoke [FILE]\n"
+    "  Shows what FILE widens and its sha256, then asks on the terminal. Without a\n"
+    "  terminal, pass the sha256 it showed: the content must still have it.\n";
 
 std::string Cwd() {
   char buf[4096];
@@ -278,6 +289,63 @@ int ConfigShow(const Context& ctx, const ConfigArgs& a) {
   return 0;
 }
 
+// Text from a file an agent can write, made safe to print on a terminal:
+// control characters, DEL, backslash and every non-ASCII byte (bidi
+// overrides, zero-width characters, C1 controls) are shown as \xNN, so
+// nothing in it can move the cursor, recolour or hide part of a line.
+std::string EscapeForTerminal(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out.push_back(c);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
+bool IsSha256Hex(absl::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// Line `line` (1-based) of `text`, at most 200 bytes of it.
+std::string SourceLine(absl::string_view text, uint32_t line) {
+  if (line == 0) return "";
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  if (line > lines.size()) return "";
+  absl::string_view l = lines[line - 1];
+  if (l.size() > 200) return absl::StrCat(l.substr(0, 200), "...");
+  return std::string(l);
+}
+
+// Asks on the controlling terminal (not stdin/stdout, which a script may
+// have redirected) whether to trust the content with `digest`. Only "y" or
+// "yes" is a yes.
+absl::StatusOr<bool> ConfirmOnTerminal(const std::string& digest) {
+  const int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return absl::FailedPreconditionError("cannot open /dev/tty to ask");
+  const std::string prompt =
+      absl::StrCat("Trust exactly this content (sha256 ", digest.substr(0, 16), "...)? [y/N] ");
+  (void)!write(fd, prompt.data(), prompt.size());
+  std::string answer;
+  char c = 0;
+  while (answer.size() < 16) {
+    const ssize_t r = read(fd, &c, 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || c == '\n' || c == '\r') break;
+    answer.push_back(c);
+  }
+  close(fd);
+  answer = absl::AsciiStrToLower(absl::StripAsciiWhitespace(answer));
+  return answer == "y" || answer == "yes";
+}
+
 }  // namespace
 
 int CmdConfig(const Context& ctx, const std::vector<std::string>& args) {
@@ -297,17 +365,28 @@ int CmdConfig(const Context& ctx, const std::vector<std::string>& args) {
 
 int CmdTrust(const Context& ctx, const std::vector<std::string>& args) {
   bool revoke = false;
+  std::string expected_sha256;
   std::string file = config::kWorkspaceFileName;
   int files = 0;
-  for (const std::string& a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--revoke") {
       revoke = true;
+    } else if (a == "--sha256" && i + 1 < args.size()) {
+      expected_sha256 = absl::AsciiStrToLower(args[++i]);
+    } else if (absl::StartsWith(a, "--sha256=")) {
+      expected_sha256 = absl::AsciiStrToLower(a.substr(9));
     } else if (!a.empty() && a[0] != '-' && files++ == 0) {
       file = a;
     } else {
-      std::fprintf(stderr, "lazaret trust: unexpected argument '%s'\n%s", a.c_str(), kTrustUsage);
+      std::fprintf(stderr, "lazaret trust: unexpected argument '%s'\n%s",
+                   EscapeForTerminal(a).c_str(), kTrustUsage);
       return 2;
     }
+  }
+  if (!expected_sha256.empty() && !IsSha256Hex(expected_sha256)) {
+    std::fprintf(stderr, "lazaret trust: --sha256 takes the 64 hex digits `lazaret trust` shows\n");
+    return 2;
   }
   const std::string abs = Absolute(file);
   if (abs.substr(abs.rfind('/') + 1) != config::kWorkspaceFileName) {
@@ -315,102 +394,149 @@ int CmdTrust(const Context& ctx, const std::vector<std::string>& args) {
                  "lazaret trust: %s is not a workspace lazaret.toml. Only a workspace's "
                  "lazaret.toml needs trust; your own config.toml and --config files are always "
                  "yours.\n",
-                 abs.c_str());
+                 EscapeForTerminal(abs).c_str());
     return 2;
   }
   absl::StatusOr<config::HostContext> host = config::HostContextFromEnvironment(ctx.runtime_dir);
   absl::StatusOr<std::string> canon = config::CanonicalWorkspaceFile(abs);
   if (!host.ok() || !canon.ok()) {
-    std::fprintf(stderr, "lazaret trust: %s\n",
-                 std::string((!host.ok() ? host.status() : canon.status()).message()).c_str());
+    std::fprintf(
+        stderr, "lazaret trust: %s\n",
+        EscapeForTerminal((!host.ok() ? host.status() : canon.status()).message()).c_str());
     return 1;
   }
+  const std::string shown_path = EscapeForTerminal(*canon);
   config::TrustStore store(host->TrustStoreFile());
 
   if (revoke) {
     absl::Status st = store.Revoke(*canon);
     if (absl::IsNotFound(st)) {
-      std::printf("%s was not trusted; nothing to revoke.\n", canon->c_str());
+      std::printf("%s was not trusted; nothing to revoke.\n", shown_path.c_str());
       return 0;
     }
     if (!st.ok()) {
-      std::fprintf(stderr, "lazaret trust --revoke: %s\n", std::string(st.message()).c_str());
+      std::fprintf(stderr, "lazaret trust --revoke: %s\n", EscapeForTerminal(st.message()).c_str());
       return 1;
     }
     std::printf("Revoked trust in %s: it may again only narrow your configuration.\n",
-                canon->c_str());
+                shown_path.c_str());
     return 0;
   }
 
+  // The file is read once (one fd, fstat, bounded read). These bytes are
+  // what is checked, shown and - only they - recorded.
   absl::StatusOr<std::string> text = config::ReadConfigFile(*canon, /*follow_symlinks=*/false);
   if (!text.ok()) {
-    std::fprintf(stderr, "lazaret trust: %s %s\n", canon->c_str(),
-                 std::string(text.status().message()).c_str());
+    std::fprintf(stderr, "lazaret trust: %s %s\n", shown_path.c_str(),
+                 EscapeForTerminal(text.status().message()).c_str());
     return 1;
   }
   const std::string digest = config::Sha256Hex(*text);
 
-  // Show what trusting grants, as the service sees this very content.
+  // What these bytes widen, as lazaret-configd sees them (it parses; this
+  // process does not), against the user's own layers.
   auto stub = Stub(ctx);
   pb::ValidateRequest req;
   req.mutable_selector()->set_workspace_dir(canon->substr(0, canon->rfind('/')));
+  req.set_workspace_file_content(*text);
   pb::ValidateResponse resp;
   grpc::ClientContext cc;
   Deadline(&cc);
   grpc::Status s = stub->Validate(&cc, req, &resp);
-  if (s.ok()) {
-    for (const pb::LayerInfo& l : resp.layers()) {
-      if (l.layer() == cpb::CONFIG_LAYER_WORKSPACE && l.sha256() != digest) {
-        std::fprintf(stderr,
-                     "lazaret trust: %s changed while it was being checked; review it "
-                     "and run lazaret trust again.\n",
-                     canon->c_str());
-        return 1;
-      }
-    }
-    std::vector<const pb::Diagnostic*> grants;
-    bool other_errors = false;
-    for (const pb::Diagnostic& d : resp.errors()) {
-      if (d.widening()) {
-        grants.push_back(&d);
-      } else {
-        other_errors = true;
-        std::fprintf(stderr, "error: %s\n", Format(d).c_str());
-      }
-    }
-    if (other_errors) {
+  if (!s.ok()) {
+    if (ReportNotRunning(ctx, s)) {
       std::fprintf(stderr,
-                   "lazaret trust: not trusting a configuration with errors; fix them "
-                   "first (lazaret config check).\n");
+                   "lazaret trust needs it to show what the file widens; nothing was trusted.\n");
+      return kExitNotRunning;
+    }
+    std::fprintf(stderr, "lazaret trust: could not check the file: %s\n",
+                 EscapeForTerminal(s.error_message()).c_str());
+    return 1;
+  }
+  for (const pb::LayerInfo& l : resp.layers()) {
+    if (l.layer() == cpb::CONFIG_LAYER_WORKSPACE && l.sha256() != digest) {
+      std::fprintf(stderr,
+                   "lazaret trust: the service checked other content than was read; "
+                   "nothing was trusted.\n");
       return 1;
     }
-    if (grants.empty()) {
-      std::printf("This file only narrows your configuration; it needs no trust.\n");
+  }
+  std::vector<const pb::Diagnostic*> grants;
+  bool other_errors = false;
+  for (const pb::Diagnostic& d : resp.errors()) {
+    if (d.widening()) {
+      grants.push_back(&d);
     } else {
-      std::printf("Trusting this exact content lets it widen your configuration:\n");
-      for (const pb::Diagnostic* d : grants) {
-        std::printf("  %s:%u: %s: %s\n", d->file().c_str(), d->line(), d->key_path().c_str(),
-                    d->message().c_str());
-      }
+      other_errors = true;
+      std::fprintf(stderr, "error: %s\n", EscapeForTerminal(Format(d)).c_str());
     }
-  } else if (!NotRunning(s)) {
-    std::fprintf(stderr, "lazaret trust: could not check the file: %s\n",
-                 s.error_message().c_str());
+  }
+  if (other_errors) {
+    std::fprintf(stderr,
+                 "lazaret trust: not trusting a configuration with errors; fix them "
+                 "first (lazaret config check).\n");
     return 1;
+  }
+  std::printf("%s\n  sha256 %s\n", shown_path.c_str(), digest.c_str());
+  if (grants.empty()) {
+    std::printf("This content only narrows your configuration; it needs no trust.\n");
+    return 0;
+  }
+  std::printf("Trusting exactly this content lets it widen your configuration:\n");
+  for (const pb::Diagnostic* d : grants) {
+    std::printf("  line %u: %s\n", d->line(),
+                EscapeForTerminal(SourceLine(*text, d->line())).c_str());
+    std::printf("      %s: %s\n", EscapeForTerminal(d->key_path()).c_str(),
+                EscapeForTerminal(d->message()).c_str());
+  }
+  std::fflush(stdout);
+
+  if (!expected_sha256.empty()) {
+    if (expected_sha256 != digest) {
+      std::fprintf(stderr,
+                   "lazaret trust: refusing: the file's content has sha256 %s, not the %s you "
+                   "passed. It is not what you reviewed; review it again. Nothing was trusted.\n",
+                   digest.c_str(), expected_sha256.c_str());
+      return 1;
+    }
+  } else if (isatty(STDIN_FILENO) == 1) {
+    absl::StatusOr<bool> yes = ConfirmOnTerminal(digest);
+    if (!yes.ok()) {
+      std::fprintf(stderr, "lazaret trust: %s; nothing was trusted.\n",
+                   std::string(yes.status().message()).c_str());
+      return 1;
+    }
+    if (!*yes) {
+      std::printf("Not trusted.\n");
+      return 1;
+    }
   } else {
-    std::printf(
-        "(What the file widens could not be listed; check it with `lazaret config "
-        "check` once Lazaret is up.)\n");
+    std::fprintf(stderr,
+                 "lazaret trust: standard input is not a terminal, so nobody can confirm; "
+                 "nothing was trusted. After reviewing what the file widens, run:\n"
+                 "  lazaret trust --sha256 %s %s\n",
+                 digest.c_str(), shown_path.c_str());
+    return 1;
   }
 
+  // The digest recorded is that of the bytes shown. If the file no longer
+  // holds them, it was changed after it was shown: say so, record nothing.
+  absl::StatusOr<std::string> now = config::ReadConfigFile(*canon, /*follow_symlinks=*/false);
+  if (!now.ok() || config::Sha256Hex(*now) != digest) {
+    std::fprintf(stderr,
+                 "lazaret trust: %s changed after it was shown; nothing was trusted. Review it "
+                 "again and rerun lazaret trust.\n",
+                 shown_path.c_str());
+    return 1;
+  }
   if (absl::Status st = store.Trust(*canon, digest); !st.ok()) {
-    std::fprintf(stderr, "lazaret trust: %s\n", std::string(st.message()).c_str());
+    std::fprintf(stderr, "lazaret trust: %s\n", EscapeForTerminal(st.message()).c_str());
     return 1;
   }
   std::printf(
       "Trusted %s\n  sha256 %s\nAny change to the file, even one byte, withdraws this "
       "trust. Undo with: lazaret trust --revoke %s\n",
-      canon->c_str(), digest.c_str(), canon->c_str());
+      shown_path.c_str(), digest.c_str(), shown_path.c_str());
   return 0;
 }
 

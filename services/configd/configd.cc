@@ -56,6 +56,7 @@ class ConfigServiceImpl final : public pb::ConfigService::Service {
                         pb::ValidateResponse* resp) override {
     absl::StatusOr<config::Selector> sel = CheckSelector(req->selector());
     if (!sel.ok()) return ToGrpcStatus(sel.status());
+    if (req->has_workspace_file_content()) sel->workspace_text = req->workspace_file_content();
     const config::LoadedConfig loaded = config::LoadForSelector(host_, *sel);
     resp->set_ok(!loaded.diagnostics.has_errors());
     for (const auto& e : loaded.diagnostics.errors()) config::ToProto(e, resp->add_errors());
@@ -72,7 +73,7 @@ class ConfigServiceImpl final : public pb::ConfigService::Service {
     if (!s.explicit_config().empty() && s.explicit_config()[0] != '/') {
       return absl::InvalidArgumentError("selector.explicit_config must be an absolute path");
     }
-    return config::Selector{s.workspace_dir(), s.explicit_config()};
+    return config::Selector{s.workspace_dir(), s.explicit_config(), std::nullopt};
   }
 
   static void LogRefusal(const config::Selector& sel, const absl::Status& st) {

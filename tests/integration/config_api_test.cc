@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -140,6 +142,37 @@ class ConfigApiTest : public ::testing::Test {
     return resp;
   }
 
+  // The digest lazaret-configd computes of the workspace file as it is now.
+  std::string WorkspaceSha256() {
+    const pb::ValidateResponse v = Validate();
+    for (const pb::LayerInfo& l : v.layers()) {
+      if (l.layer() == common::v1::CONFIG_LAYER_WORKSPACE) return l.sha256();
+    }
+    ADD_FAILURE() << "no workspace layer";
+    return "";
+  }
+
+  bool WorkspaceTrusted() {
+    const pb::ValidateResponse v = Validate();
+    for (const pb::LayerInfo& l : v.layers()) {
+      if (l.layer() == common::v1::CONFIG_LAYER_WORKSPACE) return l.trusted();
+    }
+    return false;
+  }
+
+  // The environment of the CLI and of configd, as an envp.
+  std::vector<std::string> EnvStrings() const {
+    std::vector<std::string> out;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      if (env_.count(kv.substr(0, kv.find('='))) == 0) out.push_back(kv);
+    }
+    for (const auto& [k, v] : env_) {
+      if (!v.empty()) out.push_back(k + "=" + v);
+    }
+    return out;
+  }
+
   // The real CLI, run in the workspace with this test's environment.
   CommandResult Lazaret(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {"env", "-C", ws_, Binary("lazaret")};
@@ -186,7 +219,7 @@ TEST_F(ConfigApiTest, WorkspaceAutoApproveIsRefusedUntilTrustedAndAgainAfterOneB
   EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
   EXPECT_THAT(check.err, HasSubstr("escalation.auto_approve[0]"));
 
-  CommandResult trust = Lazaret({"trust"});
+  CommandResult trust = Lazaret({"trust", "--sha256", WorkspaceSha256()});
   ASSERT_EQ(trust.exit_code, 0) << trust.out << trust.err;
   EXPECT_THAT(trust.out, HasSubstr("auto-approves \"curl\""));
   EXPECT_THAT(trust.out, HasSubstr("Trusted " + file));
@@ -236,7 +269,7 @@ TEST_F(ConfigApiTest, WorkspaceAllowEgressIsRefusedUntilTrustedAndAfterRevoke) {
   EXPECT_EQ(v.errors(0).column(), 36u);
   EXPECT_TRUE(v.errors(0).widening());
 
-  ASSERT_EQ(Lazaret({"trust", file}).exit_code, 0);
+  ASSERT_EQ(Lazaret({"trust", "--sha256", WorkspaceSha256(), file}).exit_code, 0);
   resp.Clear();
   ASSERT_TRUE(Resolve("claude-code", &resp).ok());
   std::vector<std::string> allow;
@@ -345,12 +378,249 @@ TEST_F(ConfigApiTest, BadRequestsAreRefused) {
   EXPECT_EQ(Resolve("no-such-profile", &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// D1: the user's config.toml is a symlink into the directory Lazaret runs
+// in (or reaches it through a chain of links, a symlinked directory, or is
+// a --config file there): the agent could rewrite the trusted layer, so
+// configd refuses to load anything.
+TEST_F(ConfigApiTest, AUserConfigThatResolvesIntoTheWorkspaceIsRefused) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  const std::string dotfiles = home_ + "/dotfiles";
+  MakeDirs(dotfiles);
+  WriteFile(dotfiles + "/lazaret.toml", kUserConfig);
+  ASSERT_EQ(unlink(cfg.c_str()), 0);
+  ASSERT_EQ(symlink((dotfiles + "/lazaret.toml").c_str(), cfg.c_str()), 0);
+
+  // From ~/dotfiles, the workspace, it is refused.
+  pb::ResolveProfileRequest req;
+  req.mutable_selector()->set_workspace_dir(dotfiles);
+  req.set_profile("claude-code");
+  pb::ResolveProfileResponse resp;
+  grpc::ClientContext cc;
+  grpc::Status s = stub_->ResolveProfile(&cc, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("your configuration file " + cfg + " resolves to " + dotfiles +
+                        "/lazaret.toml, which is inside the workspace"));
+  EXPECT_THAT(s.error_message(), HasSubstr("replace a symlink into such a directory"));
+  // From elsewhere it is the user's own file and loads.
+  EXPECT_TRUE(Resolve("claude-code", &resp).ok());
+
+  // A chain of links ending in the workspace.
+  ASSERT_EQ(unlink(cfg.c_str()), 0);
+  WriteFile(ws_ + "/real.toml", kUserConfig);
+  ASSERT_EQ(symlink((ws_ + "/real.toml").c_str(), (home_ + "/hop").c_str()), 0);
+  ASSERT_EQ(symlink((home_ + "/hop").c_str(), cfg.c_str()), 0);
+  s = Resolve("claude-code", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("resolves to " + ws_ + "/real.toml"));
+
+  // The directory itself a symlink into the workspace.
+  ASSERT_EQ(unlink(cfg.c_str()), 0);
+  ASSERT_EQ(rmdir((home_ + "/.config/lazaret").c_str()), 0);
+  MakeDirs(ws_ + "/cfg");
+  WriteFile(ws_ + "/cfg/config.toml", kUserConfig);
+  ASSERT_EQ(symlink((ws_ + "/cfg").c_str(), (home_ + "/.config/lazaret").c_str()), 0);
+  s = Resolve("claude-code", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("your Lazaret configuration directory " + home_ +
+                                           "/.config/lazaret resolves to " + ws_ + "/cfg"));
+  ASSERT_EQ(unlink((home_ + "/.config/lazaret").c_str()), 0);
+
+  // A --config file inside the workspace.
+  WriteFile(ws_ + "/dev.toml", kUserConfig);
+  s = Resolve("claude-code", &resp, ws_ + "/dev.toml");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("the --config file " + ws_ + "/dev.toml is inside the workspace"));
+  CommandResult check = Lazaret({"config", "check", "--config", ws_ + "/dev.toml"});
+  EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+  EXPECT_THAT(check.err, HasSubstr("is inside the workspace"));
+}
+
+// D2, without a terminal: the hash to pass is named, a wrong one is
+// refused, nothing is recorded unless it matches the bytes read.
+TEST_F(ConfigApiTest, TrustWithoutATerminalNeedsTheExactSha256) {
+  const std::string file = ws_ + "/lazaret.toml";
+  WriteFile(file, "[escalation]\nauto_approve = [\"curl\"]\n");
+  const std::string digest = WorkspaceSha256();
+  ASSERT_EQ(digest.size(), 64u);
+
+  CommandResult r = Lazaret({"trust"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("sha256 " + digest));
+  EXPECT_THAT(r.out, HasSubstr("line 2: auto_approve = [\"curl\"]"));
+  EXPECT_THAT(r.out, HasSubstr("escalation.auto_approve[0]: auto-approves \"curl\""));
+  EXPECT_THAT(r.err, HasSubstr("standard input is not a terminal"));
+  EXPECT_THAT(r.err, HasSubstr("lazaret trust --sha256 " + digest + " " + file));
+  EXPECT_FALSE(WorkspaceTrusted());
+
+  const std::string wrong(64, 'a');
+  r = Lazaret({"trust", "--sha256", wrong});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has sha256 " + digest + ", not the " + wrong));
+  EXPECT_FALSE(WorkspaceTrusted());
+
+  r = Lazaret({"trust", "--sha256", "123"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_FALSE(WorkspaceTrusted());
+
+  // The digest of the content the developer reviewed, after the agent
+  // changed one byte: refused.
+  WriteFile(file, "[escalation]\nauto_approve = [\"curL\"]\n");
+  r = Lazaret({"trust", "--sha256", digest});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_FALSE(WorkspaceTrusted());
+
+  WriteFile(file, "[escalation]\nauto_approve = [\"curl\"]\n");
+  r = Lazaret({"trust", "--sha256=" + digest});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(WorkspaceTrusted());
+  // Already trusted: the listing is of the bytes, not of the trust store.
+  r = Lazaret({"trust"});
+  EXPECT_THAT(r.out, HasSubstr("auto-approves \"curl\""));
+}
+
+// What the agent wrote is shown escaped: no escape sequence, bidi override
+// or other control reaches the developer's terminal.
+TEST_F(ConfigApiTest, TrustShowsAgentTextEscaped) {
+  WriteFile(ws_ + "/lazaret.toml",
+            "[escalation]\nauto_approve = [\"curl\"]\n"
+            "[profiles.claude-code]\nimage = \"evil\\u001b[2J\\u202e:1\"\n");
+  CommandResult r = Lazaret({"trust"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string all = r.out + r.err;
+  EXPECT_THAT(all, HasSubstr("\\x1b"));  // shown, as text
+  EXPECT_EQ(all.find('\x1b'), std::string::npos) << all;
+  EXPECT_EQ(all.find("\xe2\x80\xae"), std::string::npos) << all;
+}
+
+// The interactive path, on a real pseudo-terminal.
+class TrustOnATerminalTest : public ConfigApiTest {
+ protected:
+  // Starts `lazaret trust` in the workspace with a pty as its controlling
+  // terminal and stdin/stdout/stderr.
+  void Start() {
+    std::vector<std::string> env = EnvStrings();
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string bin = Binary("lazaret");
+    std::string trust = "trust";
+    char* argv[] = {bin.data(), trust.data(), nullptr};
+    const std::string& ws = ws_;
+    pid_ = forkpty(&master_, nullptr, nullptr, nullptr);
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      if (chdir(ws.c_str()) != 0) _exit(126);
+      execve(argv[0], argv, envp.data());
+      _exit(127);
+    }
+  }
+
+  // Reads the terminal until `text` appeared or the process ended.
+  bool ReadUntil(const std::string& text, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (screen_.find(text) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{master_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      char buf[4096];
+      const ssize_t n = read(master_, buf, sizeof(buf));
+      if (n <= 0) return false;  // EIO: the child closed the terminal
+      screen_.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  void Type(const std::string& keys) {
+    ASSERT_EQ(write(master_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+
+  int Wait() {
+    ReadUntil("\x01never", std::chrono::seconds(10));  // drain until the child closes
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    close(master_);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    ConfigApiTest::TearDown();
+  }
+
+  pid_t pid_ = -1;
+  int master_ = -1;
+  std::string screen_;
+};
+
+TEST_F(TrustOnATerminalTest, YesTrustsTheContentShown) {
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"]\n");
+  const std::string digest = WorkspaceSha256();
+  Start();
+  ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
+  EXPECT_THAT(screen_, HasSubstr("sha256 " + digest));
+  EXPECT_THAT(screen_, HasSubstr("auto-approves \"curl\""));
+  EXPECT_FALSE(WorkspaceTrusted());  // not before the answer
+  Type("y\n");
+  EXPECT_EQ(Wait(), 0) << screen_;
+  EXPECT_THAT(screen_, HasSubstr("Trusted " + ws_ + "/lazaret.toml"));
+  EXPECT_TRUE(WorkspaceTrusted());
+}
+
+TEST_F(TrustOnATerminalTest, AnythingButYesTrustsNothing) {
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"]\n");
+  Start();
+  ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
+  Type("\n");
+  EXPECT_EQ(Wait(), 1) << screen_;
+  EXPECT_THAT(screen_, HasSubstr("Not trusted."));
+  EXPECT_FALSE(WorkspaceTrusted());
+}
+
+TEST_F(TrustOnATerminalTest, AFileSwappedBetweenShowAndConfirmIsNotTrusted) {
+  const std::string file = ws_ + "/lazaret.toml";
+  const std::string reviewed = "[escalation]\nauto_approve = [\"gh pr list\"]\n";
+  const std::string swapped = "[escalation]\nauto_approve = [\"curl\"]\n";
+  WriteFile(file, reviewed);
+  Start();
+  ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
+  EXPECT_THAT(screen_, HasSubstr("gh pr list"));
+  EXPECT_THAT(screen_, Not(HasSubstr("curl")));
+  // The agent swaps the file while the developer reads the prompt.
+  WriteFile(file, swapped);
+  Type("y\n");
+  EXPECT_EQ(Wait(), 1) << screen_;
+  EXPECT_THAT(screen_, HasSubstr("changed after it was shown; nothing was trusted"));
+  EXPECT_FALSE(WorkspaceTrusted());
+  pb::ResolveProfileResponse resp;
+  EXPECT_EQ(Resolve("claude-code", &resp).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // Nor was the reviewed content recorded behind the developer's back.
+  WriteFile(file, reviewed);
+  EXPECT_FALSE(WorkspaceTrusted());
+}
+
 TEST_F(ConfigApiTest, TheCliSaysToRunLazaretUpWhenTheServiceIsDown) {
   std::map<std::string, std::string> env = env_;
   env["LAZARET_RUNTIME_DIR"] = dir_.path() + "/no-service";
   CommandResult r = test::Run({Binary("lazaret"), "config", "check"}, env);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_THAT(r.err, HasSubstr("run: lazaret up"));
+  // `lazaret trust` cannot show what a file widens without the service:
+  // it trusts nothing (the old code recorded the digest unseen).
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"]\n");
+  std::vector<std::string> argv = {
+      "env", "-C", ws_, Binary("lazaret"), "trust", "--sha256", WorkspaceSha256()};
+  r = test::Run(argv, env);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("nothing was trusted"));
+  EXPECT_FALSE(WorkspaceTrusted());
 }
 
 }  // namespace
