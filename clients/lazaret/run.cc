@@ -50,6 +50,8 @@
 #include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
+#include "services/configd/host_paths.h"
+#include "services/configd/profile_check.h"
 
 namespace lazaret::cli {
 namespace {
@@ -212,6 +214,7 @@ class Runner {
 
  private:
   absl::StatusOr<pb::ResolvedProfile> ResolveProfile();
+  absl::Status RecheckProfileHostPaths(const std::string& workspace) const;
   absl::Status Plan();
   void PrintDryRun() const;
   absl::Status SeedPersistentDirs();
@@ -282,9 +285,19 @@ absl::StatusOr<pb::ResolvedProfile> Runner::ResolveProfile() {
   return resp.profile();
 }
 
+// Defence in depth: lazaret-configd parses agent-written files, so every
+// host path it returned is checked again here with the same rules
+// (profile_check.h) before anything is created from it or mounted.
+absl::Status Runner::RecheckProfileHostPaths(const std::string& workspace) const {
+  LAZ_ASSIGN_OR_RETURN(config::HostContext host,
+                       config::HostContextFromEnvironment(ctx_.runtime_dir));
+  return config::CheckResolvedProfileHostPaths(profile_, host, workspace, args_.explicit_config);
+}
+
 absl::Status Runner::Plan() {
   Trace("start");
   LAZ_ASSIGN_OR_RETURN(profile_, ResolveProfile());
+  LAZ_RETURN_IF_ERROR(RecheckProfileHostPaths(cwd_));
   Trace("profile resolved");
   // Environment first: an unset env:VAR refuses before anything exists.
   LAZ_ASSIGN_OR_RETURN(env_, ResolveProfileEnv(profile_, HostEnv));
@@ -653,6 +666,11 @@ int Runner::Run() {
   // as late as possible (configd resolved them symlink-free).
   for (const BindMount& v : ProfileVolumes(profile_)) {
     if (absl::Status s = CheckNoSymlinkComponents(v.host); !s.ok()) return Fail(s);
+  }
+  if (absl::Status s = RecheckProfileHostPaths(
+          git_.has_value() && !git_->workspace_host_dir.empty() ? git_->workspace_host_dir : cwd_);
+      !s.ok()) {
+    return Fail(s);
   }
   termios saved{};
   const bool restore_tty = sandbox_.tty && tcgetattr(STDIN_FILENO, &saved) == 0;
