@@ -437,6 +437,35 @@ TEST_F(ConfigApiTest, AUserConfigThatResolvesIntoTheWorkspaceIsRefused) {
   EXPECT_THAT(check.err, HasSubstr("is inside the workspace"));
 }
 
+// D4: `lazaret run` does not mount what lazaret-configd returns on its
+// word. Here configd runs with another home than the CLI (as a configd that
+// resolves paths wrongly would): it accepts a volume that, for the user
+// running `lazaret run`, is ~/.ssh. The CLI refuses before anything starts.
+TEST_F(ConfigApiTest, LazaretRunRechecksTheResolvedProfileBeforeStartingAnything) {
+  const std::string other_home = dir_.path() + "/home2";
+  MakeDirs(other_home + "/.ssh");
+  WriteFile(home_ + "/.config/lazaret/config.toml", "[profiles.default]\nvolumes = [{ host = \"" +
+                                                        other_home +
+                                                        "/.ssh\", container = \"/keys\" }]\n");
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("", &resp).ok());  // configd's home is not home2
+  ASSERT_EQ(resp.profile().volumes_size(), 1);
+
+  std::map<std::string, std::string> env = env_;
+  env["HOME"] = other_home;
+  CommandResult r =
+      test::Run({"env", "-C", ws_, Binary("lazaret"), "run", "--dry-run", "--", "true"}, env);
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("refusing the profile lazaret-configd returned: volume " +
+                               other_home + "/.ssh -> /keys"));
+  EXPECT_THAT(r.err, HasSubstr("~/.ssh (ssh keys)"));
+  EXPECT_THAT(r.err, HasSubstr("Nothing was started"));
+  EXPECT_THAT(r.out, Not(HasSubstr("podman")));  // not even a dry-run plan
+  // The profile directory was not created from the refused profile.
+  struct stat st {};
+  EXPECT_NE(stat((home_ + "/.local/share/lazaret/default").c_str(), &st), 0);
+}
+
 // D2, without a terminal: the hash to pass is named, a wrong one is
 // refused, nothing is recorded unless it matches the bytes read.
 TEST_F(ConfigApiTest, TrustWithoutATerminalNeedsTheExactSha256) {
