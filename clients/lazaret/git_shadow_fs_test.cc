@@ -186,7 +186,8 @@ TEST_F(GitShadowFsTest, OpenChildNeverChangesModes) {
   MkDir("ro/inner");
   ASSERT_EQ(chmod(P("ro/inner").c_str(), 0555), 0);
   ASSERT_EQ(chmod(P("ro").c_str(), 0555), 0);
-  struct stat before {}, after {};
+  struct stat before {
+  }, after{};
   ASSERT_EQ(lstat(P("ro").c_str(), &before), 0);
   auto base = DirFd::Open(base_);
   ASSERT_TRUE(base.ok());

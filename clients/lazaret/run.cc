@@ -72,8 +72,10 @@ constexpr int kSidecarMaxFailures = 2;
 constexpr int kSandboxStopGraceSeconds = 1;
 // The setuid/setgid/capability sweep of the sandbox-writable trees runs every
 // this many ticks (a walk of the whole tree; the end-of-session scan catches
-// what the last interval left).
+// what the last interval left), and never takes more than 1/kSweepDuty of
+// the time: a tree that takes 1 s to walk is swept every 20 s.
 constexpr int kPrivilegeSweepTicks = 5;
+constexpr int kSweepDuty = 20;
 
 void Say(const std::string& line) { std::fprintf(stderr, "lazaret: %s\n", line.c_str()); }
 
@@ -261,6 +263,8 @@ class Runner {
   std::optional<GitDirSnapshot> scan_snapshot_;
   std::vector<std::string> stripped_;
   int ticks_ = 0;
+  Clock::time_point next_sweep_{};
+  bool sweep_error_reported_ = false;
 };
 
 int Runner::Fail(const absl::Status& s) {
@@ -544,9 +548,9 @@ absl::Status Runner::SnapshotWorkspace() {
   for (const BindMount& v : ProfileVolumes(profile_)) {
     if (!v.read_only) roots.push_back({v.host, false});
   }
-  LAZ_ASSIGN_OR_RETURN(GitDirSnapshot snap,
-                       TakeGitDirSnapshot(id_, std::move(roots),
-                                          !profile_.keep_planted_repositories()));
+  LAZ_ASSIGN_OR_RETURN(
+      GitDirSnapshot snap,
+      TakeGitDirSnapshot(id_, std::move(roots), !profile_.keep_planted_repositories()));
   if (!snap.complete) {
     Say("warning: the workspace could not be walked completely before the session (a limit was "
         "reached); every git directory found at the end that cannot be proven unchanged will be "
@@ -559,10 +563,15 @@ absl::Status Runner::SnapshotWorkspace() {
 }
 
 void Runner::SweepPrivilegeBits() {
-  if (!scan_snapshot_.has_value()) return;
+  if (!scan_snapshot_.has_value() || Clock::now() < next_sweep_) return;
+  const auto start = Clock::now();
   absl::Status s =
       StripPrivilegeBits(scan_snapshot_->roots, scan_snapshot_->since, ScanLimits{}, &stripped_);
-  if (!s.ok()) Say(absl::StrCat("workspace sweep: ", s.message()));
+  next_sweep_ = Clock::now() + (Clock::now() - start) * kSweepDuty;
+  if (!s.ok() && !sweep_error_reported_) {
+    Say(absl::StrCat("workspace sweep: ", s.message()));
+    sweep_error_reported_ = true;
+  }
 }
 
 // At session end (the sandbox is gone): setuid/setgid bits and file
@@ -573,10 +582,10 @@ void Runner::ScanWorkspaceAtEnd() {
   if (!scan_snapshot_.has_value()) return;
   absl::StatusOr<ScanReport> report = ScanAtSessionEnd(*scan_snapshot_);
   if (!report.ok()) {
-    Say(absl::StrCat("WARNING: the end-of-session workspace scan failed: ",
-                     report.status().message(),
-                     ". Do not run git in the workspace before checking it for planted "
-                     "repositories"));
+    Say(absl::StrCat(
+        "WARNING: the end-of-session workspace scan failed: ", report.status().message(),
+        ". Do not run git in the workspace before checking it for planted "
+        "repositories"));
     return;
   }
   report->stripped.insert(report->stripped.begin(), stripped_.begin(), stripped_.end());

@@ -200,8 +200,9 @@ bool Reap(const SessionView& v) {
     if (ok) {
       ScanWorkspace(v, snap);
     } else {
-      std::printf("  workspace scan not run while the session's containers may remain; run lazaret "
-                  "clean again\n");
+      std::printf(
+          "  workspace scan not run while the session's containers may remain; run lazaret "
+          "clean again\n");
     }
   }
   return ok;

@@ -252,7 +252,10 @@ class Walk {
     if (!NotBefore(st.st_ctim, since_)) return;
     const bool reg = S_ISREG(st.st_mode);
     if (!reg && !S_ISDIR(st.st_mode)) return;
-    if (!reg && (st.st_mode & (S_ISUID | S_ISGID)) == 0) return;
+    // File capabilities only act on an executable; the chmod that makes
+    // one executable later changes its ctime, so the next sweep sees it.
+    const bool may_have_caps = reg && (st.st_mode & 0111) != 0;
+    if (!may_have_caps && (st.st_mode & (S_ISUID | S_ISGID)) == 0) return;
     const int fd = openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return;
     ScopedFd guard(fd);
@@ -276,11 +279,12 @@ class Walk {
                                        bits.size() > 1 ? "s" : "", mode, to));
         mode = to;
       } else {
-        problems_.push_back(absl::StrCat(path, ": could not remove its setuid/setgid bits: ",
-                                         std::strerror(errno)));
+        problems_.push_back(absl::StrCat(
+            path, ": could not remove its setuid/setgid bits: ", std::strerror(errno)));
       }
     }
-    if (freg && getxattr(proc.c_str(), kCapabilityXattr, nullptr, 0) >= 0) {
+    if (freg && (fst.st_mode & 0111) != 0 &&
+        getxattr(proc.c_str(), kCapabilityXattr, nullptr, 0) >= 0) {
       if (removexattr(proc.c_str(), kCapabilityXattr) == 0) {
         what.push_back("file capabilities (security.capability)");
       } else {
@@ -292,8 +296,8 @@ class Walk {
               "execute bits (mode %04o -> %04o): its file capabilities could not be removed (%s)",
               mode, to, std::strerror(err)));
         } else {
-          problems_.push_back(absl::StrCat(path, ": has file capabilities that could not be removed: ",
-                                           std::strerror(err)));
+          problems_.push_back(absl::StrCat(
+              path, ": has file capabilities that could not be removed: ", std::strerror(err)));
         }
       }
     }
@@ -512,12 +516,14 @@ absl::StatusOr<GitDirSnapshot> TakeGitDirSnapshot(const std::string& session_id,
   const int depth = AffordableDepth(limits.max_depth);
   for (ScanRoot& r : roots) {
     struct stat st {};
-    if (r.root_git_protected &&
-        lstat(absl::StrCat(r.path, "/.git").c_str(), &st) != 0) {
+    // A volume that is a single file holds no repository (and its mode is
+    // the developer's to watch); only directories are walked.
+    if (lstat(r.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (r.root_git_protected && lstat(absl::StrCat(r.path, "/.git").c_str(), &st) != 0) {
       r.root_git_protected = false;  // a .git the agent makes there is its own
     }
+    snap.roots.push_back(std::move(r));
   }
-  snap.roots = std::move(roots);
   for (size_t i = 0; i < snap.roots.size(); ++i) {
     Walk w(Purpose::kSnapshot, snap.roots[i], snap.since, limits, depth, nullptr);
     LAZ_RETURN_IF_ERROR(w.Run());
@@ -628,25 +634,24 @@ absl::StatusOr<ScanReport> ScanAtSessionEnd(const GitDirSnapshot& snap, const Sc
     for (const Unchecked& u : w.unchecked()) {
       const std::string path = Join(root.path, u.rel);
       if (!u.agent_made || !snap.quarantine) {
-        report.problems.push_back(absl::StrCat(
-            path, " was not checked for planted git repositories (", u.why,
-            "). Do not run git below it before looking"));
+        report.problems.push_back(absl::StrCat(path,
+                                               " was not checked for planted git repositories (",
+                                               u.why, "). Do not run git below it before looking"));
         continue;
       }
       absl::StatusOr<DirFd> parent = OpenRel(root.path, Dirname(u.rel));
       absl::StatusOr<std::string> to =
           parent.ok() ? RenameAside(*parent, Basename(u.rel), suffix) : parent.status();
       if (!to.ok()) {
-        report.problems.push_back(absl::StrCat(path, " was not checked (", u.why,
-                                               ") and could not be moved aside: ",
-                                               to.status().message(),
-                                               ". Do not run git below it before looking"));
+        report.problems.push_back(
+            absl::StrCat(path, " was not checked (", u.why, ") and could not be moved aside: ",
+                         to.status().message(), ". Do not run git below it before looking"));
         continue;
       }
-      report.problems.push_back(absl::StrCat(
-          path, " was not checked for planted git repositories (", u.why,
-          "), so it was moved aside to ", Join(root.path, Dirname(u.rel)), "/", *to,
-          ". Do not run git below it before looking; delete it, or move it back"));
+      report.problems.push_back(
+          absl::StrCat(path, " was not checked for planted git repositories (", u.why,
+                       "), so it was moved aside to ", Join(root.path, Dirname(u.rel)), "/", *to,
+                       ". Do not run git below it before looking; delete it, or move it back"));
     }
     std::reverse(planted.begin(), planted.end());  // outermost first
     for (auto& p : planted) report.repositories.push_back(std::move(p));
@@ -682,12 +687,13 @@ std::vector<std::string> ReportLines(const ScanReport& r) {
                                  "inspect it before running git there: ",
                                  p.inspect));
     } else {
-      out.push_back(absl::StrCat("warning: the profile keeps planted repositories "
-                                 "(keep_planted_repositories = true): ",
-                                 p.path, " (", p.kind,
-                                 ") is left as it is. Its config can run commands when you use "
-                                 "git there; inspect it first: ",
-                                 p.inspect));
+      out.push_back(
+          absl::StrCat("warning: the profile keeps planted repositories "
+                       "(keep_planted_repositories = true): ",
+                       p.path, " (", p.kind,
+                       ") is left as it is. Its config can run commands when you use "
+                       "git there; inspect it first: ",
+                       p.inspect));
     }
   }
   if (!r.stripped.empty()) {

@@ -59,7 +59,7 @@ struct GitDirSnapshot {
   std::string session_id;
   std::vector<ScanRoot> roots;
   std::map<std::pair<size_t, std::string>, std::string> prints;
-  bool complete = true;  // false: a limit stopped the walk (reported)
+  bool complete = true;    // false: a limit stopped the walk (reported)
   bool quarantine = true;  // the profile did not opt out
 };
 
@@ -82,13 +82,13 @@ inline constexpr char kSnapshotFileName[] = "workspace-scan";
 
 // What one git directory the session planted or changed became.
 struct PlantedRepository {
-  std::string path;         // absolute, as it was
-  std::string kind;         // "nested .git directory", "gitfile", "bare layout", ...
+  std::string path;  // absolute, as it was
+  std::string kind;  // "nested .git directory", "gitfile", "bare layout", ...
   bool neutralised = false;
-  std::string now_at;       // the quarantined name (absolute), when renamed
-  std::string inspect;      // a shell command to look at it
-  std::string restore;      // a shell command that undoes the quarantine
-  std::string error;        // why it could not be neutralised
+  std::string now_at;   // the quarantined name (absolute), when renamed
+  std::string inspect;  // a shell command to look at it
+  std::string restore;  // a shell command that undoes the quarantine
+  std::string error;    // why it could not be neutralised
 };
 
 struct ScanReport {

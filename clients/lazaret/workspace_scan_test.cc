@@ -51,7 +51,9 @@ class WorkspaceScanTest : public ::testing::Test {
     ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
     marker_ = base_ + "/MARKER";
   }
-  void TearDown() override { (void)!system(("chmod -R u+rwx " + base_ + "; rm -rf " + base_).c_str()); }
+  void TearDown() override {
+    (void)!system(("chmod -R u+rwx " + base_ + "; rm -rf " + base_).c_str());
+  }
 
   void Do(const std::string& cmd) {
     Sh r = RunSh(cmd);
@@ -70,8 +72,8 @@ class WorkspaceScanTest : public ::testing::Test {
     for (const char* key : {"core.fsmonitor", "core.pager", "diff.external", "core.sshCommand"}) {
       Do(absl::StrCat("git config --file ", Q(gitdir + "/config"), " ", key, " ", Q(touch)));
     }
-    Do(absl::StrCat("mkdir -p ", Q(gitdir + "/hooks"), " && printf '#!/bin/sh\\n", touch,
-                    "\\n' > ", Q(gitdir + "/hooks/post-checkout"), " && chmod +x ",
+    Do(absl::StrCat("mkdir -p ", Q(gitdir + "/hooks"), " && printf '#!/bin/sh\\n", touch, "\\n' > ",
+                    Q(gitdir + "/hooks/post-checkout"), " && chmod +x ",
                     Q(gitdir + "/hooks/post-checkout")));
   }
   // Host git status/log/diff in `dir`; returns the git dir git found ("" if
@@ -151,8 +153,7 @@ TEST_F(WorkspaceScanTest, EveryPlantedLayoutIsNeutralisedAndRestorable) {
     Do(absl::StrCat("mkdir -p ", Q(dir)));
     const std::string found = HostGitIn(dir);
     EXPECT_TRUE(found.empty() || found == P("pre/old/.git")) << dir << " is still in " << found;
-    EXPECT_FALSE(Exists(marker_)) << "host git in " << dir << " ran the agent's command\n"
-                                  << lines;
+    EXPECT_FALSE(Exists(marker_)) << "host git in " << dir << " ran the agent's command\n" << lines;
     unlink(marker_.c_str());
   }
   // Inside the quarantined git directory itself neither.
@@ -265,8 +266,8 @@ TEST_F(WorkspaceScanTest, StripsSetuidSetgidAndCapabilitiesOfWhatTheSessionWrote
   EXPECT_EQ(mode(P("old-suid")), 04755u) << "not written by the session: left alone";
   EXPECT_EQ(mode(base_ + "/outside-suid"), 04755u) << "a symlink was followed";
   const std::string all = absl::StrJoin(stripped, "\n");
-  for (const char* name : {"/suid: removed setuid", "/sgid: removed setgid", "sub/gdir: removed setgid",
-                           "sub/capped: removed file capabilities"}) {
+  for (const char* name : {"/suid: removed setuid", "/sgid: removed setgid",
+                           "sub/gdir: removed setgid", "sub/capped: removed file capabilities"}) {
     EXPECT_THAT(all, ::testing::HasSubstr(name)) << all;
   }
   EXPECT_EQ(stripped.size(), 4u) << all;
@@ -280,17 +281,19 @@ TEST_F(WorkspaceScanTest, StripsSetuidSetgidAndCapabilitiesOfWhatTheSessionWrote
 TEST_F(WorkspaceScanTest, ScanChangesNothingItFindsUnchanged) {
   Repo("pre");
   Do(absl::StrCat("mkdir -p ", Q(P("ro/inner")), " && echo x > ", Q(P("ro/inner/f")),
-                  " && chmod 0555 ", Q(P("ro/inner")), " ", Q(P("ro")),
-                  " && echo y > ", Q(P("odd")), " && chmod 0604 ", Q(P("odd")),
-                  " && touch -d 2001-02-03 ", Q(P("odd")), " ", Q(P("ro/inner/f"))));
+                  " && chmod 0555 ", Q(P("ro/inner")), " ", Q(P("ro")), " && echo y > ",
+                  Q(P("odd")), " && chmod 0604 ", Q(P("odd")), " && touch -d 2001-02-03 ",
+                  Q(P("odd")), " ", Q(P("ro/inner/f"))));
   const std::string before =
-      RunSh(absl::StrCat("cd ", Q(ws_), " && find . -exec stat -c '%n %a %u %g %X %Y %Z' {} +")).out;
+      RunSh(absl::StrCat("cd ", Q(ws_), " && find . -exec stat -c '%n %a %u %g %X %Y %Z' {} +"))
+          .out;
   GitDirSnapshot snap = Snapshot();
   ScanReport r = End(snap);
   std::vector<std::string> stripped;
   ASSERT_TRUE(StripPrivilegeBits(snap.roots, snap.since, {}, &stripped).ok());
   const std::string after =
-      RunSh(absl::StrCat("cd ", Q(ws_), " && find . -exec stat -c '%n %a %u %g %X %Y %Z' {} +")).out;
+      RunSh(absl::StrCat("cd ", Q(ws_), " && find . -exec stat -c '%n %a %u %g %X %Y %Z' {} +"))
+          .out;
   EXPECT_EQ(before, after);
   EXPECT_TRUE(ReportLines(r).empty()) << absl::StrJoin(ReportLines(r), "\n");
 }
@@ -300,14 +303,15 @@ TEST_F(WorkspaceScanTest, EditorFilesTheSessionWroteAreListed) {
   GitDirSnapshot snap = Snapshot();
   Do(absl::StrCat("mkdir -p ", Q(P(".vscode")), " ", Q(P("sub/.devcontainer")), " && echo '{}' > ",
                   Q(P(".vscode/tasks.json")), " && echo 'export X=1' > ", Q(P(".envrc")),
-                  " && touch ", Q(P(".env.local")), " ", Q(P("sub/.devcontainer/devcontainer.json")),
-                  " ", Q(P("plain.txt"))));
+                  " && touch ", Q(P(".env.local")), " ",
+                  Q(P("sub/.devcontainer/devcontainer.json")), " ", Q(P("plain.txt"))));
   ScanReport r = End(snap);
   std::vector<std::string> want = {P(".vscode/"), P(".envrc"), P(".env.local"),
                                    P("sub/.devcontainer/")};
   for (const auto& w : want) {
     EXPECT_NE(std::find(r.editor_files.begin(), r.editor_files.end(), w), r.editor_files.end())
-        << w << " missing from:\n" << absl::StrJoin(r.editor_files, "\n");
+        << w << " missing from:\n"
+        << absl::StrJoin(r.editor_files, "\n");
   }
   EXPECT_EQ(r.editor_files.size(), want.size()) << absl::StrJoin(r.editor_files, "\n");
 }
