@@ -159,13 +159,15 @@ TEST(LoaderTest, ProfilesMergeKeyByKeyAcrossLayers) {
 
 TEST(LoaderTest, KeepPlantedRepositoriesDefaultsToFalseAndIsABoolean) {
   Scratch s;
-  LoadedConfig c = Load(s, "[profiles.deps]\nimage = \"localhost/x:1\"\n"
-                           "keep_planted_repositories = true\n");
+  LoadedConfig c = Load(s,
+                        "[profiles.deps]\nimage = \"localhost/x:1\"\n"
+                        "keep_planted_repositories = true\n");
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   EXPECT_TRUE(c.Profile("deps")->keep_planted_repositories);
   EXPECT_FALSE(c.Profile("default")->keep_planted_repositories);
-  LoadedConfig bad = Load(s, "[profiles.deps]\nimage = \"localhost/x:1\"\n"
-                             "keep_planted_repositories = \"yes\"\n");
+  LoadedConfig bad = Load(s,
+                          "[profiles.deps]\nimage = \"localhost/x:1\"\n"
+                          "keep_planted_repositories = \"yes\"\n");
   EXPECT_THAT(Errors(bad), HasSubstr("profiles.deps.keep_planted_repositories"));
 }
 

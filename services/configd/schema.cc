@@ -21,8 +21,8 @@ const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation",
 const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny"};
 const KeyList kEscalationKeys = {"enabled", "socket_dir", "auto_approve"};
-const KeyList kProfileKeys = {"image",   "persistent_dirs", "allow_egress",
-                               "env",     "volumes",         "keep_planted_repositories"};
+const KeyList kProfileKeys = {"image", "persistent_dirs", "allow_egress",
+                              "env",   "volumes",         "keep_planted_repositories"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 
 // Where each known key lives, for "belongs in [section]" hints.
