@@ -4,10 +4,13 @@
 // rootful (as root) and rootless (as the test user run_fixture.sh creates),
 // chosen by LAZARET_E2E_MODE; the images and `lazaret up` come from ctest
 // fixtures (tests/e2e/CMakeLists.txt). Runs as root.
+#include <dirent.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "tests/e2e/run_e2e_support.h"
 
 namespace lazaret::test::e2e {
@@ -541,18 +545,10 @@ TEST_F(RunE2eTest, GitRepositoryWorkspaceHasGitInside) {
   EXPECT_EQ(host_git("config --get x.y || true"), "");
 }
 
-int HostProcessCount() {
-  int n = 0;
-  for (const auto& argv : ProcessesWith("")) n += argv.empty() ? 0 : 1;
-  return n;
-}
-
 // THREATS "Sandbox and host resources": a FIFO planted in /workspace stays
-// inside gVisor, device nodes cannot be made, a setuid bit only ever lands
-// on a file owned by the invoking user (rootless: the user; rootful: root,
-// who is the user - see docs/operations.md), and a fork bomb makes no host
-// processes (gVisor's tasks live in its sentry).
-TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
+// inside gVisor, device nodes cannot be made, and a setuid bit set inside
+// never reaches the host file (docs/operations.md).
+TEST_F(RunE2eTest, PlantedSpecialFilesStayInsideAndSetuidNeverReachesTheHost) {
   CommandResult r =
       Run({"run", "--", "sh", "-c",
            "mkfifo /workspace/fifo; mknod /workspace/dev c 1 3 || echo MKNOD-REFUSED; "
@@ -563,24 +559,289 @@ TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
   EXPECT_FALSE(Exists(ws_->path() + "/dev"));
   struct stat st {};
   ASSERT_EQ(stat((ws_->path() + "/suid").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, Env().uid) << "a setuid file owned by someone other than the user";
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u)
+      << "a setuid file reached the host: mode " << std::oct << st.st_mode;
+}
 
-  // The host's process count while a fork bomb runs inside.
-  const int before = HostProcessCount();
+// Threads of every host process (the gVisor sentry serves the sandbox's
+// tasks with host threads, so a fork bomb inside shows up here).
+int HostThreadCount() {
+  int n = 0;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return 0;
+  std::vector<std::string> pids;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+      pids.push_back(name);
+    }
+  }
+  closedir(d);
+  for (const std::string& pid : pids) {
+    std::ifstream in("/proc/" + pid + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("Threads:", 0) == 0) {
+        n += std::atoi(line.c_str() + 8);
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+// The pids cgroup (v1) of a host process, as a directory.
+std::string PidsCgroupOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const size_t c = line.find(":pids:");
+    if (c != std::string::npos) return "/sys/fs/cgroup/pids" + line.substr(c + 6);
+  }
+  return "";
+}
+
+// A fork bomb inside is held by the sandbox's pids limit (rootful:
+// --pids-limit, a pids cgroup the whole gVisor sandbox is in), the host
+// keeps answering, and the session ends normally. Rootless on this cgroup
+// v1 host podman sets no pids cgroup (docs/operations.md "Limits"): the
+// bound there is gVisor's own, and the test checks the host stays
+// responsive and the session ends.
+TEST_F(RunE2eTest, ForkBombIsHeldByThePidsLimitAndTheHostStaysResponsive) {
   const std::string log = aux_->path() + "/run.log";
+  const int threads_before = HostThreadCount();
   const pid_t pid = SpawnLazaret(
       ws_->path(),
       {"run", "--", "sh", "-c",
-       "touch /workspace/bombing; timeout 10 sh -c 'b(){ b|b& }; b' 2>/dev/null; echo contained"},
+       "touch /workspace/bombing; timeout 15 sh -c 'b(){ b|b& }; b' 2>/dev/null; echo contained"},
       {}, log);
+  const std::string id = WaitForRunningSession(60);
+  ASSERT_FALSE(id.empty()) << test::ReadFile(log);
   ASSERT_TRUE(
       test::WaitFor([&] { return Exists(ws_->path() + "/bombing"); }, std::chrono::seconds(60)))
       << test::ReadFile(log);
-  std::this_thread::sleep_for(std::chrono::seconds(5));
-  const int during = HostProcessCount();
-  EXPECT_LT(during, before + 50) << "the fork bomb made host processes";
-  EXPECT_EQ(WaitChild(pid, 120), 0) << test::ReadFile(log);
-  EXPECT_THAT(test::ReadFile(log), HasSubstr("contained"));
+  std::string cgroup;
+  if (!IsRootless()) {
+    EXPECT_EQ(Inspect("lazaret-" + id + "-sandbox", "{{.HostConfig.PidsLimit}}"), "4096");
+    const std::string spid = Inspect("lazaret-" + id + "-sandbox", "{{.State.Pid}}");
+    cgroup = PidsCgroupOf(static_cast<pid_t>(std::atoi(spid.c_str())));
+    ASSERT_FALSE(cgroup.empty()) << "no pids cgroup for the sandbox (pid " << spid << ")";
+    EXPECT_EQ(Trim(test::ReadFile(cgroup + "/pids.max")), "4096") << cgroup;
+  }
+  // While the bomb runs (about 15 s): the host answers, and the sandbox's
+  // host threads never pass the limit.
+  int peak = 0, peak_cgroup = 0, status = 0;
+  bool ended = false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(12);
+  while (std::chrono::steady_clock::now() < end && !ended) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CommandResult t = test::Run({"true"});
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    EXPECT_EQ(t.exit_code, 0) << "the host could not start a process during the fork bomb";
+    EXPECT_LT(ms, 5000) << "the host stopped answering during the fork bomb";
+    peak = std::max(peak, HostThreadCount() - threads_before);
+    if (!cgroup.empty()) {
+      peak_cgroup =
+          std::max(peak_cgroup, std::atoi(test::ReadFile(cgroup + "/pids.current").c_str()));
+    }
+    ended = waitpid(pid, &status, WNOHANG) == pid;
+  }
+  if (!IsRootless()) {
+    EXPECT_LE(peak_cgroup, 4096);
+    EXPECT_LE(peak, 4096 + 512) << "the fork bomb made more host threads than the pids limit";
+  }
+  if (!ended)
+    EXPECT_NE(WaitChild(pid, 180), -1) << "the session did not end: " << test::ReadFile(log);
+  ExpectNoProcessesOf(id);
+}
+
+// The end-of-session workspace scan (docs/git-shadow.md "Planted
+// repositories"): every git directory the session planted or changed - a
+// nested .git, a gitfile, a bare layout, one with core.worktree, one deeper
+// than 64 levels, an edit of a pre-existing clone - is neutralised, so
+// host git status/log/diff in it and below it runs nothing the agent chose;
+// the agent's files stay and can be restored; an untouched clone is left
+// exactly as it was.
+TEST_F(RunE2eTest, PlantedRepositoriesAreNeutralisedAndHostGitRunsNothing) {
+  const std::string marker = aux_->path() + "/MARKER";
+  const std::string ws = ws_->path();
+  auto host = [&](const std::string& dir, const std::string& cmd) {
+    return RunAs(dir, {"sh", "-c", cmd});
+  };
+  ASSERT_EQ(host(ws,
+                 "git init -q pre/old && git init -q pre/edited && "
+                 "for r in pre/old pre/edited; do (cd $r && echo a > a && git add a && "
+                 "git -c user.name=D -c user.email=d@x commit -qm dev); done")
+                .exit_code,
+            0);
+  const std::string old_before = host(ws,
+                                      "cd pre/old && git rev-parse HEAD && "
+                                      "stat -c '%a %Y %Z' .git .git/config .git/HEAD")
+                                     .out;
+  std::string deep = "deep";
+  for (int i = 0; i < 70; ++i) deep += "/d";
+  // Inside: each layout, armed with everything host git might run.
+  const std::string arm =
+      "arm() { for k in core.fsmonitor core.pager diff.external core.sshCommand; do "
+      "git config --file \"$1/config\" $k 'touch " +
+      marker +
+      "'; done; mkdir -p \"$1/hooks\"; "
+      "printf '#!/bin/sh\\ntouch " +
+      marker +
+      "\\n' > \"$1/hooks/post-checkout\"; "
+      "chmod +x \"$1/hooks/post-checkout\"; }; "
+      "repo() { mkdir -p \"$1\" && cd \"$1\" && git init -q && echo a > a && git add a && "
+      "git -c user.name=A -c user.email=a@x commit -qm agent && cd /workspace; }; ";
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "set -e; cd /workspace; " + arm +
+               "repo sub; arm sub/.git; arm pre/edited/.git; "
+               "git init -q --bare store/bare.git; arm store/bare.git; "
+               "mkdir gf && echo 'gitdir: ../store/bare.git' > gf/.git; "
+               "git init -q --bare wt/meta; git --git-dir=wt/meta config core.bare false; "
+               "git --git-dir=wt/meta config core.worktree ..; arm wt/meta; "
+               "repo " +
+               deep + "; arm " + deep + "/.git; echo done"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_THAT(r.out, HasSubstr("done"));
+  EXPECT_THAT(r.err, HasSubstr("neutralised a git repository"));
+  EXPECT_THAT(r.err, HasSubstr("Restore"));
+
+  // Host git in and below every one of them runs nothing and finds none
+  // of them.
+  for (const std::string& rel :
+       {std::string("sub"), std::string("sub/x/y"), std::string("pre/edited"), std::string("gf"),
+        std::string("store/bare.git"), std::string("wt"), std::string("wt/meta"), deep,
+        deep + "/below"}) {
+    const std::string dir = ws + "/" + rel;
+    ASSERT_EQ(host(ws, "mkdir -p '" + rel + "'").exit_code, 0);
+    CommandResult g = host(dir,
+                           "git status; git log -1; git diff; git diff HEAD; "
+                           "git rev-parse --absolute-git-dir");
+    EXPECT_FALSE(Exists(marker)) << "host git in " << rel << " ran the agent's command: " << g.out
+                                 << g.err << "\n"
+                                 << r.err;
+    EXPECT_THAT(g.out, Not(HasSubstr(ws + "/"))) << rel << " is still a repository";
+    unlink(marker.c_str());
+  }
+  // The agent's work is all there; the untouched clone is as it was.
+  EXPECT_TRUE(Exists(ws + "/sub/a"));
+  EXPECT_TRUE(Exists(ws + "/" + deep + "/a"));
+  EXPECT_EQ(host(ws,
+                 "cd pre/old && git rev-parse HEAD && "
+                 "stat -c '%a %Y %Z' .git .git/config .git/HEAD")
+                .out,
+            old_before);
+  EXPECT_THAT(r.err, Not(HasSubstr("pre/old")));
+  // The printed restore command brings the repository back (armed: it is
+  // the agent's).
+  CommandResult q = host(ws, "ls -d sub/.git.lazaret-quarantine-*");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::string qdir = Trim(q.out);
+  const std::string id = qdir.substr(qdir.find("quarantine-") + 11);
+  ASSERT_EQ(host(ws, "mv " + qdir + " sub/.git && mv sub/.git/HEAD.lazaret-quarantine-" + id +
+                         " sub/.git/HEAD")
+                .exit_code,
+            0);
+  EXPECT_THAT(r.err, HasSubstr("mv '" + ws + "/sub/.git.lazaret-quarantine-" + id + "' '" + ws +
+                               "/sub/.git'"));
+  EXPECT_EQ(Trim(host(ws + "/sub", "git log -1 --format=%s").out), "agent");
+}
+
+// The scan changes nothing it did not create: directories 0555, files with
+// odd modes and old times keep mode, owner and times (B3).
+TEST_F(RunE2eTest, EndOfSessionScanLeavesTheDevelopersFilesAsTheyWere) {
+  const std::string ws = ws_->path();
+  ASSERT_EQ(RunAs(ws, {"sh", "-c",
+                       "mkdir -p ro/inner keep && echo x > ro/inner/f && echo y > odd && "
+                       "echo z > keep/secret && chmod 0604 odd && chmod 0400 keep/secret && "
+                       "git init -q clone && touch -d 2001-02-03 odd ro/inner/f keep/secret "
+                       "clone/.git/config && chmod 0555 ro/inner ro && chmod 0711 keep"})
+                .exit_code,
+            0);
+  const std::string stat_cmd = "find . -exec stat -c '%n %a %u %g %Y %Z' {} + | sort";
+  const std::string before = RunAs(ws, {"sh", "-c", stat_cmd}).out;
+  CommandResult r = Run({"run", "--", "sh", "-c", "ls -R /workspace > /dev/null; echo ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RunAs(ws, {"sh", "-c", stat_cmd}).out, before);
+}
+
+// Setuid and setgid bits and file capabilities the agent sets in the
+// workspace and in an rw volume are stripped by the periodic sweep while
+// the session runs and at its end, and the report lists them.
+TEST_F(RunE2eTest, SetuidSetgidAndCapabilitiesAreStrippedAndReported) {
+  UserDir rw("vrw");
+  const std::string cfg = Config("[[profiles.t1.volumes]]\nhost = \"" + rw.path() +
+                                 "\"\ncontainer = \"/rw\"\nmode = \"rw\"\n");
+  const std::string log = aux_->path() + "/run.log";
+  // security.capability through setxattr(2) (perl-base is in every Debian
+  // image; 188 is setxattr on x86_64): a v2 blob granting cap_net_raw.
+  const std::string setcap =
+      "perl -e '$v = pack(\"VVVVV\", 0x02000002, 1<<13, 1<<13, 0, 0); "
+      "print syscall(188, $ARGV[0], \"security.capability\", $v, length($v), 0) == 0 "
+      "? \"CAP-SET\\n\" : \"CAP-REFUSED $!\\n\"' ";
+  const pid_t pid = SpawnLazaret(
+      ws_->path(),
+      {"run", "--config", cfg, "t1", "--", "sh", "-c",
+       "cd /workspace && cp /bin/true suid && chmod 4755 suid && cp /bin/true sgid && "
+       "chmod 2755 sgid && mkdir gdir && chmod 2775 gdir && cp /bin/true capped && " +
+           setcap +
+           "capped && cp /bin/true /rw/vsuid && chmod 6755 /rw/vsuid && touch ready && "
+           "i=0; while [ ! -e done ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+           "cp /bin/true late && chmod 4711 late"},
+      {}, log);
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return lstat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 07777;
+  };
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(ws_->path() + "/ready"); }, std::chrono::seconds(60)))
+      << test::ReadFile(log);
+  // The periodic sweep, while the sandbox still runs.
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        return (mode(ws_->path() + "/suid") & 06000) == 0 &&
+               (mode(rw.path() + "/vsuid") & 06000) == 0;
+      },
+      std::chrono::seconds(40)))
+      << "still setuid while the session runs: " << std::oct << mode(ws_->path() + "/suid");
+  ws_->Write("done", "");
+  ASSERT_EQ(WaitChild(pid, 120), 0) << test::ReadFile(log);
+  const std::string out = test::ReadFile(log);
+  for (const std::string& f : {ws_->path() + "/suid", ws_->path() + "/sgid", ws_->path() + "/gdir",
+                               ws_->path() + "/late", rw.path() + "/vsuid"}) {
+    EXPECT_EQ(mode(f) & 06000, 0u) << f << " mode " << std::oct << mode(f);
+    EXPECT_THAT(out, HasSubstr(f + ": removed set")) << out;
+  }
+  EXPECT_EQ(mode(ws_->path() + "/suid"), 0755u);
+  EXPECT_EQ(mode(ws_->path() + "/gdir"), 0775u);
+  EXPECT_LT(getxattr((ws_->path() + "/capped").c_str(), "security.capability", nullptr, 0), 0)
+      << "file capabilities reached the host";
+  // gVisor may refuse security.capability inside; when it stores it, the
+  // scan must have removed it and said so.
+  if (absl::StrContains(out, "CAP-SET")) {
+    EXPECT_THAT(out, HasSubstr(ws_->path() + "/capped: removed file capabilities")) << out;
+  }
+}
+
+// Files that editors and shells act on when the folder is opened, created
+// or changed by the session, are listed at its end.
+TEST_F(RunE2eTest, EditorAndShellFilesTheSessionWroteAreListed) {
+  ws_->Write(".editorconfig", "root = true\n");  // the developer's, untouched
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "cd /workspace && mkdir -p .vscode sub/.devcontainer && echo '{}' > .vscode/tasks.json "
+           "&& echo 'curl x | sh' > .envrc && echo K=v > .env && "
+           "echo '{}' > sub/.devcontainer/devcontainer.json && echo x > plain.txt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("editors, shells or git act on"));
+  for (const std::string& f : {ws_->path() + "/.vscode/", ws_->path() + "/.envrc",
+                               ws_->path() + "/.env", ws_->path() + "/sub/.devcontainer/"}) {
+    EXPECT_THAT(r.err, HasSubstr("  " + f + "\n")) << r.err;
+  }
+  EXPECT_THAT(r.err, Not(HasSubstr(".editorconfig")));
+  EXPECT_THAT(r.err, Not(HasSubstr("plain.txt")));
 }
 
 TEST_F(RunE2eTest, DoctorPassesHereAndNamesAMissingRunsc) {
