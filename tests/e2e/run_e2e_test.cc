@@ -719,6 +719,41 @@ TEST_F(RunE2eTest, PlantedRepositoriesAreNeutralisedAndHostGitRunsNothing) {
   EXPECT_EQ(Trim(host(ws + "/sub", "git log -1 --format=%s").out), "agent");
 }
 
+// A session whose `lazaret run` was killed never ran its end-of-session
+// scan: `lazaret clean` runs it from the snapshot in the session directory
+// (planted repository neutralised, setuid bit stripped), after the sandbox
+// is gone.
+TEST_F(RunE2eTest, CleanRunsTheWorkspaceScanOfAKilledSession) {
+  const std::string marker = aux_->path() + "/MARKER";
+  const std::string log = aux_->path() + "/run.log";
+  const pid_t pid =
+      SpawnLazaret(ws_->path(),
+                   {"run", "--", "sh", "-c",
+                    "cd /workspace && mkdir sub && cd sub && git init -q && "
+                    "git config core.fsmonitor 'touch " +
+                        marker +
+                        "' && echo a > a && git add a && "
+                        "git -c user.name=A -c user.email=a@x commit -qm agent && cd .. && "
+                        "cp /bin/true suid && chmod 4755 suid && touch planted && sleep 300"},
+                   {}, log);
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(ws_->path() + "/planted"); }, std::chrono::seconds(60)))
+      << test::ReadFile(log);
+  kill(pid, SIGKILL);
+  WaitChild(pid, 30);
+  CommandResult clean = Lazaret("/", {"clean"});
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  EXPECT_THAT(clean.out, HasSubstr("neutralised a git repository"));
+  EXPECT_THAT(clean.out, HasSubstr(ws_->path() + "/suid: removed setuid"));
+  EXPECT_FALSE(Exists(ws_->path() + "/sub/.git"));
+  struct stat st {};
+  ASSERT_EQ(stat((ws_->path() + "/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 06000, 0u);
+  CommandResult g = RunAs(ws_->path() + "/sub", {"sh", "-c", "git status; git diff"});
+  EXPECT_FALSE(Exists(marker)) << "host git ran the agent's fsmonitor: " << g.out << g.err;
+  EXPECT_TRUE(Exists(ws_->path() + "/sub/a"));
+}
+
 // The scan changes nothing it did not create: directories 0555, files with
 // odd modes and old times keep mode, owner and times (B3).
 TEST_F(RunE2eTest, EndOfSessionScanLeavesTheDevelopersFilesAsTheyWere) {
