@@ -236,7 +236,7 @@ absl::StatusOr<DirFd> EnsureDir(const DirFd& dir, const std::string& name) {
   if (mkdirat(dir.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoStatus(absl::StrCat("creating ", name), errno);
   }
-  return dir.OpenChild(name);
+  return dir.OpenOwnChild(name);
 }
 
 // Creates every directory of the relative path `rel` below `root` and
@@ -281,7 +281,7 @@ absl::Status RemoveRefFile(const std::string& root, const std::string& rel) {
   const std::string parent = Dirname(rel);
   if (!parent.empty()) {
     for (absl::string_view part : absl::StrSplit(parent, '/')) {
-      auto child = dir.OpenChild(std::string(part));
+      auto child = dir.OpenOwnChild(std::string(part));
       if (!child.ok()) return absl::OkStatus();
       dir = *std::move(child);
     }
@@ -1045,13 +1045,6 @@ absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target) {
   WriteBackReport report;
   LAZ_RETURN_IF_ERROR(ImportLocked(target, state, &report).status());
   return report;
-}
-
-absl::StatusOr<std::vector<std::string>> NestedRepositoriesChangedSince(
-    const std::string& workspace_dir, const timespec& since) {
-  WalkLimits limits;
-  limits.max_depth = 64;
-  return FindGitEntriesChangedSince(workspace_dir, since, limits);
 }
 
 absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBackAll(

@@ -122,19 +122,6 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request);
 // nothing changed (one `git for-each-ref`). Never deletes a host ref.
 absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target);
 
-// Repositories the agent planted or changed in the working tree during the
-// session. The Git Shadow protects the workspace's own repository only;
-// a `.git` the agent creates in a subdirectory (or the config or hooks of a
-// nested clone it edits) would be obeyed by host git run in that
-// subdirectory - and with rootless podman its files are the developer's, so
-// git's ownership check does not stop it. The runner calls this at session
-// end with the session's start time and warns with the list (paths relative
-// to the workspace). Lazaret-made `.git` files of pinned submodules are
-// read-only inside and never show up. Walks the whole tree (no symlinks
-// followed), so it is for the end of a session, not the periodic write-back.
-absl::StatusOr<std::vector<std::string>> NestedRepositoriesChangedSince(
-    const std::string& workspace_dir, const timespec& since);
-
 // WriteBack for every repository recorded under `state_dir` (<profile_dir>/git):
 // what `lazaret clean` runs for sessions that did not end cleanly. A missing
 // state_dir is not an error.

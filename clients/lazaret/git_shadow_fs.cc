@@ -84,7 +84,7 @@ absl::Status RemoveTreeAtDepth(const DirFd& dir, const std::string& name, int de
   }
   if (unlinkat(dir.get(), name.c_str(), 0) == 0 || errno == ENOENT) return absl::OkStatus();
   if (errno != EISDIR && errno != EPERM) return ErrnoStatus(absl::StrCat("removing ", name), errno);
-  auto child = dir.OpenChild(name);
+  auto child = dir.OpenOwnChild(name);
   if (!child.ok()) {
     // Swapped for a non-directory since unlinkat looked: try once more.
     if (unlinkat(dir.get(), name.c_str(), 0) == 0 || errno == ENOENT) return absl::OkStatus();
@@ -211,7 +211,7 @@ absl::StatusOr<DirFd> EnsureChildDir(const DirFd& dir, const std::string& name) 
   if (mkdirat(dir.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoStatus(absl::StrCat("creating ", name), errno);
   }
-  return dir.OpenChild(name);
+  return dir.OpenOwnChild(name);
 }
 
 // Regular-file test that never follows a symlink. Returns the size.
@@ -273,7 +273,7 @@ absl::Status SweepDir(const DirFd& dir, std::vector<std::string>& rel, SweepStat
       if (too_deep || (*state.classify)(rel, EntryKind::kDirectory) == Verdict::kRemove) {
         LAZ_RETURN_IF_ERROR(RemoveTreeAtDepth(dir, name, 0));
         state.removed->push_back(absl::StrCat(path, ": unexpected directory, removed"));
-      } else if (auto child = dir.OpenChild(name); child.ok()) {
+      } else if (auto child = dir.OpenOwnChild(name); child.ok()) {
         LAZ_RETURN_IF_ERROR(SweepDir(*child, rel, state));
       } else {
         // Replaced by something else since fstatat: remove whatever it is.
@@ -303,7 +303,7 @@ absl::Status ListRefFilesIn(const DirFd& dir, const std::string& prefix, int dep
     if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     const std::string ref = prefix.empty() ? name : absl::StrCat(prefix, "/", name);
     if (S_ISDIR(st.st_mode)) {
-      auto child = dir.OpenChild(name);
+      auto child = dir.OpenOwnChild(name);
       if (!child.ok()) continue;
       LAZ_RETURN_IF_ERROR(ListRefFilesIn(*child, ref, depth + 1, max_files, out));
     } else if (S_ISREG(st.st_mode) && !absl::EndsWith(name, ".lock")) {
@@ -326,75 +326,7 @@ absl::Status ListRefFilesIn(const DirFd& dir, const std::string& prefix, int dep
   return absl::OkStatus();
 }
 
-bool NotBefore(const struct stat& st, const timespec& since) {
-  return st.st_ctim.tv_sec > since.tv_sec ||
-         (st.st_ctim.tv_sec == since.tv_sec && st.st_ctim.tv_nsec >= since.tv_nsec);
-}
-
-// A nested `.git` directory counts as changed when anything host git would
-// take orders from in it is recent.
-bool GitDirChangedSince(const DirFd& parent, const timespec& since) {
-  struct stat st {};
-  if (fstatat(parent.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-  if (NotBefore(st, since)) return true;
-  auto git = parent.OpenChild(".git");
-  if (!git.ok()) return true;  // unreadable: treat as suspicious
-  for (const char* name : {"config", "HEAD", "commondir", "hooks", "info"}) {
-    if (fstatat(git->get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && NotBefore(st, since)) {
-      return true;
-    }
-  }
-  auto hooks = git->OpenChild("hooks");
-  if (!hooks.ok()) return false;
-  auto names = ReadDirNames(*hooks);
-  if (!names.ok()) return true;
-  for (const auto& n : *names) {
-    if (fstatat(hooks->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && NotBefore(st, since)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-absl::Status FindGitEntriesIn(const DirFd& dir, const std::string& prefix, int depth,
-                              const timespec& since, const WalkLimits& limits, uint64_t* entries,
-                              std::vector<std::string>* out) {
-  if (depth > limits.max_depth) return absl::OkStatus();
-  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirNames(dir));
-  for (const auto& name : names) {
-    if (++*entries > limits.max_entries) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("more than ", limits.max_entries, " entries in the workspace"));
-    }
-    struct stat st {};
-    if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    const std::string rel = prefix.empty() ? name : absl::StrCat(prefix, "/", name);
-    if (name == ".git") {
-      if (prefix.empty()) continue;  // the workspace's own, behind the Git Shadow
-      const bool changed =
-          S_ISDIR(st.st_mode) ? GitDirChangedSince(dir, since) : NotBefore(st, since);
-      if (changed) out->push_back(rel);
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) continue;
-    auto child = dir.OpenChild(name);
-    if (!child.ok()) continue;
-    LAZ_RETURN_IF_ERROR(FindGitEntriesIn(*child, rel, depth + 1, since, limits, entries, out));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::StatusOr<std::vector<std::string>> FindGitEntriesChangedSince(const std::string& root,
-                                                                    const timespec& since,
-                                                                    const WalkLimits& limits) {
-  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
-  std::vector<std::string> out;
-  uint64_t entries = 0;
-  LAZ_RETURN_IF_ERROR(FindGitEntriesIn(dir, "", 0, since, limits, &entries, &out));
-  return out;
-}
 
 DirFd::~DirFd() {
   if (fd_ >= 0) close(fd_);
@@ -415,10 +347,26 @@ absl::StatusOr<DirFd> DirFd::Open(const std::string& path) {
   return DirFd(fd);
 }
 
-absl::StatusOr<DirFd> DirFd::OpenChild(const std::string& name) const {
+namespace {
+
+absl::Status CheckOneComponent(const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not one path component"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DirFd> DirFd::OpenChild(const std::string& name) const {
+  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  const int fd = openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("opening directory ", name), errno);
+  return DirFd(fd);
+}
+
+absl::StatusOr<DirFd> DirFd::OpenOwnChild(const std::string& name) const {
+  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
   int fd = openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == EACCES) {
     const int path_fd = openat(fd_, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -613,7 +561,7 @@ absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, s
     const bool loose_dir = sub.size() == 2 && IsLowerHex(sub);
     if (!loose_dir && sub != "pack") continue;
     if (!IsDirectory(src_dir, sub)) continue;
-    auto from = src_dir.OpenChild(sub);
+    auto from = src_dir.OpenOwnChild(sub);
     if (!from.ok()) continue;
     LAZ_ASSIGN_OR_RETURN(DirFd to, EnsureChildDir(dst_dir, sub));
     LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirNames(*from));
@@ -648,7 +596,7 @@ absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, s
   for (const auto& sub : dst_top) {
     const bool loose_dir = sub.size() == 2 && IsLowerHex(sub);
     if (!loose_dir && sub != "pack") continue;
-    auto to = dst_dir.OpenChild(sub);
+    auto to = dst_dir.OpenOwnChild(sub);
     if (!to.ok()) continue;
     LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirNames(*to));
     // Indexes go before their packs so `dst` never has an index alone.

@@ -35,8 +35,18 @@ class DirFd {
   // Lazaret itself created), refusing a symlink as the last component.
   static absl::StatusOr<DirFd> Open(const std::string& path);
   // Opens `name` (one component) below this directory, never following a
-  // symlink.
+  // symlink. Changes nothing: a directory the caller may not read is an
+  // error (EACCES), never made readable. For trees the developer owns (the
+  // workspace, rw volumes).
   absl::StatusOr<DirFd> OpenChild(const std::string& name) const;
+  // OpenChild for trees that are Lazaret's own state or that only the
+  // sandbox writes and Lazaret sweeps or removes (the Git Shadow's state
+  // directories, the sandbox-written object and ref trees): a directory the
+  // caller owns but lacks u+rwx on (with rootless podman the agent can
+  // leave 0000 or 0555 directories owned by the developer) gets u+rwx, so
+  // that it can be read and its entries removed. Never use it on the
+  // workspace: it changes the mode of what it opens.
+  absl::StatusOr<DirFd> OpenOwnChild(const std::string& name) const;
 
   int get() const { return fd_; }
 
@@ -110,15 +120,6 @@ absl::StatusOr<std::vector<RefFile>> ListRefFiles(const std::string& root, size_
 // Removes `name` below `dir` (recursively for a directory) without following
 // symlinks. Missing is fine.
 absl::Status RemoveTreeAt(const DirFd& dir, const std::string& name);
-
-// Below `root` (not following symlinks, not descending into any `.git`, and
-// skipping `root`/.git itself), every entry named `.git` that was created or
-// changed at or after `since` (ctime, which the sandbox cannot set): a file,
-// or a directory whose own ctime or that of its config, HEAD, commondir,
-// hooks/ or any hook is that recent. Returns paths relative to `root`.
-absl::StatusOr<std::vector<std::string>> FindGitEntriesChangedSince(const std::string& root,
-                                                                    const timespec& since,
-                                                                    const WalkLimits& limits);
 
 // Copies of sandbox-written object files.
 struct MirrorStats {

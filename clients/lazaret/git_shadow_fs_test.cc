@@ -178,6 +178,33 @@ TEST_F(GitShadowFsTest, DirFdRefusesSymlinkedDirectory) {
   EXPECT_FALSE(base->OpenChild("a/b").ok());
 }
 
+// The workspace is the developer's: opening a directory there changes
+// nothing, not even for a 0555 directory the caller owns (B3). Only
+// OpenOwnChild, for Lazaret's own trees, adds u+rwx.
+TEST_F(GitShadowFsTest, OpenChildNeverChangesModes) {
+  MkDir("ro");
+  MkDir("ro/inner");
+  ASSERT_EQ(chmod(P("ro/inner").c_str(), 0555), 0);
+  ASSERT_EQ(chmod(P("ro").c_str(), 0555), 0);
+  struct stat before {
+  }, after{};
+  ASSERT_EQ(lstat(P("ro").c_str(), &before), 0);
+  auto base = DirFd::Open(base_);
+  ASSERT_TRUE(base.ok());
+  auto ro = base->OpenChild("ro");
+  ASSERT_TRUE(ro.ok()) << ro.status();
+  ASSERT_TRUE(ro->OpenChild("inner").ok());
+  ASSERT_EQ(lstat(P("ro").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0555u);
+  EXPECT_EQ(after.st_ctim.tv_nsec, before.st_ctim.tv_nsec);
+  ASSERT_EQ(lstat(P("ro/inner").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0555u);
+  // Lazaret's own trees: made removable.
+  ASSERT_TRUE(base->OpenOwnChild("ro").ok());
+  ASSERT_EQ(lstat(P("ro").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0755u);
+}
+
 TEST_F(GitShadowFsTest, MirrorCopiesLooseObjectsAndCompletePacksOnly) {
   MkDir("s");
   MkDir("s/ab");

@@ -906,36 +906,6 @@ echo wt > a.txt && git commit -q -am in-agent-worktree
   (void)before;
 }
 
-TEST_F(GitShadowTest, RepositoriesPlantedInTheWorkingTreeAreReported) {
-  REQUIRE_SANDBOX_EMULATION();
-  MakeRepo("lib");
-  const std::string repo = MakeRepo("super");
-  HostGit(repo, "submodule add -q ../lib vendor/lib");
-  HostGit(repo, "commit -q -m sub");
-  HostGit(base_, "clone -q lib super/third_party/old");  // an untracked nested clone
-  HostGit(base_, "clone -q lib super/third_party/edited");
-  auto plan = Plan(repo);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  usleep(50 * 1000);
-  timespec since{};
-  clock_gettime(CLOCK_REALTIME, &since);
-  ShResult r = RunInSandbox(*plan, R"SH(
-set -e
-mkdir -p src/deep && cd src/deep && git init -q && git config core.fsmonitor 'touch /tmp/x'
-cd /workspace
-printf '#!/bin/sh
-' > third_party/edited/.git/hooks/post-checkout
-mkdir -p tools && echo 'gitdir: /workspace/evil' > tools/.git
-git status --short >/dev/null
-)SH");
-  ASSERT_EQ(r.code, 0) << r.out;
-  auto found = NestedRepositoriesChangedSince(repo, since);
-  ASSERT_TRUE(found.ok()) << found.status();
-  EXPECT_EQ(*found,
-            (std::vector<std::string>{"src/deep/.git", "third_party/edited/.git", "tools/.git"}))
-      << absl::StrJoin(*found, "\n");
-}
-
 TEST_F(GitShadowTest, Sha256RepositoryWorks) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = base_ + "/sha256";

@@ -6,13 +6,16 @@
 // sandbox (runsc) in the sidecar's network namespace. When the command
 // ends, or on SIGINT/SIGTERM/SIGHUP, it removes the sandbox, the sidecar,
 // the env file, the router socket and the session directory, then imports
-// the agent's commits (Git Shadow WriteBack; also every 2 s while it runs).
+// the agent's commits (Git Shadow WriteBack; also every 2 s while it runs)
+// and scans what the sandbox could write (workspace_scan.h: a snapshot of
+// the git directories before the sandbox starts, a setuid/capability sweep
+// every few ticks, and at the end the neutralising of planted repositories).
 //
 // Trust: the profile comes from lazaret-configd (already validated and
 // canonicalised; host paths are still checked when they become mounts);
 // the user's own environment supplies `env:VAR` values and $TERM. Nothing
 // the sandbox writes is read here except through the Git Shadow's
-// WriteBack, which distrusts it.
+// WriteBack and the workspace scan, which both distrust it.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -41,11 +44,13 @@
 #include "absl/strings/strip.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/git_shadow_fs.h"
 #include "clients/lazaret/podman.h"
 #include "clients/lazaret/run_plan.h"
 #include "clients/lazaret/session.h"
 #include "clients/lazaret/subprocess.h"
 #include "clients/lazaret/terminfo.h"
+#include "clients/lazaret/workspace_scan.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
@@ -67,6 +72,12 @@ constexpr auto kTick = std::chrono::seconds(2);
 constexpr int kSidecarMaxFailures = 2;
 // Grace for the sandbox's processes when the session is torn down early.
 constexpr int kSandboxStopGraceSeconds = 1;
+// The setuid/setgid/capability sweep of the sandbox-writable trees runs every
+// this many ticks (a walk of the whole tree; the end-of-session scan catches
+// what the last interval left), and never takes more than 1/kSweepDuty of
+// the time: a tree that takes 1 s to walk is swept every 20 s.
+constexpr int kPrivilegeSweepTicks = 5;
+constexpr int kSweepDuty = 20;
 
 void Say(const std::string& line) { std::fprintf(stderr, "lazaret: %s\n", line.c_str()); }
 
@@ -224,7 +235,9 @@ class Runner {
   void ApplyEgressPolicy();
   void Teardown();
   void WriteBackNow();
-  void WarnAboutPlantedRepositories();
+  absl::Status SnapshotWorkspace();
+  void SweepPrivilegeBits();
+  void ScanWorkspaceAtEnd();
   int Fail(const absl::Status& s);
 
   const Context& ctx_;
@@ -245,10 +258,16 @@ class Runner {
   std::unique_ptr<SessionDir> dir_;
   bool sidecar_created_ = false;
   WriteBackLog write_back_log_;
-  timespec sandbox_started_{};
   int stop_signal_ = 0;
   bool sidecar_lost_ = false;
   int router_pidfd_ = -1;
+  // The workspace scan (workspace_scan.h): the git directories there when
+  // the sandbox started, and what the periodic sweeps stripped.
+  std::optional<GitDirSnapshot> scan_snapshot_;
+  std::vector<std::string> stripped_;
+  int ticks_ = 0;
+  Clock::time_point next_sweep_{};
+  bool sweep_error_reported_ = false;
 };
 
 int Runner::Fail(const absl::Status& s) {
@@ -530,26 +549,60 @@ void Runner::ApplyEgressPolicy() {
       "outbound network (the profile's allow/deny lists are not enforced)");
 }
 
-// A .git the agent created or changed in the working tree is a repository
-// whose config (core.fsmonitor, core.pager, ...) host git obeys when the
-// developer runs git there; with rootless podman it is even owned by the
-// developer, so git's ownership check does not stop it. Say so, by path.
-void Runner::WarnAboutPlantedRepositories() {
+// The trees the sandbox can write (the workspace and the profile's rw
+// volumes), with the git directories in them, recorded before the sandbox
+// starts: in memory for the end of this session and in the session
+// directory for `lazaret clean` if this process dies.
+absl::Status Runner::SnapshotWorkspace() {
   const std::string workspace =
       git_.has_value() && !git_->workspace_host_dir.empty() ? git_->workspace_host_dir : cwd_;
-  absl::StatusOr<std::vector<std::string>> planted =
-      NestedRepositoriesChangedSince(workspace, sandbox_started_);
-  if (!planted.ok()) {
-    Say(absl::StrCat("could not check the working tree for planted repositories: ",
-                     planted.status().message()));
+  std::vector<ScanRoot> roots;
+  roots.push_back({workspace, git_.has_value() && git_->has_repo});
+  for (const BindMount& v : ProfileVolumes(profile_)) {
+    if (!v.read_only) roots.push_back({v.host, false});
+  }
+  LAZ_ASSIGN_OR_RETURN(
+      GitDirSnapshot snap,
+      TakeGitDirSnapshot(id_, std::move(roots), !profile_.keep_planted_repositories()));
+  if (!snap.complete) {
+    Say("warning: the workspace could not be walked completely before the session (a limit was "
+        "reached); every git directory found at the end that cannot be proven unchanged will be "
+        "treated as planted");
+  }
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(dir_->path()));
+  LAZ_RETURN_IF_ERROR(WriteFileAt(dir, kSnapshotFileName, SerializeSnapshot(snap), 0600));
+  scan_snapshot_ = std::move(snap);
+  return absl::OkStatus();
+}
+
+void Runner::SweepPrivilegeBits() {
+  if (!scan_snapshot_.has_value() || Clock::now() < next_sweep_) return;
+  const auto start = Clock::now();
+  absl::Status s =
+      StripPrivilegeBits(scan_snapshot_->roots, scan_snapshot_->since, ScanLimits{}, &stripped_);
+  next_sweep_ = Clock::now() + (Clock::now() - start) * kSweepDuty;
+  if (!s.ok() && !sweep_error_reported_) {
+    Say(absl::StrCat("workspace sweep: ", s.message()));
+    sweep_error_reported_ = true;
+  }
+}
+
+// At session end (the sandbox is gone): setuid/setgid bits and file
+// capabilities stripped, git directories the session planted or changed
+// neutralised (moved aside under a quarantine name; docs/git-shadow.md),
+// and the files editors and shells act on listed.
+void Runner::ScanWorkspaceAtEnd() {
+  if (!scan_snapshot_.has_value()) return;
+  absl::StatusOr<ScanReport> report = ScanAtSessionEnd(*scan_snapshot_);
+  if (!report.ok()) {
+    Say(absl::StrCat(
+        "WARNING: the end-of-session workspace scan failed: ", report.status().message(),
+        ". Do not run git in the workspace before checking it for planted "
+        "repositories"));
     return;
   }
-  if (planted->empty()) return;
-  Say(absl::StrCat("warning: the agent created or changed ", planted->size(),
-                   " git repositories inside ", workspace,
-                   ". Their config can run commands when you use git in them; inspect it (e.g. "
-                   "cat <dir>/.git/config) before running git there, or delete them:"));
-  for (const std::string& p : *planted) Say(absl::StrCat("  ", p));
+  report->stripped.insert(report->stripped.begin(), stripped_.begin(), stripped_.end());
+  for (const std::string& line : ReportLines(*report)) Say(absl::StrCat("workspace: ", line));
 }
 
 void Runner::WriteBackNow() {
@@ -568,6 +621,7 @@ int Runner::Supervise(pid_t sandbox_pid) {
     const auto now = Clock::now();
     if (now >= next_tick) {
       WriteBackNow();
+      if (++ticks_ % kPrivilegeSweepTicks == 0) SweepPrivilegeBits();
       if (router_pidfd_ >= 0 && PidfdExited(router_pidfd_, 0)) {
         sidecar_lost_ = true;
         return kRunFailed;
@@ -672,9 +726,14 @@ int Runner::Run() {
       !s.ok()) {
     return Fail(s);
   }
+  if (absl::Status s = SnapshotWorkspace(); !s.ok()) {
+    return Fail(absl::Status(s.code(), absl::StrCat("recording the workspace's git directories "
+                                                    "before the session: ",
+                                                    s.message())));
+  }
+  Trace("workspace snapshot taken");
   termios saved{};
   const bool restore_tty = sandbox_.tty && tcgetattr(STDIN_FILENO, &saved) == 0;
-  clock_gettime(CLOCK_REALTIME, &sandbox_started_);
   absl::StatusOr<pid_t> pid = SpawnAttached(sandbox_argv_);
   if (!pid.ok()) return Fail(pid.status());
   int code = Supervise(*pid);
@@ -713,7 +772,8 @@ int Runner::Run() {
   WriteBackNow();
   write_back_log_.Print();
   Trace("written back");
-  WarnAboutPlantedRepositories();
+  ScanWorkspaceAtEnd();
+  Trace("workspace scanned");
 
   if (sidecar_lost_) {
     Say("the network sidecar stopped answering; the session was ended (a sandbox never outlives "

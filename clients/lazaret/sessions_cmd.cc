@@ -23,8 +23,10 @@
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/git_shadow_fs.h"
 #include "clients/lazaret/podman.h"
 #include "clients/lazaret/session.h"
+#include "clients/lazaret/workspace_scan.h"
 
 namespace lazaret::cli {
 namespace {
@@ -120,8 +122,48 @@ void PrintWriteBacks(
   }
 }
 
+// The workspace scan snapshot a session recorded before its sandbox
+// started (workspace_scan.h), if any.
+std::optional<GitDirSnapshot> ReadSnapshot(const std::string& session_path) {
+  absl::StatusOr<DirFd> dir = DirFd::Open(session_path);
+  if (!dir.ok()) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadRegularFileAt(*dir, kSnapshotFileName, 256ull << 20);
+  if (!text.ok()) return std::nullopt;
+  absl::StatusOr<GitDirSnapshot> snap = ParseSnapshot(*text);
+  if (!snap.ok()) {
+    std::printf("  WARNING: the session's workspace snapshot is unreadable (%s)\n",
+                std::string(snap.status().message()).c_str());
+    return std::nullopt;
+  }
+  return *std::move(snap);
+}
+
+// The end-of-session workspace scan the dead session never ran: privilege
+// bits stripped, planted repositories neutralised, editor files listed.
+void ScanWorkspace(const SessionView& v, const std::optional<GitDirSnapshot>& snap) {
+  if (!snap.has_value()) {
+    if (v.dir.has_value() && v.dir->has_record) {
+      std::printf(
+          "  WARNING: no workspace snapshot for this session: %s was not checked for planted git "
+          "repositories or setuid files; do not run git there before looking\n",
+          v.dir->record.workspace.c_str());
+    }
+    return;
+  }
+  absl::StatusOr<ScanReport> report = ScanAtSessionEnd(*snap);
+  if (!report.ok()) {
+    std::printf("  WARNING: the workspace scan failed: %s\n",
+                std::string(report.status().message()).c_str());
+    return;
+  }
+  for (const std::string& line : ReportLines(*report)) {
+    std::printf("  workspace: %s\n", line.c_str());
+  }
+}
+
 // Removes what a dead session left: its containers (sandbox with the
-// sidecar), its directory, then imports the agent's commits it never did.
+// sidecar), its directory, then imports the agent's commits it never did
+// and runs its end-of-session workspace scan.
 bool Reap(const SessionView& v) {
   bool ok = true;
   std::printf("session %s (profile %s):\n", v.id.c_str(), v.profile().c_str());
@@ -143,6 +185,8 @@ bool Reap(const SessionView& v) {
       std::printf("  removed container %s (%s)\n", c.name.c_str(), c.state.c_str());
     }
   }
+  std::optional<GitDirSnapshot> snap;
+  if (v.dir.has_value()) snap = ReadSnapshot(v.dir->path);
   if (v.dir.has_value()) {
     if (absl::Status s = RemoveSessionTree(v.dir->path); !s.ok()) {
       std::printf("  %s\n", std::string(s.message()).c_str());
@@ -152,6 +196,13 @@ bool Reap(const SessionView& v) {
     }
     if (v.dir->has_record && !v.dir->record.git_state_dir.empty()) {
       PrintWriteBacks(WriteBackAll(v.dir->record.git_state_dir));
+    }
+    if (ok) {
+      ScanWorkspace(v, snap);
+    } else {
+      std::printf(
+          "  workspace scan not run while the session's containers may remain; run lazaret "
+          "clean again\n");
     }
   }
   return ok;

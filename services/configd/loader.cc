@@ -51,6 +51,7 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.allow_egress, p.allow_egress);
       Take(mp.env, p.env);
       Take(mp.volumes, p.volumes);
+      Take(mp.keep_planted_repositories, p.keep_planted_repositories);
     }
   }
   return m;
@@ -342,6 +343,13 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const Globals& g
                                 : std::string()),
           hint);
     }
+    if (wp.keep_planted_repositories && wp.keep_planted_repositories->value &&
+        !(cp.keep_planted_repositories && cp.keep_planted_repositories->value)) {
+      diags.Widening(wp.keep_planted_repositories->origin,
+                     absl::StrCat("keeps the git repositories a session plants armed, which ", base,
+                                  ".keep_planted_repositories of your configuration does not"),
+                     hint);
+    }
     if (wp.persistent_dirs) {
       for (const Setting<std::string>& d : wp.persistent_dirs->value) {
         const bool granted =
@@ -488,6 +496,10 @@ std::optional<ResolvedProfile> ResolveOne(const LayerConfig& m, const std::strin
       p.persistent_dirs.push_back(d.value);
     }
     AddSource(p, base + ".persistent_dirs", pl.persistent_dirs->origin);
+  }
+  if (pl.keep_planted_repositories) {
+    p.keep_planted_repositories = pl.keep_planted_repositories->value;
+    AddSource(p, base + ".keep_planted_repositories", pl.keep_planted_repositories->origin);
   }
   for (const Setting<Cidr>& n : m.default_allow->value) p.allow.push_back(n.value);
   AddSource(p, "network.default_allow", m.default_allow->origin);

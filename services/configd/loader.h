@@ -74,6 +74,7 @@ struct ResolvedProfile {
   std::vector<Cidr> deny;   // network.default_deny
   std::vector<ResolvedEnv> env;
   std::vector<ResolvedVolume> volumes;
+  bool keep_planted_repositories = false;
   bool escalation_enabled = false;
   std::string socket_dir;
   std::vector<CommandPrefix> auto_approve;

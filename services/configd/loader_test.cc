@@ -161,6 +161,20 @@ TEST(LoaderTest, ProfilesMergeKeyByKeyAcrossLayers) {
   EXPECT_TRUE(c.Profile("extra").ok());
 }
 
+TEST(LoaderTest, KeepPlantedRepositoriesDefaultsToFalseAndIsABoolean) {
+  Scratch s;
+  LoadedConfig c = Load(s,
+                        "[profiles.deps]\nimage = \"localhost/x:1\"\n"
+                        "keep_planted_repositories = true\n");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  EXPECT_TRUE(c.Profile("deps")->keep_planted_repositories);
+  EXPECT_FALSE(c.Profile("default")->keep_planted_repositories);
+  LoadedConfig bad = Load(s,
+                          "[profiles.deps]\nimage = \"localhost/x:1\"\n"
+                          "keep_planted_repositories = \"yes\"\n");
+  EXPECT_THAT(Errors(bad), HasSubstr("profiles.deps.keep_planted_repositories"));
+}
+
 TEST(LoaderTest, ProfileLookupValidatesTheName) {
   Scratch s;
   LoadedConfig c = Load(s, "[profiles.claude-code]\nimage = \"localhost/x:1\"\n");
@@ -485,6 +499,8 @@ std::vector<NarrowCase> NarrowCases() {
        nullptr},
       {"no relabel",
        "[profiles.claude-code]\nvolumes = [{ host = \"~/docs\", container = \"/d\" }]\n", nullptr},
+      {"planted repositories neutralised",
+       "[profiles.claude-code]\nkeep_planted_repositories = false\n", nullptr},
       // Widening: refused naming the key.
       {"auto_approve curl", "[escalation]\nauto_approve = [\"curl\"]\n",
        "config:2:17: escalation.auto_approve[0]: auto-approves \"curl\", which no "
@@ -517,6 +533,9 @@ std::vector<NarrowCase> NarrowCases() {
        "profiles.claude-code.image: changes the image"},
       {"new profile", "[profiles.yolo]\nimage = \"localhost/x:1\"\n",
        "profiles.yolo: defines profile \"yolo\""},
+      {"planted repositories kept", "[profiles.claude-code]\nkeep_planted_repositories = true\n",
+       "profiles.claude-code.keep_planted_repositories: keeps the git repositories a session "
+       "plants armed"},
       {"persistent dir", "[profiles.claude-code]\npersistent_dirs = [\"/root\", \"/etc\"]\n",
        "profiles.claude-code.persistent_dirs[1]: persists \"/etc\""},
       {"env pull", "[profiles.claude-code]\nenv = { X = \"env:AWS_SECRET_ACCESS_KEY\" }\n",

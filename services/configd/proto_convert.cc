@@ -42,6 +42,7 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   out->set_profile_dir(p.profile_dir);
   out->set_data_root(p.data_root);
   for (const std::string& d : p.persistent_dirs) out->add_persistent_dirs(d);
+  out->set_keep_planted_repositories(p.keep_planted_repositories);
   for (const Cidr& c : p.allow) out->mutable_network()->add_allow()->set_prefix(c.ToString());
   for (const Cidr& c : p.deny) out->mutable_network()->add_deny()->set_prefix(c.ToString());
   for (const ResolvedEnv& e : p.env) {

@@ -21,7 +21,8 @@ const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation",
 const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny"};
 const KeyList kEscalationKeys = {"enabled", "socket_dir", "auto_approve"};
-const KeyList kProfileKeys = {"image", "persistent_dirs", "allow_egress", "env", "volumes"};
+const KeyList kProfileKeys = {"image", "persistent_dirs", "allow_egress",
+                              "env",   "volumes",         "keep_planted_repositories"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 
 // Where each known key lives, for "belongs in [section]" hints.
@@ -432,6 +433,14 @@ class LayerParser {
         }
       } else {
         TypeError(*n, kp, "a table of NAME = \"value\" or NAME = \"env:VAR\"");
+      }
+    }
+    if (const toml::node* n = t.get("keep_planted_repositories")) {
+      const std::string kp = absl::StrCat(path, ".keep_planted_repositories");
+      if (const auto* b = n->as_boolean()) {
+        p.keep_planted_repositories = Setting<bool>{b->get(), At(kp, *n)};
+      } else {
+        TypeError(*n, kp, "a boolean (true or false)");
       }
     }
     if (const toml::node* n = t.get("volumes")) {

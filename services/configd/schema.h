@@ -63,6 +63,9 @@ struct ProfileLayer {
   std::optional<SettingList<Cidr>> allow_egress;
   std::optional<SettingList<EnvValue>> env;
   std::optional<SettingList<VolumeSpec>> volumes;
+  // true: git repositories the session plants are only reported, not
+  // neutralised (docs/git-shadow.md). A widening.
+  std::optional<Setting<bool>> keep_planted_repositories;
 };
 
 // One layer, every key optional. The same type holds a merge of layers, in

@@ -319,7 +319,7 @@ echo done
   EXPECT_EQ(HostGit(repo, "status --porcelain"), "A  staged.txt");
 }
 
-TEST_F(GitShadowE2eTest, RepositoryPlantedInTheWorkingTreeIsReportedAtSessionEnd) {
+TEST_F(GitShadowE2eTest, RepositoryPlantedInTheWorkingTreeIsNeutralisedAtSessionEnd) {
   const std::string repo = MakeRepo("repo");
   CommandResult r = Agent(repo, R"SH(
 set -e
@@ -327,14 +327,14 @@ mkdir -p vendor/evil && git init -q vendor/evil
 git -C vendor/evil config core.fsmonitor 'touch /tmp/pwned'
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("warning: the agent created or changed 1 git repositories"),
-            std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("vendor/evil"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neutralised a git repository"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(repo + "/vendor/evil/.git ->"), std::string::npos) << r.err;
+  struct stat st {};
+  EXPECT_NE(lstat((repo + "/vendor/evil/.git").c_str(), &st), 0) << "still armed";
   // A session that plants nothing says nothing about it.
   CommandResult quiet = Agent(repo, "git status --short >/dev/null");
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
-  EXPECT_EQ(quiet.err.find("created or changed"), std::string::npos) << quiet.err;
+  EXPECT_EQ(quiet.err.find("neutralised"), std::string::npos) << quiet.err;
 }
 
 TEST_F(GitShadowE2eTest, PlantedSymlinksFifosAndDevicesAreNeverFollowed) {

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -541,18 +543,10 @@ TEST_F(RunE2eTest, GitRepositoryWorkspaceHasGitInside) {
   EXPECT_EQ(host_git("config --get x.y || true"), "");
 }
 
-int HostProcessCount() {
-  int n = 0;
-  for (const auto& argv : ProcessesWith("")) n += argv.empty() ? 0 : 1;
-  return n;
-}
-
 // THREATS "Sandbox and host resources": a FIFO planted in /workspace stays
-// inside gVisor, device nodes cannot be made, a setuid bit only ever lands
-// on a file owned by the invoking user (rootless: the user; rootful: root,
-// who is the user - see docs/operations.md), and a fork bomb makes no host
-// processes (gVisor's tasks live in its sentry).
-TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
+// inside gVisor, device nodes cannot be made, and a setuid bit set inside
+// never reaches the host file (docs/operations.md).
+TEST_F(RunE2eTest, PlantedSpecialFilesStayInsideAndSetuidNeverReachesTheHost) {
   CommandResult r =
       Run({"run", "--", "sh", "-c",
            "mkfifo /workspace/fifo; mknod /workspace/dev c 1 3 || echo MKNOD-REFUSED; "
@@ -563,24 +557,297 @@ TEST_F(RunE2eTest, PlantedSpecialFilesAndAForkBombStayInside) {
   EXPECT_FALSE(Exists(ws_->path() + "/dev"));
   struct stat st {};
   ASSERT_EQ(stat((ws_->path() + "/suid").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, Env().uid) << "a setuid file owned by someone other than the user";
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u)
+      << "a setuid file reached the host: mode " << std::oct << st.st_mode;
+}
 
-  // The host's process count while a fork bomb runs inside.
-  const int before = HostProcessCount();
+// A fork bomb inside is held by the sandbox's pids limit (rootful:
+// --pids-limit, the pids cgroup the gVisor sandbox runs in, as podman
+// applied it to the running sandbox), the host keeps starting processes
+// promptly while it runs, and the session ends normally. Rootless on this cgroup v1 host
+// podman sets no pids cgroup (docs/operations.md "Limits"): only the
+// host's responsiveness and the session's end are checked there.
+TEST_F(RunE2eTest, ForkBombIsHeldByThePidsLimitAndTheHostStaysResponsive) {
+  if (IsRootless()) {
+    // Measured here: with no limit the bomb wedges the rootless sandbox
+    // (its command never ends, the session outlives 180 s). A rootless
+    // pids limit needs cgroup v2 delegation and a limit in run_plan.cc.
+    GTEST_SKIP() << "rootless podman sets no pids limit on this cgroup v1 host "
+                    "(docs/operations.md \"Limits\"); nothing holds a fork bomb here";
+  }
   const std::string log = aux_->path() + "/run.log";
   const pid_t pid = SpawnLazaret(
       ws_->path(),
       {"run", "--", "sh", "-c",
-       "touch /workspace/bombing; timeout 10 sh -c 'b(){ b|b& }; b' 2>/dev/null; echo contained"},
+       "touch /workspace/bombing; (b(){ b|b& }; b) 2>/dev/null; sleep 12; echo contained"},
       {}, log);
+  bool ended = false;
+  struct Reaper {
+    pid_t pid;
+    bool* ended;
+    ~Reaper() {
+      if (*ended) return;
+      WaitChild(pid, 120);
+      Lazaret("/", {"clean"});  // what a killed session left
+    }
+  } reaper{pid, &ended};
+  const std::string id = WaitForRunningSession(60);
+  ASSERT_FALSE(id.empty()) << test::ReadFile(log);
   ASSERT_TRUE(
       test::WaitFor([&] { return Exists(ws_->path() + "/bombing"); }, std::chrono::seconds(60)))
       << test::ReadFile(log);
-  std::this_thread::sleep_for(std::chrono::seconds(5));
-  const int during = HostProcessCount();
-  EXPECT_LT(during, before + 50) << "the fork bomb made host processes";
-  EXPECT_EQ(WaitChild(pid, 120), 0) << test::ReadFile(log);
+  const std::string sandbox = "lazaret-" + id + "-sandbox";
+  if (!IsRootless()) {
+    EXPECT_EQ(Inspect(sandbox, "{{.HostConfig.PidsLimit}}"), "4096");
+  }
+  // While the bomb runs (12 s, until the command ends and the sandbox with
+  // it): the host starts processes promptly.
+  int status = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(12);
+  while (std::chrono::steady_clock::now() < end && !ended) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CommandResult t = test::Run({"true"});
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    EXPECT_EQ(t.exit_code, 0) << "the host could not start a process during the fork bomb";
+    EXPECT_LT(ms, 5000) << "the host stopped answering during the fork bomb";
+    ended = waitpid(pid, &status, WNOHANG) == pid;
+  }
+  if (!ended) {
+    const int code = WaitChild(pid, 180);
+    ended = true;
+    EXPECT_NE(code, -1) << "the session did not end: " << test::ReadFile(log);
+    if (code == -1) Lazaret("/", {"clean"});
+  }
   EXPECT_THAT(test::ReadFile(log), HasSubstr("contained"));
+  ExpectNoProcessesOf(id);
+}
+
+// The end-of-session workspace scan (docs/git-shadow.md "Planted
+// repositories"): every git directory the session planted or changed - a
+// nested .git, a gitfile, a bare layout, one with core.worktree, one deeper
+// than 64 levels, an edit of a pre-existing clone - is neutralised, so
+// host git status/log/diff in it and below it runs nothing the agent chose;
+// the agent's files stay and can be restored; an untouched clone is left
+// exactly as it was.
+TEST_F(RunE2eTest, PlantedRepositoriesAreNeutralisedAndHostGitRunsNothing) {
+  const std::string marker = aux_->path() + "/MARKER";
+  const std::string ws = ws_->path();
+  auto host = [&](const std::string& dir, const std::string& cmd) {
+    return RunAs(dir, {"sh", "-c", cmd});
+  };
+  ASSERT_EQ(host(ws,
+                 "git init -q pre/old && git init -q pre/edited && "
+                 "for r in pre/old pre/edited; do (cd $r && echo a > a && git add a && "
+                 "git -c user.name=D -c user.email=d@x commit -qm dev); done")
+                .exit_code,
+            0);
+  const std::string old_before = host(ws,
+                                      "cd pre/old && git rev-parse HEAD && "
+                                      "stat -c '%a %Y %Z' .git .git/config .git/HEAD")
+                                     .out;
+  std::string deep = "deep";
+  for (int i = 0; i < 70; ++i) deep += "/d";
+  // Inside: each layout, armed with everything host git might run.
+  const std::string arm =
+      "arm() { for k in core.fsmonitor core.pager diff.external core.sshCommand; do "
+      "git config --file \"$1/config\" $k 'touch " +
+      marker +
+      "'; done; mkdir -p \"$1/hooks\"; "
+      "printf '#!/bin/sh\\ntouch " +
+      marker +
+      "\\n' > \"$1/hooks/post-checkout\"; "
+      "chmod +x \"$1/hooks/post-checkout\"; }; "
+      "repo() { mkdir -p \"$1\" && cd \"$1\" && git init -q && echo a > a && git add a && "
+      "git -c user.name=A -c user.email=a@x commit -qm agent && cd /workspace; }; ";
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "set -e; cd /workspace; " + arm +
+               "repo sub; arm sub/.git; arm pre/edited/.git; "
+               "git init -q --bare store/bare.git; arm store/bare.git; "
+               "mkdir gf && echo 'gitdir: ../store/bare.git' > gf/.git; "
+               "git init -q --bare wt/meta; git --git-dir=wt/meta config core.bare false; "
+               "git --git-dir=wt/meta config core.worktree ..; arm wt/meta; "
+               "repo " +
+               deep + "; arm " + deep + "/.git; echo done"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_THAT(r.out, HasSubstr("done"));
+  EXPECT_THAT(r.err, HasSubstr("neutralised a git repository"));
+  EXPECT_THAT(r.err, HasSubstr("Restore"));
+
+  // Host git in and below every one of them runs nothing and finds none
+  // of them.
+  for (const std::string& rel :
+       {std::string("sub"), std::string("sub/x/y"), std::string("pre/edited"), std::string("gf"),
+        std::string("store/bare.git"), std::string("wt"), std::string("wt/meta"), deep,
+        deep + "/below"}) {
+    const std::string dir = ws + "/" + rel;
+    ASSERT_EQ(host(ws, "mkdir -p '" + rel + "'").exit_code, 0);
+    CommandResult g = host(dir,
+                           "git status; git log -1; git diff; git diff HEAD; "
+                           "git rev-parse --absolute-git-dir");
+    EXPECT_FALSE(Exists(marker)) << "host git in " << rel << " ran the agent's command: " << g.out
+                                 << g.err << "\n"
+                                 << r.err;
+    EXPECT_THAT(g.out, Not(HasSubstr(ws + "/"))) << rel << " is still a repository";
+    unlink(marker.c_str());
+  }
+  // The agent's work is all there; the untouched clone is as it was.
+  EXPECT_TRUE(Exists(ws + "/sub/a"));
+  EXPECT_TRUE(Exists(ws + "/" + deep + "/a"));
+  EXPECT_EQ(host(ws,
+                 "cd pre/old && git rev-parse HEAD && "
+                 "stat -c '%a %Y %Z' .git .git/config .git/HEAD")
+                .out,
+            old_before);
+  EXPECT_THAT(r.err, Not(HasSubstr("pre/old")));
+  // The printed restore command brings the repository back (armed: it is
+  // the agent's).
+  CommandResult q = host(ws, "ls -d sub/.git.lazaret-quarantine-*");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::string qdir = Trim(q.out);
+  const std::string id = qdir.substr(qdir.find("quarantine-") + 11);
+  ASSERT_EQ(host(ws, "mv " + qdir + " sub/.git && mv sub/.git/HEAD.lazaret-quarantine-" + id +
+                         " sub/.git/HEAD")
+                .exit_code,
+            0);
+  EXPECT_THAT(r.err, HasSubstr("mv " + ws + "/sub/.git.lazaret-quarantine-" + id + " " + ws +
+                               "/sub/.git && mv " + ws + "/sub/.git/HEAD.lazaret-quarantine-" + id +
+                               " " + ws + "/sub/.git/HEAD"));
+  EXPECT_EQ(Trim(host(ws + "/sub", "git log -1 --format=%s").out), "agent");
+}
+
+// A session whose `lazaret run` was killed never ran its end-of-session
+// scan: `lazaret clean` runs it from the snapshot in the session directory
+// (planted repository neutralised, setuid bit stripped), after the sandbox
+// is gone.
+TEST_F(RunE2eTest, CleanRunsTheWorkspaceScanOfAKilledSession) {
+  const std::string marker = aux_->path() + "/MARKER";
+  const std::string log = aux_->path() + "/run.log";
+  const pid_t pid =
+      SpawnLazaret(ws_->path(),
+                   {"run", "--", "sh", "-c",
+                    "cd /workspace && mkdir sub && cd sub && git init -q && "
+                    "git config core.fsmonitor 'touch " +
+                        marker +
+                        "' && echo a > a && git add a && "
+                        "git -c user.name=A -c user.email=a@x commit -qm agent && cd .. && "
+                        "cp /bin/true suid && chmod 4755 suid && touch planted && sleep 300"},
+                   {}, log);
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(ws_->path() + "/planted"); }, std::chrono::seconds(60)))
+      << test::ReadFile(log);
+  kill(pid, SIGKILL);
+  WaitChild(pid, 30);
+  CommandResult clean = Lazaret("/", {"clean"});
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  EXPECT_THAT(clean.out, HasSubstr("neutralised a git repository"));
+  EXPECT_THAT(clean.out, HasSubstr(ws_->path() + "/suid: removed setuid"));
+  EXPECT_FALSE(Exists(ws_->path() + "/sub/.git"));
+  struct stat st {};
+  ASSERT_EQ(stat((ws_->path() + "/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 06000, 0u);
+  CommandResult g = RunAs(ws_->path() + "/sub", {"sh", "-c", "git status; git diff"});
+  EXPECT_FALSE(Exists(marker)) << "host git ran the agent's fsmonitor: " << g.out << g.err;
+  EXPECT_TRUE(Exists(ws_->path() + "/sub/a"));
+}
+
+// The scan changes nothing it did not create: directories 0555, files with
+// odd modes and old times keep mode, owner and times (B3).
+TEST_F(RunE2eTest, EndOfSessionScanLeavesTheDevelopersFilesAsTheyWere) {
+  const std::string ws = ws_->path();
+  ASSERT_EQ(RunAs(ws, {"sh", "-c",
+                       "mkdir -p ro/inner keep && echo x > ro/inner/f && echo y > odd && "
+                       "echo z > keep/secret && chmod 0604 odd && chmod 0400 keep/secret && "
+                       "git init -q clone && touch -d 2001-02-03 odd ro/inner/f keep/secret "
+                       "clone/.git/config && chmod 0555 ro/inner ro && chmod 0711 keep"})
+                .exit_code,
+            0);
+  const std::string stat_cmd = "find . -exec stat -c '%n %a %u %g %Y %Z' {} + | sort";
+  const std::string before = RunAs(ws, {"sh", "-c", stat_cmd}).out;
+  CommandResult r = Run({"run", "--", "sh", "-c", "ls -R /workspace > /dev/null; echo ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RunAs(ws, {"sh", "-c", stat_cmd}).out, before);
+}
+
+// Setuid and setgid bits and file capabilities the agent sets in the
+// workspace and in an rw volume are stripped by the periodic sweep while
+// the session runs and at its end, and the report lists them.
+TEST_F(RunE2eTest, SetuidSetgidAndCapabilitiesAreStrippedAndReported) {
+  UserDir rw("vrw");
+  const std::string cfg = Config("[[profiles.t1.volumes]]\nhost = \"" + rw.path() +
+                                 "\"\ncontainer = \"/rw\"\nmode = \"rw\"\n");
+  const std::string log = aux_->path() + "/run.log";
+  // security.capability through setxattr(2) (perl-base is in every Debian
+  // image; 188 is setxattr on x86_64): a v2 blob granting cap_net_raw.
+  const std::string setcap =
+      "perl -e '$v = pack(\"VVVVV\", 0x02000002, 1<<13, 1<<13, 0, 0); $n = "
+      "\"security.capability\"; "
+      "$p = $ARGV[0]; print syscall(188, $p, $n, $v, length($v), 0) == 0 "
+      "? \"CAP-SET\\n\" : \"CAP-REFUSED $!\\n\"' ";
+  const pid_t pid = SpawnLazaret(
+      ws_->path(),
+      {"run", "--config", cfg, "t1", "--", "sh", "-c",
+       "cd /workspace && cp /bin/true suid && chmod 4755 suid && cp /bin/true sgid && "
+       "chmod 2755 sgid && mkdir gdir && chmod 2775 gdir && cp /bin/true capped && " +
+           setcap +
+           "capped && cp /bin/true /rw/vsuid && chmod 6755 /rw/vsuid && touch ready && "
+           "i=0; while [ ! -e done ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+           "cp /bin/true late && chmod 4711 late"},
+      {}, log);
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return lstat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 07777;
+  };
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(ws_->path() + "/ready"); }, std::chrono::seconds(60)))
+      << test::ReadFile(log);
+  // The periodic sweep, while the sandbox still runs.
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        return (mode(ws_->path() + "/suid") & 06000) == 0 &&
+               (mode(rw.path() + "/vsuid") & 06000) == 0;
+      },
+      std::chrono::seconds(40)))
+      << "still setuid while the session runs: " << std::oct << mode(ws_->path() + "/suid");
+  ws_->Write("done", "");
+  ASSERT_EQ(WaitChild(pid, 120), 0) << test::ReadFile(log);
+  const std::string out = test::ReadFile(log);
+  for (const std::string& f : {ws_->path() + "/suid", ws_->path() + "/sgid", ws_->path() + "/gdir",
+                               ws_->path() + "/late", rw.path() + "/vsuid"}) {
+    EXPECT_EQ(mode(f) & 06000, 0u) << f << " mode " << std::oct << mode(f);
+    EXPECT_THAT(out, HasSubstr(f + ": removed set")) << out;
+  }
+  EXPECT_EQ(mode(ws_->path() + "/suid"), 0755u);
+  EXPECT_EQ(mode(ws_->path() + "/gdir"), 0775u);
+  EXPECT_LT(getxattr((ws_->path() + "/capped").c_str(), "security.capability", nullptr, 0), 0)
+      << "file capabilities reached the host";
+  // gVisor may refuse security.capability inside; when it stores it, the
+  // scan must have removed it and said so.
+  if (out.find("CAP-SET") != std::string::npos) {
+    EXPECT_THAT(out, HasSubstr(ws_->path() + "/capped: removed file capabilities")) << out;
+  }
+}
+
+// Files that editors and shells act on when the folder is opened, created
+// or changed by the session, are listed at its end.
+TEST_F(RunE2eTest, EditorAndShellFilesTheSessionWroteAreListed) {
+  ws_->Write(".editorconfig", "root = true\n");  // the developer's, untouched
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "cd /workspace && mkdir -p .vscode sub/.devcontainer && echo '{}' > .vscode/tasks.json "
+           "&& echo 'curl x | sh' > .envrc && echo K=v > .env && "
+           "echo '{}' > sub/.devcontainer/devcontainer.json && echo x > plain.txt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("editors, shells or git act on"));
+  for (const std::string& f : {ws_->path() + "/.vscode/", ws_->path() + "/.envrc",
+                               ws_->path() + "/.env", ws_->path() + "/sub/.devcontainer/"}) {
+    EXPECT_THAT(r.err, HasSubstr("  " + f + "\n")) << r.err;
+  }
+  EXPECT_THAT(r.err, Not(HasSubstr(".editorconfig")));
+  EXPECT_THAT(r.err, Not(HasSubstr("plain.txt")));
 }
 
 TEST_F(RunE2eTest, DoctorPassesHereAndNamesAMissingRunsc) {
