@@ -222,6 +222,10 @@ class HostileContainersConf {
         "init = true\n"
         "dns_servers = [\"192.0.2.53\"]\n"
         "shm_size = \"3g\"\n"
+        // What this VM's root needs (PLATFORM.md), as a user's file that
+        // replaces the host's would carry it: without it nothing would
+        // start, and the test would not show what leaks.
+        "default_ulimits = [\"nofile=16384:16384\", \"nproc=16384:16384\"]\n"
         "\n"
         "[engine]\n"
         "hooks_dir = [\"" + dir.path() + "/hooks\"]\n"
@@ -462,7 +466,8 @@ TEST_F(RunE2eTest, DryRunPrintsThePodmanCommandsAndStartsNothing) {
   CommandResult r = Run({"run", "--dry-run", "--", "sh", "-c", "echo hi"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("podman run --detach"));
-  EXPECT_THAT(r.out, HasSubstr("--runtime=runc"));
+  EXPECT_THAT(r.out, HasSubstr("/runc --network=slirp4netns"));
+  EXPECT_THAT(r.out, HasSubstr("CONTAINERS_CONF=" + Env().runtime_dir + "/podman/containers.conf"));
   EXPECT_THAT(r.out, HasSubstr("--runtime-flag=network=host"));
   EXPECT_THAT(r.out, HasSubstr("--network=container:lazaret-"));
   EXPECT_THAT(r.out, HasSubstr("--entrypoint=/run/lazaret/bin/lazaret-sandbox-init"));
