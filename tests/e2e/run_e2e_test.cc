@@ -196,7 +196,12 @@ class HostileContainersConf {
     for (const char* tool : {"runc", "conmon", "hook"}) {
       const std::string real = std::string(tool) == "hook" ? "true" : "/usr/bin/" + std::string(tool);
       const std::string path = dir.Write(std::string("fake-") + tool,
-                                         "#!/bin/sh\ntouch " + Marker(tool) + "\nexec " + real +
+                                         "#!/bin/sh\n"
+                                         // Every podman, also the test's own `podman ps`
+                                         // reading the user's file, asks `--version`.
+                                         "case \" $* \" in *' --version '*) ;; *) "
+                                         "{ echo \"$*\"; tr '\\0' ' ' </proc/$PPID/cmdline; } >>" +
+                                             Marker(tool) + ";; esac\nexec " + real +
                                              " \"$@\"\n");
       chmod(path.c_str(), 0755);
     }
@@ -344,7 +349,9 @@ TEST_F(RunE2eTest, HostileContainersConfNeverReachesTheSandboxOrTheSidecar) {
 
   // No program the hostile file named ran for either container.
   for (const char* tool : {"runc", "conmon", "hook"}) {
-    EXPECT_FALSE(Exists(hostile.Marker(tool))) << tool << " from the hostile containers.conf ran";
+    EXPECT_FALSE(Exists(hostile.Marker(tool)))
+        << tool << " from the hostile containers.conf ran, started by "
+        << test::ReadFile(hostile.Marker(tool));
   }
 
   kill(pid, SIGTERM);
