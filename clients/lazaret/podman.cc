@@ -34,8 +34,13 @@ constexpr const char* kRunscLocations[] = {
 };
 
 constexpr const char* kRuncLocations[] = {
-    "/usr/bin/runc", "/usr/sbin/runc", "/usr/local/bin/runc", "/usr/local/sbin/runc",
-    "/bin/runc",     "/sbin/runc",     "/run/current-system/sw/bin/runc",
+    "/usr/bin/runc",
+    "/usr/sbin/runc",
+    "/usr/local/bin/runc",
+    "/usr/local/sbin/runc",
+    "/bin/runc",
+    "/sbin/runc",
+    "/run/current-system/sw/bin/runc",
 };
 
 bool IsExecutableFile(const std::string& path) {
@@ -61,8 +66,8 @@ absl::Status MakePrivateDir(const std::string& path) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("inspecting ", path), errno);
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " is not a directory owned by this user; remove it and run again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a directory owned by this user; remove it and run again"));
   }
   return absl::OkStatus();
 }
@@ -116,7 +121,9 @@ std::string ContainersConfText(const std::string& hooks_dir) {
       "base_hosts_file = \"\"\n"
       "cgroupns = \"private\"\n"
       "cgroups = \"enabled\"\n"
-      "default_capabilities = [", absl::StrJoin(caps, ", "), "]\n"
+      "default_capabilities = [",
+      absl::StrJoin(caps, ", "),
+      "]\n"
       "default_sysctls = []\n"
       "default_ulimits = []\n"
       "devices = []\n"
@@ -132,9 +139,13 @@ std::string ContainersConfText(const std::string& hooks_dir) {
       "netns = \"private\"\n"
       "no_hosts = false\n"
       "pidns = \"private\"\n"
-      "shm_size = \"", kShmSize, "\"\n"
+      "shm_size = \"",
+      kShmSize,
+      "\"\n"
       "tz = \"\"\n"
-      "umask = \"", kSandboxUmask, "\"\n"
+      "umask = \"",
+      kSandboxUmask,
+      "\"\n"
       "userns = \"host\"\n"
       "utsns = \"private\"\n"
       "volumes = []\n"
@@ -142,7 +153,9 @@ std::string ContainersConfText(const std::string& hooks_dir) {
       "[engine]\n"
       "conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]\n"
       "env = []\n"
-      "hooks_dir = [", TomlString(hooks_dir), "]\n"
+      "hooks_dir = [",
+      TomlString(hooks_dir),
+      "]\n"
       "network_cmd_options = []\n"
       "no_pivot_root = false\n"
       "pull_policy = \"never\"\n");

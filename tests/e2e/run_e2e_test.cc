@@ -194,15 +194,15 @@ class HostileContainersConf {
     RunAs("/", {"mkdir", "-p", host_dir_, dir.path() + "/hooks"});
     dir.Write("hostile-volume/secret", "host secret\n");
     for (const char* tool : {"runc", "conmon", "hook"}) {
-      const std::string real = std::string(tool) == "hook" ? "true" : "/usr/bin/" + std::string(tool);
+      const std::string real =
+          std::string(tool) == "hook" ? "true" : "/usr/bin/" + std::string(tool);
       const std::string path = dir.Write(std::string("fake-") + tool,
                                          "#!/bin/sh\n"
                                          // Every podman, also the test's own `podman ps`
                                          // reading the user's file, asks `--version`.
                                          "case \" $* \" in *' --version '*) ;; *) "
                                          "{ echo \"$*\"; tr '\\0' ' ' </proc/$PPID/cmdline; } >>" +
-                                             Marker(tool) + ";; esac\nexec " + real +
-                                             " \"$@\"\n");
+                                             Marker(tool) + ";; esac\nexec " + real + " \"$@\"\n");
       chmod(path.c_str(), 0755);
     }
     dir.Write("hooks/hostile.json",
@@ -213,7 +213,9 @@ class HostileContainersConf {
         "env_host = true\n"
         "http_proxy = true\n"
         "env = [\"LAZ_HOSTILE_ENV=from-containers-conf\"]\n"
-        "volumes = [\"" + host_dir_ + ":/hostile-volume:rw\"]\n"
+        "volumes = [\"" +
+        host_dir_ +
+        ":/hostile-volume:rw\"]\n"
         "devices = [\"/dev/fuse:/dev/hostile-fuse:rwm\"]\n"
         "default_capabilities = [\"SYS_ADMIN\", \"NET_ADMIN\", \"NET_RAW\", \"SYS_PTRACE\", "
         "\"CHOWN\", \"SETUID\", \"SETGID\", \"DAC_OVERRIDE\", \"MKNOD\"]\n"
@@ -233,12 +235,17 @@ class HostileContainersConf {
         "default_ulimits = [\"nofile=16384:16384\", \"nproc=16384:16384\"]\n"
         "\n"
         "[engine]\n"
-        "hooks_dir = [\"" + dir.path() + "/hooks\"]\n"
-        "conmon_path = [\"" + dir.path() + "/fake-conmon\"]\n"
+        "hooks_dir = [\"" +
+        dir.path() +
+        "/hooks\"]\n"
+        "conmon_path = [\"" +
+        dir.path() +
+        "/fake-conmon\"]\n"
         "network_cmd_options = [\"allow_host_loopback=true\"]\n"
         "\n"
         "[engine.runtimes]\n"
-        "runc = [\"" + dir.path() + "/fake-runc\"]\n";
+        "runc = [\"" +
+        dir.path() + "/fake-runc\"]\n";
     conf_ = dir.Write("containers.conf", text);
     if (IsRootless()) {
       user_conf_dir_ = Env().home + "/.config/containers";
@@ -341,8 +348,8 @@ TEST_F(RunE2eTest, HostileContainersConfNeverReachesTheSandboxOrTheSidecar) {
   EXPECT_FALSE(Exists(proc + "/root/dev/hostile-fuse"));
   EXPECT_THAT(test::ReadFile(proc + "/mountinfo"), Not(HasSubstr("hostile")));
   EXPECT_THAT(Inspect(sidecar, "{{.Config.Annotations}}"), Not(HasSubstr("hostile")));
-  CommandResult sysctl = test::Run({"nsenter", "--net=" + proc + "/ns/net", "cat",
-                                    "/proc/sys/net/ipv4/ping_group_range"});
+  CommandResult sysctl = test::Run(
+      {"nsenter", "--net=" + proc + "/ns/net", "cat", "/proc/sys/net/ipv4/ping_group_range"});
   ASSERT_EQ(sysctl.exit_code, 0) << sysctl.err;
   // The kernel's default is "1 0" (nobody may ping); a rootless user
   // namespace maps only group 0 of the hostile range's values.
