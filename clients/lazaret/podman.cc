@@ -1,5 +1,6 @@
 #include "clients/lazaret/podman.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +11,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/run_plan.h"
 #include "clients/lazaret/session.h"
 #include "clients/lazaret/subprocess.h"
+#include "services/common/status_util.h"
 
 namespace lazaret::cli {
 namespace {
@@ -29,9 +33,43 @@ constexpr const char* kRunscLocations[] = {
     "/run/current-system/sw/bin/runsc",
 };
 
+constexpr const char* kRuncLocations[] = {
+    "/usr/bin/runc",
+    "/usr/sbin/runc",
+    "/usr/local/bin/runc",
+    "/usr/local/sbin/runc",
+    "/bin/runc",
+    "/sbin/runc",
+    "/run/current-system/sw/bin/runc",
+};
+
 bool IsExecutableFile(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// A TOML basic string.
+std::string TomlString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+absl::Status MakePrivateDir(const std::string& path) {
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("creating ", path), errno);
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("inspecting ", path), errno);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a directory owned by this user; remove it and run again"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -58,6 +96,97 @@ absl::StatusOr<std::string> FindRunsc() {
   return absl::FailedPreconditionError(
       "the gVisor runtime runsc is not installed (looked in /usr/bin, /usr/sbin, /usr/local/bin, "
       "...). Install it: apt-get install runsc (or set LAZARET_RUNSC=/path/to/runsc)");
+}
+
+absl::StatusOr<std::string> FindRunc() {
+  for (const char* p : kRuncLocations) {
+    if (IsExecutableFile(p)) return std::string(p);
+  }
+  return absl::FailedPreconditionError(
+      "runc (the network sidecar's runtime) is not installed (looked in /usr/bin, /usr/sbin, "
+      "/usr/local/bin, ...). Install it: apt-get install runc");
+}
+
+std::string ContainersConfText(const std::string& hooks_dir) {
+  std::vector<std::string> caps;
+  for (const char* c : kSandboxCapabilities) caps.push_back(TomlString(c));
+  return absl::StrCat(
+      "# Lazaret's containers.conf: podman reads only this file for a session\n"
+      "# (CONTAINERS_CONF replaces /usr/share, /etc and ~/.config/containers).\n"
+      "# Written by lazaret run; changes are overwritten. docs/operations.md.\n"
+      "# Unset keys are podman's compiled-in defaults; the command line pins the\n"
+      "# rest again (capabilities, namespaces, ulimits, umask, runtime paths).\n"
+      "[containers]\n"
+      "annotations = []\n"
+      "base_hosts_file = \"\"\n"
+      "cgroupns = \"private\"\n"
+      "cgroups = \"enabled\"\n"
+      "default_capabilities = [",
+      absl::StrJoin(caps, ", "),
+      "]\n"
+      "default_sysctls = []\n"
+      "default_ulimits = []\n"
+      "devices = []\n"
+      "dns_options = []\n"
+      "dns_searches = []\n"
+      "dns_servers = []\n"
+      "env = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]\n"
+      "env_host = false\n"
+      "http_proxy = false\n"
+      "init = false\n"
+      "ipcns = \"private\"\n"
+      "label = true\n"
+      "netns = \"private\"\n"
+      "no_hosts = false\n"
+      "pidns = \"private\"\n"
+      "shm_size = \"",
+      kShmSize,
+      "\"\n"
+      "tz = \"\"\n"
+      "umask = \"",
+      kSandboxUmask,
+      "\"\n"
+      "userns = \"host\"\n"
+      "utsns = \"private\"\n"
+      "volumes = []\n"
+      "\n"
+      "[engine]\n"
+      "conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]\n"
+      "env = []\n"
+      "hooks_dir = [",
+      TomlString(hooks_dir),
+      "]\n"
+      "network_cmd_options = []\n"
+      "no_pivot_root = false\n"
+      "pull_policy = \"never\"\n");
+}
+
+std::string ContainersConfPath(const std::string& runtime_dir) {
+  return absl::StrCat(runtime_dir, "/podman/containers.conf");
+}
+
+absl::StatusOr<std::string> InstallContainersConf(const std::string& runtime_dir) {
+  const std::string dir = absl::StrCat(runtime_dir, "/podman");
+  const std::string hooks = absl::StrCat(dir, "/hooks.d");
+  LAZ_RETURN_IF_ERROR(MakePrivateDir(dir));
+  LAZ_RETURN_IF_ERROR(MakePrivateDir(hooks));
+  const std::string path = ContainersConfPath(runtime_dir);
+  const std::string tmp = absl::StrCat(path, ".", getpid());
+  const std::string text = ContainersConfText(hooks);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("creating ", tmp), errno);
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = written ? errno : err;
+    unlink(tmp.c_str());
+    return ErrnoStatus(absl::StrCat("writing ", path), e);
+  }
+  if (setenv("CONTAINERS_CONF", path.c_str(), 1) != 0) {
+    return ErrnoStatus("setting CONTAINERS_CONF", errno);
+  }
+  return path;
 }
 
 std::vector<ContainerInfo> ParseContainerLines(const std::string& text) {

@@ -36,6 +36,32 @@ bool Rootless();
 // standard locations that exists. The error says why and how to fix it.
 absl::StatusOr<std::string> FindRunsc();
 
+// The runc binary for the sidecar, by absolute path (podman's standard
+// locations), so no containers.conf runtimes table decides what "runc" is.
+absl::StatusOr<std::string> FindRunc();
+
+// Lazaret's own containers.conf. Every podman call of a session runs with
+// CONTAINERS_CONF naming it, which replaces podman's whole containers.conf
+// chain (/usr/share, /etc, /etc/containers/containers.conf.d, the user's
+// ~/.config/containers, and any CONTAINERS_CONF the user set): what podman
+// then uses is its compiled-in defaults plus this file. It sets explicitly
+// every isolation-relevant key the command line cannot override (volumes,
+// devices, env, annotations, default_sysctls, hooks_dir, conmon/runtime
+// environment, network_cmd_options, ...) - docs/operations.md lists them.
+// `hooks_dir` is an empty directory Lazaret owns: no OCI hook, the host's
+// or the user's, runs for a session.
+std::string ContainersConfText(const std::string& hooks_dir);
+
+// Writes <runtime_dir>/podman/containers.conf (0600, replaced atomically)
+// and the empty <runtime_dir>/podman/hooks.d, and sets CONTAINERS_CONF in
+// this process's environment so that every podman it starts reads only
+// that file. Precondition: no other thread exists yet (setenv). Returns the
+// file's path.
+absl::StatusOr<std::string> InstallContainersConf(const std::string& runtime_dir);
+
+// Where InstallContainersConf puts the file (for --dry-run).
+std::string ContainersConfPath(const std::string& runtime_dir);
+
 // A container carrying Lazaret's labels.
 struct ContainerInfo {
   std::string id;

@@ -328,6 +328,8 @@ absl::Status Runner::Plan() {
         "refusing to start: ", runsc.status().message(),
         ". Lazaret runs agents only under gVisor and never falls back to runc or to the host."));
   }
+  absl::StatusOr<std::string> runc = FindRunc();
+  if (!runc.ok()) return runc.status();
   const std::string init = absl::StrCat(ctx_.libexec_dir, "/lazaret-sandbox-init");
   if (access(init.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -403,7 +405,7 @@ absl::Status Runner::Plan() {
   }
   sidecar_ = SidecarSpec{
       id_,           profile_.name(), ctx_.runtime_dir, absl::StrCat(session_path_, "/router"),
-      kSidecarImage, Rootless()};
+      kSidecarImage, Rootless(),     *runc};
   sidecar_argv_ = SidecarArgv(sidecar_);
   sandbox_.session_id = id_;
   sandbox_.profile = profile_.name();
@@ -434,6 +436,9 @@ void Runner::PrintDryRun() const {
     std::printf("# persistent %s: %s%s\n", p.container.c_str(), p.host.c_str(),
                 IsRealDirectory(p.host) ? "" : " (first use: seeded from the image)");
   }
+  std::printf("# every podman below runs with CONTAINERS_CONF=%s (Lazaret's own; no other "
+              "containers.conf is read)\n",
+              ContainersConfPath(ctx_.runtime_dir).c_str());
   std::printf("%s\n", CommandLine(sidecar_argv_).c_str());
   std::printf("# wait until the router answers grpc.health.v1 on %s/router/router.sock\n",
               session_path_.c_str());
@@ -694,6 +699,12 @@ int Runner::Run() {
   absl::StatusOr<std::string> env_text = EnvFileText(env_);
   if (!env_text.ok()) return Fail(env_text.status());
   if (absl::Status s = dir_->WriteEnvFile(*env_text); !s.ok()) return Fail(s);
+  // CmdRun installed Lazaret's containers.conf before any thread existed;
+  // no podman call of a session runs without it (podman.h).
+  if (const char* c = std::getenv("CONTAINERS_CONF");
+      c == nullptr || c != ContainersConfPath(ctx_.runtime_dir)) {
+    return Fail(absl::InternalError("Lazaret's containers.conf is not installed"));
+  }
   if (absl::Status s = SeedPersistentDirs(); !s.ok()) return Fail(s);
 
   // 1. The network sidecar, and its router answering.
@@ -815,6 +826,15 @@ int CmdRun(const Context& ctx, const std::vector<std::string>& args) {
   if (parsed->help) {
     std::printf("%s", kRunUsage);
     return 0;
+  }
+  // Every podman this session starts reads only Lazaret's containers.conf.
+  // setenv before any thread exists. Without the runtime directory Lazaret
+  // is not up, which the profile request below reports.
+  if (struct stat st {}; stat(ctx.runtime_dir.c_str(), &st) == 0) {
+    if (absl::Status s = InstallContainersConf(ctx.runtime_dir).status(); !s.ok()) {
+      std::fprintf(stderr, "lazaret run: %s\n", std::string(s.message()).c_str());
+      return kRunFailed;
+    }
   }
   Runner runner(ctx, *std::move(parsed), *std::move(cwd));
   return runner.Run();

@@ -9,7 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "clients/lazaret/git_shadow.h"
 #include "clients/lazaret/session.h"
 
@@ -54,7 +56,40 @@ void AddLabels(std::vector<std::string>* argv, const std::string& profile, const
   argv->push_back(absl::StrCat("--label=", kLabelRuntimeDir, "=", runtime_dir));
 }
 
+// --cap-drop=all, then exactly `caps`: the set starts empty whatever
+// podman's or containers.conf's default_capabilities say.
+void AddCapabilities(std::vector<std::string>* argv, absl::Span<const char* const> caps) {
+  argv->push_back("--cap-drop=all");
+  argv->push_back(absl::StrCat("--cap-add=", absl::StrJoin(caps, ",")));
+}
+
 }  // namespace
+
+std::vector<std::string> PinnedIsolationArgs(bool rootless) {
+  std::vector<std::string> a = {
+      "--pull=never",
+      // containers.conf env_host / http_proxy: nothing of the host's
+      // environment; the session's env comes only from its env file.
+      "--env-host=false",
+      "--http-proxy=false",
+      // ipcns, pidns, utsns, cgroupns: each container its own.
+      "--ipc=private",
+      "--pid=private",
+      "--uts=private",
+      "--cgroupns=private",
+      // init: no catatonit from the host as PID 1.
+      "--init=false",
+      absl::StrCat("--umask=", kSandboxUmask),
+      absl::StrCat("--shm-size=", kShmSize),
+      "--security-opt=no-new-privileges",
+      "--userns=host",
+  };
+  // cgroups = "disabled" in a containers.conf would silently drop the pids
+  // and memory limits. Rootless podman on this cgroup v1 host has no
+  // cgroups to enable (docs/operations.md).
+  if (!rootless) a.push_back("--cgroups=enabled");
+  return a;
+}
 
 absl::StatusOr<RunArgs> ParseRunArgs(const std::vector<std::string>& args, const std::string& cwd) {
   RunArgs out;
@@ -312,18 +347,18 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
                                 absl::StrCat("--name=", SidecarName(s.session_id))};
   AddLabels(&a, s.profile, s.session_id, kRoleSidecar, s.runtime_dir);
   a.insert(a.end(), {
-                        "--runtime=runc",
+                        // By path: a containers.conf runtimes table cannot
+                        // swap the binary behind the name "runc".
+                        absl::StrCat("--runtime=", s.runc_path),
                         // One topology rootful and rootless; the host's
-                        // loopback is not reachable through it.
-                        "--network=slirp4netns",
-                        "--pull=never",
-                        "--http-proxy=false",
-                        "--cap-drop=all",
-                        "--cap-add=NET_ADMIN",
+                        // loopback is not reachable through it, whatever
+                        // containers.conf network_cmd_options say.
+                        "--network=slirp4netns:allow_host_loopback=false",
                         "--read-only",
                         "--read-only-tmpfs=false",
-                        "--security-opt=no-new-privileges",
                     });
+  AddCapabilities(&a, kSidecarCapabilities);
+  for (auto& f : PinnedIsolationArgs(s.rootless)) a.push_back(std::move(f));
   if (!s.rootless) {
     a.push_back(absl::StrCat("--pids-limit=", kSidecarPidsLimit));
     a.push_back(absl::StrCat("--memory=", kSidecarMemory));
@@ -354,11 +389,9 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   a.insert(a.end(), {
                         absl::StrCat("--runtime=", s.runsc_path),
                         absl::StrCat("--network=container:", SidecarName(s.session_id)),
-                        "--pull=never",
-                        "--http-proxy=false",
-                        "--cap-drop=NET_RAW",
-                        "--security-opt=no-new-privileges",
                     });
+  AddCapabilities(&a, kSandboxCapabilities);
+  for (auto& f : PinnedIsolationArgs(s.rootless)) a.push_back(std::move(f));
   if (!s.rootless) {
     a.push_back(absl::StrCat("--pids-limit=", kSandboxPidsLimit));
     a.push_back(absl::StrCat("--memory=", kSandboxMemory));

@@ -32,6 +32,23 @@ inline constexpr char kSandboxMemory[] = "8g";
 inline constexpr int kSidecarPidsLimit = 64;
 inline constexpr char kSidecarMemory[] = "64m";
 
+// The capabilities of the agent's root inside gVisor, added to an empty set
+// (--cap-drop=all): what apt, dpkg and chown need - changing owners (CHOWN),
+// reading and writing files it does not own (DAC_OVERRIDE, FOWNER),
+// keeping setgid bits on chown (FSETID), apt's switch to _apt and back
+// (SETUID, SETGID) and signalling its own processes of another uid (KILL).
+// Not: NET_RAW (raw sockets), NET_BIND_SERVICE, SYS_CHROOT, SETPCAP,
+// SETFCAP (file capabilities would reach the host workspace), AUDIT_WRITE,
+// MKNOD - podman's defaults that an agent does not need.
+// docs/operations.md "The sandbox's privileges" restates this list.
+inline constexpr const char* kSandboxCapabilities[] = {
+    "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+};
+// The sidecar's router changes routes in its own network namespace.
+inline constexpr const char* kSidecarCapabilities[] = {"NET_ADMIN"};
+// Pinned so no containers.conf changes them (docs/operations.md).
+inline constexpr char kSandboxUmask[] = "0022";
+inline constexpr char kShmSize[] = "64m";
 // Fixed paths inside the sandbox that are not the Git Shadow's.
 inline constexpr char kSandboxPersistDirName[] = "persist";  // <profile_dir>/persist/<escaped>
 
@@ -114,10 +131,12 @@ struct SidecarSpec {
   std::string router_host_dir;  // <session>/router
   std::string image;            // kSidecarImage
   bool rootless = false;
+  std::string runc_path;  // absolute (FindRunc): no runtime looked up by name
 };
 
 // podman run --detach ... for the network sidecar (runc, NET_ADMIN only,
-// read-only, FROM scratch image, slirp4netns).
+// read-only, FROM scratch image, slirp4netns). Every isolation setting a
+// containers.conf could change is pinned here as well (PinnedIsolationArgs).
 std::vector<std::string> SidecarArgv(const SidecarSpec& spec);
 
 struct SandboxSpec {
@@ -134,6 +153,15 @@ struct SandboxSpec {
   std::vector<std::string> init_args;  // before "--"
   std::vector<std::string> command;    // after "--"; empty: the shell
 };
+
+// The flags both containers share that pin what a containers.conf could
+// otherwise set: namespaces (ipc, pid, uts, cgroup private; the user
+// namespace is podman's own: --userns=host), no init, no host environment
+// or proxy, the umask, /dev/shm size, cgroups enabled (rootful),
+// no-new-privileges, never a pull. Capabilities and read-only are per
+// container; keys the command line cannot set are in Lazaret's
+// containers.conf (podman.h ContainersConfText).
+std::vector<std::string> PinnedIsolationArgs(bool rootless);
 
 // podman --runtime-flag=... run --rm ... for the agent sandbox (runsc).
 absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);

@@ -173,8 +173,8 @@ TEST(CheckNoSymlinkComponentsTest, RefusesALinkAnywhereInThePath) {
 
 TEST(SidecarArgvTest, RuncNetAdminOnlyReadOnlyScratchImage) {
   auto a = SidecarArgv({"0123456789ab", "p1", "/rt", "/rt/sessions/0123456789ab/router",
-                        "localhost/lazaret-sidecar:current", false});
-  EXPECT_TRUE(Has(a, "--runtime=runc"));
+                        "localhost/lazaret-sidecar:current", false, "/usr/bin/runc"});
+  EXPECT_TRUE(Has(a, "--runtime=/usr/bin/runc"));
   EXPECT_TRUE(Has(a, "--cap-drop=all"));
   EXPECT_TRUE(Has(a, "--cap-add=NET_ADMIN"));
   EXPECT_TRUE(Has(a, "--read-only"));
@@ -212,7 +212,7 @@ TEST(SandboxArgvTest, GvisorFlagsAreDeliberate) {
   EXPECT_EQ((*rootful)[2], "run");
   EXPECT_TRUE(Has(*rootful, "--runtime=/usr/bin/runsc"));
   EXPECT_TRUE(Has(*rootful, "--network=container:lazaret-0123456789ab-sidecar"));
-  EXPECT_TRUE(Has(*rootful, "--cap-drop=NET_RAW"));
+  EXPECT_TRUE(Has(*rootful, "--cap-drop=all"));
   EXPECT_TRUE(Has(*rootful, "--security-opt=no-new-privileges"));
   EXPECT_TRUE(Has(*rootful, "--http-proxy=false"));
   EXPECT_TRUE(Has(*rootful, "--pids-limit=4096"));
@@ -240,6 +240,80 @@ TEST(SandboxArgvTest, EntrypointIsSandboxInitThenInitArgsThenCommand) {
   ASSERT_NE(image, a->end());
   EXPECT_THAT(std::vector<std::string>(image + 1, a->end()),
               ElementsAre("--git-dir=/workspace/.git", "--", "sh", "-c", "exit 7"));
+}
+
+// The values of every flag in `argv` spelled --NAME=VALUE (or --NAME).
+std::vector<std::string> Values(const std::vector<std::string>& argv, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& a : argv) {
+    if (a == name) out.push_back("");
+    if (a.rfind(name + "=", 0) == 0) out.push_back(a.substr(name.size() + 1));
+  }
+  return out;
+}
+
+SidecarSpec Sidecar(bool rootless) {
+  return {"0123456789ab", "p1",     "/rt", "/rt/sessions/0123456789ab/router",
+          "img",          rootless, "/usr/bin/runc"};
+}
+
+TEST(SandboxArgvTest, CapabilitiesAreExactlyTheDeclaredListAddedToAnEmptySet) {
+  for (bool rootless : {false, true}) {
+    auto a = SandboxArgv(Spec(rootless, false));
+    ASSERT_TRUE(a.ok());
+    // Podman applies --cap-drop=all first, then the adds: whatever
+    // default_capabilities a containers.conf lists, the set is this one.
+    EXPECT_THAT(Values(*a, "--cap-drop"), ElementsAre("all"));
+    EXPECT_THAT(Values(*a, "--cap-add"),
+                ElementsAre("CHOWN,DAC_OVERRIDE,FOWNER,FSETID,KILL,SETGID,SETUID"));
+    EXPECT_THAT(Values(*a, "--privileged"), ElementsAre());
+    auto s = SidecarArgv(Sidecar(rootless));
+    EXPECT_THAT(Values(s, "--cap-drop"), ElementsAre("all"));
+    EXPECT_THAT(Values(s, "--cap-add"), ElementsAre("NET_ADMIN"));
+  }
+}
+
+TEST(SandboxArgvTest, BothContainersPinWhatAContainersConfCouldChange) {
+  for (bool rootless : {false, true}) {
+    auto sandbox = SandboxArgv(Spec(rootless, false));
+    ASSERT_TRUE(sandbox.ok());
+    const std::vector<std::string> sidecar = SidecarArgv(Sidecar(rootless));
+    for (const std::vector<std::string>* argv :
+         std::vector<const std::vector<std::string>*>{&*sandbox, &sidecar}) {
+      SCOPED_TRACE(rootless ? "rootless" : "rootful");
+      EXPECT_THAT(Values(*argv, "--env-host"), ElementsAre("false"));
+      EXPECT_THAT(Values(*argv, "--http-proxy"), ElementsAre("false"));
+      EXPECT_THAT(Values(*argv, "--ipc"), ElementsAre("private"));
+      EXPECT_THAT(Values(*argv, "--pid"), ElementsAre("private"));
+      EXPECT_THAT(Values(*argv, "--uts"), ElementsAre("private"));
+      EXPECT_THAT(Values(*argv, "--cgroupns"), ElementsAre("private"));
+      EXPECT_THAT(Values(*argv, "--userns"), ElementsAre("host"));
+      EXPECT_THAT(Values(*argv, "--init"), ElementsAre("false"));
+      EXPECT_THAT(Values(*argv, "--umask"), ElementsAre("0022"));
+      EXPECT_THAT(Values(*argv, "--shm-size"), ElementsAre("64m"));
+      EXPECT_THAT(Values(*argv, "--pull"), ElementsAre("never"));
+      EXPECT_TRUE(Has(*argv, "--security-opt=no-new-privileges"));
+      // No seccomp or AppArmor override: podman's default profile applies
+      // (Lazaret's containers.conf names none).
+      for (const auto& a : *argv) {
+        EXPECT_THAT(a, Not(HasSubstr("unconfined")));
+        EXPECT_THAT(a, Not(HasSubstr("--device")));
+        EXPECT_THAT(a, Not(HasSubstr("--sysctl")));
+      }
+      if (rootless) {
+        EXPECT_THAT(Values(*argv, "--cgroups"), ElementsAre());
+      } else {
+        EXPECT_THAT(Values(*argv, "--cgroups"), ElementsAre("enabled"));
+      }
+    }
+  }
+}
+
+TEST(SidecarArgvTest, RuntimeByPathAndNoHostLoopback) {
+  const std::vector<std::string> a = SidecarArgv(Sidecar(false));
+  EXPECT_THAT(Values(a, "--runtime"), ElementsAre("/usr/bin/runc"));
+  EXPECT_THAT(Values(a, "--network"), ElementsAre("slirp4netns:allow_host_loopback=false"));
+  EXPECT_TRUE(Has(a, "--read-only"));
 }
 
 }  // namespace

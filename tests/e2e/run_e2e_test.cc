@@ -129,12 +129,12 @@ TEST_F(RunE2eTest, SandboxRunsUnderRunscAndSidecarUnderRuncWithDeliberateFlags) 
 
   // Runtimes.
   EXPECT_THAT(Inspect(sandbox, "{{.OCIRuntime}}"), HasSubstr("runsc"));
-  EXPECT_EQ(Inspect(sidecar, "{{.OCIRuntime}}"), "runc");
+  EXPECT_THAT(Inspect(sidecar, "{{.OCIRuntime}}"), testing::EndsWith("/runc"));
   // The sandbox lives in the sidecar's network namespace.
   EXPECT_EQ(Inspect(sandbox, "{{.HostConfig.NetworkMode}}"),
             "container:" + Inspect(sidecar, "{{.Id}}"));
   EXPECT_THAT(Inspect(sandbox, "{{.HostConfig.SecurityOpt}}"), HasSubstr("no-new-privileges"));
-  EXPECT_THAT(Inspect(sandbox, "{{.HostConfig.CapDrop}}"), HasSubstr("CAP_NET_RAW"));
+  EXPECT_THAT(Inspect(sandbox, "{{.EffectiveCaps}}"), Not(HasSubstr("CAP_NET_RAW")));
   if (!IsRootless()) {
     EXPECT_EQ(Inspect(sandbox, "{{.HostConfig.PidsLimit}}"), "4096");
   }
@@ -174,6 +174,199 @@ TEST_F(RunE2eTest, SandboxRunsUnderRunscAndSidecarUnderRuncWithDeliberateFlags) 
 
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, 60), 128 + SIGTERM);
+}
+
+// The capability set of the agent's root: kSandboxCapabilities
+// (clients/lazaret/run_plan.h), restated here as bits: CHOWN 0,
+// DAC_OVERRIDE 1, FOWNER 3, FSETID 4, KILL 5, SETGID 6, SETUID 7.
+constexpr uint64_t kSandboxCaps = 0xfb;
+constexpr uint64_t kSidecarCaps = 1u << 12;  // NET_ADMIN
+
+// A containers.conf that tries, through every key podman 4.3 offers, to
+// widen the containers it starts: host environment, a host directory, a
+// device, capabilities, no seccomp, host namespaces, sysctls, annotations,
+// an OCI hook, a runtime and a conmon of its own (each a script that leaves
+// a marker on the host), slirp4netns options and DNS servers. Installed
+// where podman reads it: CONTAINERS_CONF (both modes) and, rootless, the
+// user's ~/.config/containers/containers.conf too. Removed at the end.
+class HostileContainersConf {
+ public:
+  explicit HostileContainersConf(const UserDir& dir) : dir_(dir) {
+    host_dir_ = dir.path() + "/hostile-volume";
+    RunAs("/", {"mkdir", "-p", host_dir_, dir.path() + "/hooks"});
+    dir.Write("hostile-volume/secret", "host secret\n");
+    for (const char* tool : {"runc", "conmon", "hook"}) {
+      const std::string real =
+          std::string(tool) == "hook" ? "true" : "/usr/bin/" + std::string(tool);
+      const std::string path = dir.Write(std::string("fake-") + tool,
+                                         "#!/bin/sh\n"
+                                         // Every podman, also the test's own `podman ps`
+                                         // reading the user's file, asks `--version`.
+                                         "case \" $* \" in *' --version '*) ;; *) "
+                                         "{ echo \"$*\"; tr '\\0' ' ' </proc/$PPID/cmdline; } >>" +
+                                             Marker(tool) + ";; esac\nexec " + real + " \"$@\"\n");
+      chmod(path.c_str(), 0755);
+    }
+    dir.Write("hooks/hostile.json",
+              "{\"version\": \"1.0.0\", \"hook\": {\"path\": \"" + dir.path() +
+                  "/fake-hook\"}, \"when\": {\"always\": true}, \"stages\": [\"prestart\"]}\n");
+    const std::string text =
+        "[containers]\n"
+        "env_host = true\n"
+        "http_proxy = true\n"
+        "env = [\"LAZ_HOSTILE_ENV=from-containers-conf\"]\n"
+        "volumes = [\"" +
+        host_dir_ +
+        ":/hostile-volume:rw\"]\n"
+        "devices = [\"/dev/fuse:/dev/hostile-fuse:rwm\"]\n"
+        "default_capabilities = [\"SYS_ADMIN\", \"NET_ADMIN\", \"NET_RAW\", \"SYS_PTRACE\", "
+        "\"CHOWN\", \"SETUID\", \"SETGID\", \"DAC_OVERRIDE\", \"MKNOD\"]\n"
+        "seccomp_profile = \"unconfined\"\n"
+        "default_sysctls = [\"net.ipv4.ping_group_range=0 0\"]\n"
+        "annotations = [\"io.lazaret.hostile=yes\"]\n"
+        "ipcns = \"host\"\n"
+        "utsns = \"host\"\n"
+        "cgroupns = \"host\"\n"
+        "umask = \"0000\"\n"
+        "init = true\n"
+        "dns_servers = [\"192.0.2.53\"]\n"
+        "shm_size = \"3g\"\n"
+        // What this VM's root needs (PLATFORM.md), as a user's file that
+        // replaces the host's would carry it: without it nothing would
+        // start, and the test would not show what leaks.
+        "default_ulimits = [\"nofile=16384:16384\", \"nproc=16384:16384\"]\n"
+        "\n"
+        "[engine]\n"
+        "hooks_dir = [\"" +
+        dir.path() +
+        "/hooks\"]\n"
+        "conmon_path = [\"" +
+        dir.path() +
+        "/fake-conmon\"]\n"
+        "network_cmd_options = [\"allow_host_loopback=true\"]\n"
+        "\n"
+        "[engine.runtimes]\n"
+        "runc = [\"" +
+        dir.path() + "/fake-runc\"]\n";
+    conf_ = dir.Write("containers.conf", text);
+    if (IsRootless()) {
+      user_conf_dir_ = Env().home + "/.config/containers";
+      RunAs("/", {"mkdir", "-p", user_conf_dir_});
+      RunAs("/", {"cp", conf_, user_conf_dir_ + "/containers.conf"});
+    }
+  }
+  ~HostileContainersConf() {
+    if (!user_conf_dir_.empty()) test::Run({"rm", "-f", user_conf_dir_ + "/containers.conf"});
+  }
+  HostileContainersConf(const HostileContainersConf&) = delete;
+  HostileContainersConf& operator=(const HostileContainersConf&) = delete;
+
+  std::map<std::string, std::string> Env_() const {
+    return {{"CONTAINERS_CONF", conf_},
+            {"LAZ_HOST_ONLY_VAR", "leaked-from-host"},
+            {"http_proxy", "http://proxy.invalid:3128"}};
+  }
+  std::string Marker(const std::string& tool) const { return dir_.path() + "/ran-" + tool; }
+  const std::string& host_dir() const { return host_dir_; }
+
+ private:
+  const UserDir& dir_;
+  std::string host_dir_;
+  std::string conf_;
+  std::string user_conf_dir_;
+};
+
+std::string NamespaceOf(pid_t pid, const char* ns) {
+  char buf[64] = {};
+  const std::string link = "/proc/" + std::to_string(pid) + "/ns/" + ns;
+  const ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : "";
+}
+
+TEST_F(RunE2eTest, HostileContainersConfNeverReachesTheSandboxOrTheSidecar) {
+  HostileContainersConf hostile(*aux_);
+  const std::string log = aux_->path() + "/run.log";
+  // The agent's view, written where the host can read it, then it waits.
+  const std::string report =
+      "{ grep -E '^(CapEff|CapPrm|CapBnd):' /proc/self/status; "
+      "echo \"env=${LAZ_HOSTILE_ENV:-none} host=${LAZ_HOST_ONLY_VAR:-none} "
+      "proxy=${http_proxy:-none}\"; "
+      "test -e /hostile-volume && echo volume=yes || echo volume=no; "
+      "test -e /dev/hostile-fuse && echo device=yes || echo device=no; "
+      "echo umask=$(umask); "
+      "grep -c hostile /proc/self/mountinfo | sed 's/^/mounts=/'; "
+      "grep -c 192.0.2.53 /etc/resolv.conf | sed 's/^/dns=/'; "
+      "df -k /dev/shm | tail -n 1 | awk '{print \"shm=\" $2}'; "
+      "} > /workspace/report.tmp; mv /workspace/report.tmp /workspace/report; sleep 120";
+  const pid_t pid =
+      SpawnLazaret(ws_->path(), {"run", "--", "sh", "-c", report}, hostile.Env_(), log);
+  const std::string id = WaitForRunningSession(60);
+  ASSERT_FALSE(id.empty()) << test::ReadFile(log);
+  const std::string sandbox = "lazaret-" + id + "-sandbox";
+  const std::string sidecar = "lazaret-" + id + "-sidecar";
+  const std::string report_path = ws_->path() + "/report";
+  ASSERT_TRUE(test::WaitFor([&] { return Exists(report_path); }, std::chrono::seconds(60)))
+      << test::ReadFile(log);
+  const std::string inside = test::ReadFile(report_path);
+
+  // Inside the sandbox: exactly the declared capabilities, nothing of the
+  // hostile file.
+  auto cap = [&](const std::string& field) -> uint64_t {
+    const size_t at = inside.find(field + ":");
+    if (at == std::string::npos) return ~uint64_t{0};
+    return std::stoull(Trim(inside.substr(at + field.size() + 1, 20)), nullptr, 16);
+  };
+  EXPECT_EQ(cap("CapEff"), kSandboxCaps) << inside;
+  EXPECT_EQ(cap("CapPrm"), kSandboxCaps) << inside;
+  EXPECT_EQ(cap("CapBnd"), kSandboxCaps) << inside;
+  EXPECT_THAT(inside, HasSubstr("env=none host=none proxy=none"));
+  EXPECT_THAT(inside, HasSubstr("volume=no"));
+  EXPECT_THAT(inside, HasSubstr("device=no"));
+  EXPECT_THAT(inside, HasSubstr("umask=0022"));
+  EXPECT_THAT(inside, HasSubstr("mounts=0"));
+  EXPECT_THAT(inside, HasSubstr("dns=0"));
+  EXPECT_THAT(inside, HasSubstr("shm=65536"));
+  EXPECT_THAT(Inspect(sandbox, "{{.Config.Annotations}}"), Not(HasSubstr("hostile")));
+  EXPECT_THAT(Inspect(sandbox, "{{.HostConfig.Binds}}"), Not(HasSubstr(hostile.host_dir())));
+
+  // The sidecar, from the host: its PID 1 is the router (no init), with
+  // NET_ADMIN only, a seccomp filter, its own namespaces, none of the env,
+  // volume, device, sysctl or annotation.
+  const pid_t router = std::stoi(Inspect(sidecar, "{{.State.Pid}}"));
+  ASSERT_GT(router, 0);
+  const std::string proc = "/proc/" + std::to_string(router);
+  EXPECT_EQ(Trim(test::ReadFile(proc + "/comm")), "lazaret-netrout");
+  EXPECT_EQ(test::ProcStatusHex(router, "CapEff"), kSidecarCaps);
+  EXPECT_EQ(test::ProcStatusHex(router, "CapBnd"), kSidecarCaps);
+  EXPECT_EQ(ProcStatusField(router, "Seccomp"), "2");
+  for (const char* ns : {"ipc", "uts", "pid", "cgroup", "mnt"}) {
+    EXPECT_NE(NamespaceOf(router, ns), NamespaceOf(getpid(), ns)) << ns << " namespace shared";
+  }
+  std::string environ = test::ReadFile(proc + "/environ");
+  EXPECT_THAT(environ, Not(HasSubstr("LAZ_HOSTILE_ENV")));
+  EXPECT_THAT(environ, Not(HasSubstr("LAZ_HOST_ONLY_VAR")));
+  EXPECT_THAT(environ, Not(HasSubstr("proxy.invalid")));
+  EXPECT_FALSE(Exists(proc + "/root/hostile-volume"));
+  EXPECT_FALSE(Exists(proc + "/root/dev/hostile-fuse"));
+  EXPECT_THAT(test::ReadFile(proc + "/mountinfo"), Not(HasSubstr("hostile")));
+  EXPECT_THAT(Inspect(sidecar, "{{.Config.Annotations}}"), Not(HasSubstr("hostile")));
+  CommandResult sysctl = test::Run(
+      {"nsenter", "--net=" + proc + "/ns/net", "cat", "/proc/sys/net/ipv4/ping_group_range"});
+  ASSERT_EQ(sysctl.exit_code, 0) << sysctl.err;
+  // The kernel's default is "1 0" (nobody may ping); a rootless user
+  // namespace maps only group 0 of the hostile range's values.
+  EXPECT_EQ(Trim(sysctl.out), "1\t0");
+  EXPECT_THAT(test::ReadFile(proc + "/root/etc/resolv.conf"), Not(HasSubstr("192.0.2.53")));
+
+  // No program the hostile file named ran for either container.
+  for (const char* tool : {"runc", "conmon", "hook"}) {
+    EXPECT_FALSE(Exists(hostile.Marker(tool)))
+        << tool << " from the hostile containers.conf ran, started by "
+        << test::ReadFile(hostile.Marker(tool));
+  }
+
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, 60), 128 + SIGTERM) << test::ReadFile(log);
 }
 
 TEST_F(RunE2eTest, SidecarImageHoldsOnlyTheRouterAndItsLibraries) {
@@ -291,7 +484,8 @@ TEST_F(RunE2eTest, DryRunPrintsThePodmanCommandsAndStartsNothing) {
   CommandResult r = Run({"run", "--dry-run", "--", "sh", "-c", "echo hi"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("podman run --detach"));
-  EXPECT_THAT(r.out, HasSubstr("--runtime=runc"));
+  EXPECT_THAT(r.out, HasSubstr("/runc --network=slirp4netns"));
+  EXPECT_THAT(r.out, HasSubstr("CONTAINERS_CONF=" + Env().runtime_dir + "/podman/containers.conf"));
   EXPECT_THAT(r.out, HasSubstr("--runtime-flag=network=host"));
   EXPECT_THAT(r.out, HasSubstr("--network=container:lazaret-"));
   EXPECT_THAT(r.out, HasSubstr("--entrypoint=/run/lazaret/bin/lazaret-sandbox-init"));
