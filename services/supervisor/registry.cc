@@ -93,7 +93,14 @@ absl::StatusOr<std::unique_ptr<RouterHold>> RouterHold::Open(const std::string& 
   std::unique_lock<std::mutex> lock(state->mu);
   state->cv.wait_for(lock, timeout, [&] { return state->confirmed || state->ended; });
   if (!state->confirmed) {
-    const std::string why = state->ended ? state->end_status.error_message() : "no answer in time";
+    std::string why = "no answer in time";
+    if (state->ended) {
+      why = state->end_status.error_code() == grpc::StatusCode::UNIMPLEMENTED
+                ? "this router has no Hold (an older lazaret-netrouter); rebuild the sidecar "
+                  "image: lazaret image build sidecar"
+                : absl::StrCat(state->end_status.error_message(), " (code ",
+                               state->end_status.error_code(), ")");
+    }
     lock.unlock();
     state->ctx.TryCancel();
     state->thread.join();
