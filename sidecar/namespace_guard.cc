@@ -2,9 +2,11 @@
 
 #include <linux/fib_rules.h>
 #include <net/if.h>
-#include <netlink/netlink.h>
-#include <netlink/route/link.h>
-#include <netlink/route/rule.h>
+// Spelled with libnl3/ so the header is found where Debian installs it
+// (check-deps); its own includes resolve through pkg-config's -isystem.
+#include <libnl3/netlink/netlink.h>
+#include <libnl3/netlink/route/link.h>
+#include <libnl3/netlink/route/rule.h>
 #include <sys/socket.h>
 
 #include <memory>
