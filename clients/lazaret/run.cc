@@ -3,7 +3,12 @@
 // for the resolved profile, plans the Git Shadow, then creates, in this
 // order (FR-3): the network sidecar (runc), waits until its router answers
 // grpc.health.v1 on the session's router socket, and only then the agent
-// sandbox (runsc) in the sidecar's network namespace. When the command
+// sandbox (runsc) in the sidecar's network namespace. Before anything
+// exists the session is registered with the supervisor's session registry
+// (fail closed: no supervisor, no session), which reaps it if this process
+// dies by any means; before the sandbox starts, this process and the
+// supervisor each hold the router (NetRouterService.Hold), so that if both
+// die the router closes the namespace at once. When the command
 // ends, or on SIGINT/SIGTERM/SIGHUP, it removes the sandbox, the sidecar,
 // the env file, the router socket and the session directory, then imports
 // the agent's commits (Git Shadow WriteBack; also every 2 s while it runs)
@@ -57,6 +62,7 @@
 #include "services/common/unix_server.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/profile_check.h"
+#include "services/supervisor/registry.h"
 
 namespace lazaret::cli {
 namespace {
@@ -70,6 +76,9 @@ constexpr auto kRouterStartTimeout = std::chrono::seconds(20);
 constexpr auto kTick = std::chrono::seconds(2);
 // Consecutive failed sidecar health checks that end the session.
 constexpr int kSidecarMaxFailures = 2;
+// Consecutive ticks on which the supervisor did not know the session (it
+// died or was restarted) that end it: a sandbox never runs without one.
+constexpr int kRegistryMaxFailures = 2;
 // Grace for the sandbox's processes when the session is torn down early.
 constexpr int kSandboxStopGraceSeconds = 1;
 // The setuid/setgid/capability sweep of the sandbox-writable trees runs every
@@ -233,7 +242,7 @@ class Runner {
   absl::Status WaitForRouter();
   int Supervise(pid_t sandbox_pid);
   void ApplyEgressPolicy();
-  void Teardown();
+  void Teardown(bool keep_session_dir = false);
   void WriteBackNow();
   absl::Status SnapshotWorkspace();
   void SweepPrivilegeBits();
@@ -256,6 +265,9 @@ class Runner {
   std::vector<std::string> sandbox_argv_;
 
   std::unique_ptr<SessionDir> dir_;
+  std::unique_ptr<SessionRegistration> registration_;
+  std::unique_ptr<supervisor::RouterHold> hold_;
+  bool supervisor_lost_ = false;
   bool sidecar_created_ = false;
   WriteBackLog write_back_log_;
   int stop_signal_ = 0;
@@ -619,6 +631,7 @@ int Runner::Supervise(pid_t sandbox_pid) {
   const sigset_t set = RunSignals();
   auto next_tick = Clock::now() + kTick;
   int sidecar_failures = 0;
+  int registry_failures = 0;
   while (true) {
     int status = 0;
     const pid_t w = waitpid(sandbox_pid, &status, WNOHANG);
@@ -637,6 +650,12 @@ int Runner::Supervise(pid_t sandbox_pid) {
         sidecar_lost_ = true;
         return kRunFailed;
       }
+      if (registration_->Check().ok()) {
+        registry_failures = 0;
+      } else if (++registry_failures >= kRegistryMaxFailures) {
+        supervisor_lost_ = true;
+        return kRunFailed;
+      }
       next_tick = Clock::now() + kTick;
       continue;
     }
@@ -651,7 +670,10 @@ int Runner::Supervise(pid_t sandbox_pid) {
   }
 }
 
-void Runner::Teardown() {
+void Runner::Teardown(bool keep_session_dir) {
+  // Our hold ends first: should the sandbox still run, its network is
+  // closed before podman gets to it.
+  hold_.reset();
   if (router_pidfd_ >= 0) {
     // podman notices a killed container only at its next poll (~100 ms);
     // stopping the router ourselves and removing a container that has
@@ -672,9 +694,16 @@ void Runner::Teardown() {
     }
     sidecar_created_ = false;
   }
-  if (dir_ != nullptr) {
+  if (dir_ != nullptr && !keep_session_dir) {
     if (absl::Status s = dir_->Remove(); !s.ok()) Say(std::string(s.message()));
     dir_.reset();
+  }
+  // Only once nothing of the session is left: until then, if this process
+  // dies, the supervisor's reaper finishes the job (session.json tells it
+  // where to write the agent's commits back).
+  if (dir_ == nullptr && registration_ != nullptr) {
+    (void)registration_->Unregister();
+    registration_.reset();
   }
 }
 
@@ -696,6 +725,12 @@ int Runner::Run() {
   absl::StatusOr<std::unique_ptr<SessionDir>> dir = SessionDir::Create(ctx_.runtime_dir, record);
   if (!dir.ok()) return Fail(dir.status());
   dir_ = *std::move(dir);
+  // Fail closed: nothing starts unless the supervisor watches this process.
+  absl::StatusOr<std::unique_ptr<SessionRegistration>> registration =
+      SessionRegistration::Register(ctx_.runtime_dir, record);
+  if (!registration.ok()) return Fail(registration.status());
+  registration_ = *std::move(registration);
+  Trace("session registered");
   absl::StatusOr<std::string> env_text = EnvFileText(env_);
   if (!env_text.ok()) return Fail(env_text.status());
   if (absl::Status s = dir_->WriteEnvFile(*env_text); !s.ok()) return Fail(s);
@@ -720,6 +755,15 @@ int Runner::Run() {
   }
   Trace("router healthy");
   router_pidfd_ = OpenRouterPidfd(dir_->router_socket());
+  // Both holds before the sandbox exists: ours, then the supervisor's.
+  {
+    absl::StatusOr<std::unique_ptr<supervisor::RouterHold>> hold =
+        supervisor::RouterHold::Open(dir_->router_socket(), "cli", std::chrono::seconds(5));
+    if (!hold.ok()) return Fail(hold.status());
+    hold_ = *std::move(hold);
+  }
+  if (absl::Status s = registration_->AttachRouter(); !s.ok()) return Fail(s);
+  Trace("router held");
   // 2. The egress policy (not yet: netpolicyd's call goes here).
   ApplyEgressPolicy();
   if (int sig = PendingTermination(); sig != 0) {
@@ -752,7 +796,7 @@ int Runner::Run() {
 
   // 4. Teardown: the sandbox (its podman client exits with it), the
   // sidecar, the session directory; then the agent's commits.
-  if (stop_signal_ != 0 || sidecar_lost_) {
+  if (stop_signal_ != 0 || sidecar_lost_ || supervisor_lost_) {
     (void)RemoveContainer(SandboxName(id_), kSandboxStopGraceSeconds);
     int status = 0;
     const auto deadline = Clock::now() + std::chrono::seconds(15);
@@ -771,22 +815,29 @@ int Runner::Run() {
   // "created" or not there at all; the command's own 125-127 come from a
   // container that started.
   bool never_started = false;
-  if (stop_signal_ == 0 && !sidecar_lost_ && code >= 125 && code <= 127) {
+  if (stop_signal_ == 0 && !sidecar_lost_ && !supervisor_lost_ && code >= 125 && code <= 127) {
     absl::StatusOr<Captured> state =
         RunCaptured({"podman", "inspect", "--format", "{{.State.Status}}", SandboxName(id_)},
                     std::chrono::seconds(30));
     never_started = state.ok() &&
                     (state->exit_code != 0 || absl::StripAsciiWhitespace(state->out) == "created");
   }
-  Teardown();
+  // The session directory (and with it the registry's claim on this
+  // session) goes last: if this process dies before then, the supervisor's
+  // reaper finds it and does the write-back and the workspace scan itself.
+  Teardown(/*keep_session_dir=*/true);
   Trace("sidecar removed");
   WriteBackNow();
   write_back_log_.Print();
   Trace("written back");
   ScanWorkspaceAtEnd();
   Trace("workspace scanned");
+  Teardown();
 
-  if (sidecar_lost_) {
+  if (supervisor_lost_) {
+    Say("the supervisor (lazaret up) is gone or no longer knows this session; the session was "
+        "ended (a sandbox never runs without a supervisor that would reap it)");
+  } else if (sidecar_lost_) {
     Say("the network sidecar stopped answering; the session was ended (a sandbox never outlives "
         "its network sidecar)");
   } else if (stop_signal_ != 0) {

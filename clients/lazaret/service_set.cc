@@ -23,6 +23,7 @@
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
+#include "services/supervisor/environment.h"
 #include "services/supervisor/supervisor.h"
 
 extern char** environ;
@@ -34,7 +35,9 @@ namespace pb = ::lazaret::supervisor::v1;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kUpTimeout = std::chrono::seconds(30);
-constexpr auto kDownTimeout = std::chrono::seconds(20);
+// The supervisor first lets live sessions end themselves (teardown and
+// write-back in their own `lazaret run`), then stops the services.
+constexpr auto kDownTimeout = std::chrono::seconds(90);
 
 std::string SupervisorSocket(const Context& ctx) {
   return SocketPath(ctx.runtime_dir, supervisor::kSocketName);
@@ -131,8 +134,14 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
   std::string a1 = absl::StrCat("--runtime-dir=", ctx.runtime_dir);
   std::string a2 = absl::StrCat("--libexec-dir=", ctx.libexec_dir);
   char* argv[] = {binary.data(), a1.data(), a2.data(), nullptr};
+  // Only the variables the services and the reaper need (environment.h),
+  // never the whole environment of the shell that ran `lazaret up`.
+  std::vector<std::string> env_storage = supervisor::ServiceEnvironment(environ);
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
   if (foreground) {
-    execv(binary.c_str(), argv);
+    execve(binary.c_str(), argv, envp.data());
     std::perror("lazaret up: execv");
     return 1;
   }
@@ -151,7 +160,7 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, binary.c_str(), &fa, &attr, argv, environ);
+  const int rc = posix_spawn(&pid, binary.c_str(), &fa, &attr, argv, envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

@@ -91,6 +91,34 @@ class SessionDir {
   bool removed_ = false;
 };
 
+// This session's entry in the supervisor's session registry, from the
+// owning `lazaret run` (services/supervisor/registry.h). The supervisor
+// watches this process through a pidfd it takes from the connection itself
+// and reaps the session the moment the process is gone.
+class SessionRegistration {
+ public:
+  // RegisterSession; refused (fail closed) when the supervisor is not up or
+  // does not accept the record. The error says why and what to do.
+  static absl::StatusOr<std::unique_ptr<SessionRegistration>> Register(
+      const std::string& runtime_dir, const SessionRecord& record);
+  // AttachSessionRouter: the supervisor holds the router once this is OK.
+  absl::Status AttachRouter();
+  // GetSession: OK while the supervisor still knows the session.
+  absl::Status Check();
+  // UnregisterSession, once the session is torn down and written back.
+  absl::Status Unregister();
+
+ private:
+  SessionRegistration(std::string socket, std::string id)
+      : socket_(std::move(socket)), id_(std::move(id)) {}
+  std::string socket_;
+  std::string id_;
+};
+
+// StopSession: asks the owner of a registered session to end it, through
+// the supervisor (which signals it by pidfd). Returns the owner's pid.
+absl::StatusOr<int> StopRegisteredSession(const std::string& runtime_dir, const std::string& id);
+
 // A session directory found on disk.
 struct FoundSession {
   std::string id;

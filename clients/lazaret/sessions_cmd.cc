@@ -1,8 +1,11 @@
-// `lazaret ps`, `lazaret stop SESSION` and `lazaret clean`: the sessions of
-// this Lazaret instance (this runtime directory), found by their session
-// directories and by the labels on their containers. Runs in the user's
-// terminal. A session whose directory lock is held belongs to a live
-// `lazaret run` and is left to it (stop asks it to end with SIGTERM);
+// `lazaret ps`, `lazaret stop SESSION` and `lazaret clean [--session ID]`:
+// the sessions of this Lazaret instance (this runtime directory), found by
+// their session directories and by the labels on their containers. Runs in
+// the user's terminal, and `clean --session` also in the supervisor's
+// reaper (services/supervisor/reaper.h) when a session's owner died. A
+// session whose directory lock is held belongs to a live `lazaret run` and
+// is left to it (stop asks the supervisor's registry, which signals that
+// process through the pidfd it holds - never a pid read from a file);
 // anything else is what a crashed or killed CLI left behind.
 #include <signal.h>
 #include <time.h>
@@ -27,6 +30,7 @@
 #include "clients/lazaret/podman.h"
 #include "clients/lazaret/session.h"
 #include "clients/lazaret/workspace_scan.h"
+#include "services/supervisor/reaper.h"
 
 namespace lazaret::cli {
 namespace {
@@ -161,51 +165,51 @@ void ScanWorkspace(const SessionView& v, const std::optional<GitDirSnapshot>& sn
   }
 }
 
-// Removes what a dead session left: its containers (sandbox with the
-// sidecar), its directory, then imports the agent's commits it never did
-// and runs its end-of-session workspace scan.
+// Removes what a dead session left, in the order that keeps the agent's
+// work: its containers (by name, so a reap needs no listing: the sidecar
+// with everything in its network namespace, then any other container of
+// the session), then the Git Shadow write-back and the end-of-session
+// workspace scan it never did, and its directory last - so a reap cut short
+// is simply done again.
 bool Reap(const SessionView& v) {
   bool ok = true;
-  std::printf("session %s (profile %s):\n", v.id.c_str(), v.profile().c_str());
-  if (!v.containers.empty()) {
-    // Everything but the sidecar first (the sandbox lives in its network
-    // namespace), then the sidecar with anything still depending on it.
-    std::vector<absl::Status> results;
-    for (const auto& c : v.containers) {
-      if (c.role != kRoleSidecar) results.push_back(RemoveContainer(c.name, 0));
-    }
-    results.push_back(RemoveWithDependents(SidecarName(v.id), 0));
-    for (const auto& s : results) {
-      if (!s.ok()) {
-        std::printf("  %s\n", std::string(s.message()).c_str());
-        ok = false;
-      }
-    }
-    for (const auto& c : v.containers) {
-      std::printf("  removed container %s (%s)\n", c.name.c_str(), c.state.c_str());
+  std::printf("session %s (profile %s):
+", v.id.c_str(), v.profile().c_str());
+  std::vector<absl::Status> results;
+  results.push_back(RemoveWithDependents(SidecarName(v.id), 0));
+  results.push_back(RemoveContainer(SandboxName(v.id), 0));
+  for (const auto& c : v.containers) {
+    if (c.name != SidecarName(v.id) && c.name != SandboxName(v.id)) {
+      results.push_back(RemoveContainer(c.name, 0));
     }
   }
-  std::optional<GitDirSnapshot> snap;
-  if (v.dir.has_value()) snap = ReadSnapshot(v.dir->path);
-  if (v.dir.has_value()) {
-    if (absl::Status s = RemoveSessionTree(v.dir->path); !s.ok()) {
+  for (const auto& s : results) {
+    if (!s.ok()) {
       std::printf("  %s\n", std::string(s.message()).c_str());
       ok = false;
-    } else {
-      std::printf("  removed %s\n", v.dir->path.c_str());
-    }
-    if (v.dir->has_record && !v.dir->record.git_state_dir.empty()) {
-      PrintWriteBacks(WriteBackAll(v.dir->record.git_state_dir));
-    }
-    if (ok) {
-      ScanWorkspace(v, snap);
-    } else {
-      std::printf(
-          "  workspace scan not run while the session's containers may remain; run lazaret "
-          "clean again\n");
     }
   }
-  return ok;
+  for (const auto& c : v.containers) {
+    std::printf("  removed container %s (%s)\n", c.name.c_str(), c.state.c_str());
+  }
+  if (!v.dir.has_value()) return ok;
+  if (v.dir->has_record && !v.dir->record.git_state_dir.empty()) {
+    PrintWriteBacks(WriteBackAll(v.dir->record.git_state_dir));
+  }
+  if (ok) {
+    ScanWorkspace(v, ReadSnapshot(v.dir->path));
+  } else {
+    std::printf(
+        "  workspace scan not run while the session's containers may remain; run lazaret "
+        "clean again\n");
+  }
+  if (!ok) return false;
+  if (absl::Status s = RemoveSessionTree(v.dir->path); !s.ok()) {
+    std::printf("  %s\n", std::string(s.message()).c_str());
+    return false;
+  }
+  std::printf("  removed %s\n", v.dir->path.c_str());
+  return true;
 }
 
 // The session an argument names: the full id or a unique prefix.
@@ -270,12 +274,14 @@ int CmdStop(const Context& ctx, const std::vector<std::string>& args) {
     std::fprintf(stderr, "lazaret stop: %s\n", std::string(v.status().message()).c_str());
     return 1;
   }
-  if (v->owner_alive() && v->dir->has_record && v->dir->record.pid > 0) {
+  if (v->owner_alive()) {
     // The owning `lazaret run` tears its session down itself (and imports
-    // the agent's commits); wait until its directory is gone.
-    if (kill(v->dir->record.pid, SIGTERM) != 0) {
-      std::fprintf(stderr, "lazaret stop: signalling pid %d: %s\n", v->dir->record.pid,
-                   strerror(errno));
+    // the agent's commits); the supervisor signals it through its pidfd.
+    // Then wait until its directory is gone.
+    absl::StatusOr<int> pid = StopRegisteredSession(ctx.runtime_dir, v->id);
+    if (!pid.ok()) {
+      std::fprintf(stderr, "lazaret stop: session %s: %s\n", v->id.c_str(),
+                   std::string(pid.status().message()).c_str());
       return 1;
     }
     const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
@@ -293,9 +299,67 @@ int CmdStop(const Context& ctx, const std::vector<std::string>& args) {
   return Reap(*v) ? 0 : 1;
 }
 
+// `lazaret clean --session ID`: one session whose owner is dead, in the
+// order that keeps the agent's work: containers first (fast: by name, one
+// podman call for the sidecar and everything in its namespace), then the
+// Git Shadow write-back, and the session directory last - so a reap cut
+// short is simply done again. Exit 4 (kCleanOwnerAlive) for a live owner.
+int CleanOneSession(const Context& ctx, const std::string& id) {
+  if (!IsValidSessionId(id)) {
+    std::fprintf(stderr,
+                 "lazaret clean: '%s' is not a session id (12 lowercase hex digits, as lazaret ps "
+                 "shows; --session takes the whole id)\n",
+                 id.c_str());
+    return 2;
+  }
+  const std::string path = SessionPath(ctx.runtime_dir, id);
+  if (SessionOwnerAlive(path)) {
+    std::fprintf(stderr,
+                 "lazaret clean: session %s belongs to a live lazaret run; refusing to reap it "
+                 "(lazaret stop %s ends it)\n",
+                 id.c_str(), id.c_str());
+    return supervisor::kCleanOwnerAlive;
+  }
+  absl::StatusOr<std::vector<FoundSession>> dirs = FindSessionDirs(ctx.runtime_dir);
+  if (!dirs.ok()) {
+    std::fprintf(stderr, "lazaret clean: %s\n", std::string(dirs.status().message()).c_str());
+    return 1;
+  }
+  std::optional<FoundSession> dir;
+  for (FoundSession& d : *dirs) {
+    if (d.id == id) dir = std::move(d);
+  }
+  if (!dir.has_value()) {
+    // No directory: only containers carrying this instance's labels.
+    absl::StatusOr<std::map<std::string, SessionView>> all = CollectSessions(ctx);
+    if (!all.ok()) {
+      std::fprintf(stderr, "lazaret clean: %s\n", std::string(all.status().message()).c_str());
+      return 1;
+    }
+    auto it = all->find(id);
+    if (it == all->end()) {
+      std::printf("session %s: nothing left to reap\n", id.c_str());
+      return 0;
+    }
+    return Reap(it->second) ? 0 : 1;
+  }
+  if (dir->owner_alive) {
+    std::fprintf(stderr, "lazaret clean: session %s belongs to a live lazaret run\n", id.c_str());
+    return supervisor::kCleanOwnerAlive;
+  }
+  SessionView view;
+  view.id = id;
+  view.dir = *std::move(dir);
+  const bool ok = Reap(view);
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
 int CmdClean(const Context& ctx, const std::vector<std::string>& args) {
+  if (args.size() == 2 && args[0] == "--session") return CleanOneSession(ctx, args[1]);
   if (!args.empty()) {
-    std::fprintf(stderr, "lazaret clean: unexpected argument '%s'\nusage: lazaret clean\n",
+    std::fprintf(stderr,
+                 "lazaret clean: unexpected argument '%s'\nusage: lazaret clean [--session ID]\n",
                  args[0].c_str());
     return 2;
   }

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/common/log.h"
@@ -137,7 +138,23 @@ void GrpcUnixServer::AcceptLoop() {
     if (fds[1].revents != 0) return;
     if ((fds[0].revents & POLLIN) == 0) continue;
     int conn = accept4(listener_->fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0) continue;
+    if (conn < 0) {
+      const int e = errno;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        // The pending connection stays queued and poll() would report it
+        // again at once: without a pause this loop spins a core until a
+        // descriptor frees up. Wait (stoppable) and retry; log once per run.
+        if (!out_of_resources_) {
+          LAZ_LOG_WARNING << "accept on " << listener_->path() << ": " << std::strerror(e)
+                          << "; retrying every " << kAcceptBackoffMs << " ms";
+        }
+        out_of_resources_ = true;
+        pollfd wake{wake_fd_, POLLIN, 0};
+        if (poll(&wake, 1, kAcceptBackoffMs) > 0) return;
+      }
+      continue;
+    }
+    out_of_resources_ = false;
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
@@ -162,6 +179,33 @@ void GrpcUnixServer::Shutdown() {
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server_->Wait();
   listener_.reset();
+}
+
+absl::StatusOr<PeerProcess> PeerOfCall(const grpc::ServerContextBase& context) {
+  // GrpcUnixServer hands each accepted descriptor to gRPC, which names the
+  // peer "fd:<n>"; the descriptor stays open while a call on it runs.
+  const std::string peer = context.peer();
+  int fd = -1;
+  if (peer.rfind("fd:", 0) != 0 || !absl::SimpleAtoi(peer.substr(3), &fd) || fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot tell which process made this call (peer '", peer, "')"));
+  }
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return ErrnoStatus("SO_PEERCRED of the caller", errno);
+  }
+  // SO_PEERPIDFD (Linux 6.5): a pidfd of the very process that connected,
+  // taken by the kernel from the socket itself - no pid number in between
+  // that could have been reused.
+  int pidfd = -1;
+  len = sizeof(pidfd);
+  if (getsockopt(fd, SOL_SOCKET, kSoPeerPidfd, &pidfd, &len) != 0) {
+    const int e = errno;
+    if (e == ESRCH) return absl::FailedPreconditionError("the calling process has exited");
+    return ErrnoStatus("SO_PEERPIDFD of the caller (needs Linux 6.5 or later)", e);
+  }
+  return PeerProcess{.uid = cred.uid, .pid = cred.pid, .pidfd = pidfd};
 }
 
 std::shared_ptr<grpc::Channel> DialUnix(const std::string& socket_path) {

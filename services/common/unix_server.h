@@ -70,10 +70,29 @@ class GrpcUnixServer {
   std::unique_ptr<grpc::Server> server_;
   PeerPolicy peers_;
   int wake_fd_;
+  // accept4 failing for want of descriptors or memory: the accept loop
+  // waits this long before it tries again instead of spinning.
+  static constexpr int kAcceptBackoffMs = 100;
+  bool out_of_resources_ = false;  // accept thread only
   std::atomic<uint64_t> refused_{0};
   std::atomic<bool> stopped_{false};
   std::thread accept_thread_;
 };
+
+// SO_PEERPIDFD from <asm-generic/socket.h> (Linux 6.5); glibc 2.36 lacks it.
+inline constexpr int kSoPeerPidfd = 77;
+
+// The process at the other end of a call served by GrpcUnixServer.
+struct PeerProcess {
+  uid_t uid = 0;
+  pid_t pid = 0;  // in this process's pid namespace
+  int pidfd = -1;  // owned by the caller; refers to that process and no other
+};
+
+// Who made `context`'s call: the connection's SO_PEERCRED and a pidfd of
+// the connecting process (SO_PEERPIDFD). Only for servers started with
+// GrpcUnixServer; call it from inside the handler, while the call runs.
+absl::StatusOr<PeerProcess> PeerOfCall(const grpc::ServerContextBase& context);
 
 // A channel to a Lazaret service socket.
 std::shared_ptr<grpc::Channel> DialUnix(const std::string& socket_path);

@@ -11,6 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <sys/syscall.h>
+
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -30,6 +33,9 @@
 #include "services/configd/configd.h"
 #include "services/netpolicyd/netpolicyd.h"
 #include "services/supervisor/backoff.h"
+#include "services/supervisor/environment.h"
+#include "services/supervisor/reaper.h"
+#include "services/supervisor/registry.h"
 
 extern char** environ;
 
@@ -43,6 +49,11 @@ constexpr auto kHealthInterval = std::chrono::seconds(2);
 constexpr int kHealthTimeoutMs = 500;
 constexpr int kUnhealthyStrikes = 3;
 constexpr auto kStopGrace = std::chrono::seconds(5);
+// How long `lazaret down` lets live sessions end themselves (teardown and
+// Git Shadow write-back in their own `lazaret run`).
+constexpr auto kSessionStopGrace = std::chrono::seconds(30);
+// How long the reaper may take to finish what it was given at shutdown.
+constexpr auto kReaperDrainTimeout = std::chrono::seconds(60);
 
 template <size_t N>
 std::vector<std::string> CapNames(const std::array<cap_value_t, N>& caps) {
@@ -77,8 +88,17 @@ std::string DescribeExit(int wstatus) {
 
 class Supervisor final : public pb::SupervisorService::Service {
  public:
-  Supervisor(std::string runtime_dir, std::vector<ManagedService> services, int wake_fd)
-      : runtime_dir_(std::move(runtime_dir)), wake_fd_(wake_fd) {
+  Supervisor(std::string runtime_dir, std::vector<ManagedService> services, int wake_fd,
+             SessionRegistry* registry, int registry_wake_fd, ReaperProcess reaper,
+             std::vector<std::string> env)
+      : runtime_dir_(std::move(runtime_dir)),
+        wake_fd_(wake_fd),
+        registry_(registry),
+        registry_wake_fd_(registry_wake_fd),
+        reaper_(reaper),
+        env_storage_(std::move(env)) {
+    for (auto& e : env_storage_) envp_.push_back(e.data());
+    envp_.push_back(nullptr);
     for (auto& s : services) {
       Child c;
       c.socket = SocketPath(runtime_dir_, s.name);
@@ -126,15 +146,108 @@ class Supervisor final : public pb::SupervisorService::Service {
     return grpc::Status::OK;
   }
 
+  // ---- The session registry (registry.h) ----
+
+  grpc::Status RegisterSession(grpc::ServerContext* ctx, const pb::RegisterSessionRequest* req,
+                               pb::RegisterSessionResponse* resp) override {
+    absl::StatusOr<PeerProcess> peer = PeerOfCall(*ctx);
+    if (!peer.ok()) return ToGrpcStatus(peer.status());
+    absl::StatusOr<pb::SessionInfo> info = registry_->Register(req->record(), *peer);
+    if (!info.ok()) return ToGrpcStatus(info.status());
+    *resp->mutable_session() = *std::move(info);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status AttachSessionRouter(grpc::ServerContext* ctx,
+                                   const pb::AttachSessionRouterRequest* req,
+                                   pb::AttachSessionRouterResponse*) override {
+    absl::StatusOr<PeerProcess> peer = PeerOfCall(*ctx);
+    if (!peer.ok()) return ToGrpcStatus(peer.status());
+    close(peer->pidfd);
+    return ToGrpcStatus(registry_->Attach(req->id(), *peer));
+  }
+
+  grpc::Status UnregisterSession(grpc::ServerContext* ctx, const pb::UnregisterSessionRequest* req,
+                                 pb::UnregisterSessionResponse*) override {
+    absl::StatusOr<PeerProcess> peer = PeerOfCall(*ctx);
+    if (!peer.ok()) return ToGrpcStatus(peer.status());
+    close(peer->pidfd);
+    return ToGrpcStatus(registry_->Unregister(req->id(), *peer));
+  }
+
+  grpc::Status StopSession(grpc::ServerContext*, const pb::StopSessionRequest* req,
+                           pb::StopSessionResponse* resp) override {
+    absl::StatusOr<int> pid = registry_->Stop(req->id());
+    if (!pid.ok()) return ToGrpcStatus(pid.status());
+    resp->set_pid(*pid);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetSession(grpc::ServerContext*, const pb::GetSessionRequest* req,
+                          pb::SessionInfo* resp) override {
+    absl::StatusOr<pb::SessionInfo> info = registry_->Get(req->id());
+    if (!info.ok()) return ToGrpcStatus(info.status());
+    *resp = *std::move(info);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListSessions(grpc::ServerContext*, const pb::ListSessionsRequest*,
+                            pb::ListSessionsResponse* resp) override {
+    for (auto& s : registry_->List()) *resp->add_sessions() = std::move(s);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchSessions(grpc::ServerContext* ctx, const pb::WatchSessionsRequest*,
+                             grpc::ServerWriter<pb::SessionEvent>* writer) override {
+    const bool ok = registry_->Watch([&](const pb::SessionEvent& e) { return writer->Write(e); },
+                                     [&] { return ctx->IsCancelled(); });
+    if (!ok) {
+      return grpc::Status(grpc::StatusCode::ABORTED,
+                          "the watcher fell behind or went away; watch again");
+    }
+    return grpc::Status::OK;
+  }
+
+  // Every session directory left in the runtime directory by a `lazaret
+  // run` that died while no supervisor ran: the reaper removes each whose
+  // owner is gone (`lazaret clean --session` refuses a live one).
+  void ReapLeftoverSessions() {
+    const std::string dir = absl::StrCat(runtime_dir_, "/sessions");
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) return;
+    std::vector<std::string> ids;
+    while (dirent* e = readdir(d)) {
+      if (IsValidSessionId(e->d_name)) ids.emplace_back(e->d_name);
+    }
+    closedir(d);
+    for (const auto& id : ids) {
+      LAZ_LOG_INFO << "session " << id << " was left by an earlier run; reaping it if its owner "
+                   << "is gone";
+      SendToReaper(id);
+    }
+  }
+
   // The supervision loop. Returns when asked to stop.
   void Loop(int signal_fd) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (Child& c : children_) StartLocked(c);
     }
-    pollfd fds[2] = {{signal_fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    ReapLeftoverSessions();
+    std::vector<pollfd> fds;
+    std::vector<std::string> ids;
     while (true) {
-      if (poll(fds, 2, 200) < 0 && errno != EINTR) {
+      // Fixed slots first, then one pidfd per watched session owner.
+      fds = {{signal_fd, POLLIN, 0},
+             {wake_fd_, POLLIN, 0},
+             {registry_wake_fd_, POLLIN, 0},
+             {reaper_.result_fd, POLLIN, 0}};
+      ids.clear();
+      for (const auto& [id, pidfd] : registry_->WatchedPidfds()) {
+        fds.push_back({pidfd, POLLIN, 0});
+        ids.push_back(id);
+      }
+      if (poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) {
         LAZ_LOG_ERROR << "poll: " << std::strerror(errno);
         return;
       }
@@ -146,9 +259,70 @@ class Supervisor final : public pb::SupervisorService::Service {
           return;
         }
       }
+      if (fds[2].revents != 0) {
+        uint64_t n;
+        (void)!read(registry_wake_fd_, &n, sizeof(n));
+      }
+      for (size_t i = 4; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        // The owner is gone, however it ended: reap now.
+        if (registry_->BeginReap(ids[i - 4])) {
+          LAZ_LOG_WARNING << "session " << ids[i - 4]
+                          << ": its lazaret run is gone; reaping the session";
+          SendToReaper(ids[i - 4]);
+        }
+      }
+      if (fds[3].revents != 0 && !ReadReaperResult()) {
+        LAZ_LOG_ERROR << "the reaper is gone; without it no session can be reaped, so the "
+                         "supervisor stops (live sessions end themselves)";
+        return;
+      }
       Reap();
+      if (reaper_lost_) {
+        LAZ_LOG_ERROR << "the reaper exited; the supervisor stops (live sessions end themselves)";
+        return;
+      }
       Tick();
     }
+  }
+
+  // Before the services stop: every live session's owner is asked to end
+  // its session (its own teardown and write-back); an owner that died
+  // without unregistering is reaped; then the reaper finishes what it has.
+  void StopSessions() {
+    const int asked = registry_->StopAll();
+    if (asked > 0) LAZ_LOG_INFO << "asked " << asked << " live session(s) to end";
+    const auto deadline = Clock::now() + kSessionStopGrace;
+    while (!registry_->empty() && Clock::now() < deadline) {
+      std::vector<pollfd> fds = {{reaper_.result_fd, POLLIN, 0}};
+      std::vector<std::string> ids;
+      for (const auto& [id, pidfd] : registry_->WatchedPidfds()) {
+        fds.push_back({pidfd, POLLIN, 0});
+        ids.push_back(id);
+      }
+      poll(fds.data(), fds.size(), 100);
+      if (fds[0].revents != 0 && !ReadReaperResult()) break;
+      for (size_t i = 1; i < fds.size(); ++i) {
+        // Give the owner a moment to unregister after it ended normally.
+        if (fds[i].revents != 0 && registry_->BeginReap(ids[i - 1])) SendToReaper(ids[i - 1]);
+      }
+    }
+    registry_->ShutdownWatchers();
+    // EOF ends the reaper once it has done every request it was sent.
+    if (reaper_.request_fd >= 0) close(reaper_.request_fd);
+    reaper_.request_fd = -1;
+    const auto drain = Clock::now() + kReaperDrainTimeout;
+    while (!reaper_lost_ && Clock::now() < drain) {
+      pollfd p{reaper_.result_fd, POLLIN, 0};
+      if (poll(&p, 1, 100) > 0 && !ReadReaperResult()) break;
+    }
+    int status = 0;
+    if (!reaper_lost_ && waitpid(reaper_.pid, &status, WNOHANG) == 0) {
+      LAZ_LOG_WARNING << "the reaper did not finish in time; killing it";
+      kill(reaper_.pid, SIGKILL);
+      waitpid(reaper_.pid, &status, 0);
+    }
+    reaper_lost_ = true;
   }
 
   // SIGTERM to every service, SIGKILL after the grace period, then make sure
@@ -187,6 +361,40 @@ class Supervisor final : public pb::SupervisorService::Service {
     return false;
   }
 
+  void SendToReaper(const std::string& id) {
+    const std::string req = EncodeReapRequest(id);
+    if (reaper_.request_fd < 0 ||
+        write(reaper_.request_fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+      LAZ_LOG_ERROR << "session " << id << ": could not hand it to the reaper: "
+                    << std::strerror(errno) << "; run: lazaret clean";
+    }
+  }
+
+  // One result line from the reaper; false when the reaper is gone.
+  bool ReadReaperResult() {
+    char buf[kReapResultSize];
+    size_t got = 0;
+    while (got < sizeof(buf)) {
+      const ssize_t n = read(reaper_.result_fd, buf + got, sizeof(buf) - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+    }
+    auto result = ParseReapResult(std::string_view(buf, sizeof(buf)));
+    if (!result.has_value()) return false;
+    const auto& [id, code] = *result;
+    if (code == 0) {
+      LAZ_LOG_INFO << "session " << id << " reaped (containers removed, git written back)";
+    } else if (code == kCleanOwnerAlive) {
+      LAZ_LOG_INFO << "session " << id << ": its owner is alive; left alone";
+    } else {
+      LAZ_LOG_ERROR << "session " << id << ": reaping failed (lazaret clean --session exit "
+                    << code << "); see above, and run: lazaret clean";
+    }
+    registry_->Forget(id);
+    return true;
+  }
+
   static void RemoveStaleSocket(const std::string& path) {
     struct stat st {};
     if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path.c_str());
@@ -194,6 +402,7 @@ class Supervisor final : public pb::SupervisorService::Service {
 
   void StartLocked(Child& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     char** argv = c.argv.data();
+    char** envp = envp_.data();
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -206,7 +415,7 @@ class Supervisor final : public pb::SupervisorService::Service {
       signal(SIGPIPE, SIG_DFL);
       int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (devnull >= 0) dup2(devnull, 0);
-      execve(argv[0], argv, environ);
+      execve(argv[0], argv, envp);
       _exit(127);
     }
     if (pid < 0) {
@@ -232,6 +441,11 @@ class Supervisor final : public pb::SupervisorService::Service {
     int wstatus = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+      if (pid == reaper_.pid) {
+        LAZ_LOG_WARNING << "reaper (pid " << pid << ") " << DescribeExit(wstatus);
+        reaper_lost_ = true;
+        continue;
+      }
       for (Child& c : children_) {
         if (c.pid != pid) continue;
         c.pid = -1;
@@ -303,6 +517,13 @@ class Supervisor final : public pb::SupervisorService::Service {
 
   const std::string runtime_dir_;
   const int wake_fd_;
+  SessionRegistry* const registry_;
+  const int registry_wake_fd_;
+  ReaperProcess reaper_;  // loop thread only
+  bool reaper_lost_ = false;  // loop thread only
+  // The services' environment (environment.h), built once before any fork.
+  std::vector<std::string> env_storage_;
+  std::vector<char*> envp_;
   std::mutex mu_;
   std::vector<Child> children_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -310,6 +531,10 @@ class Supervisor final : public pb::SupervisorService::Service {
 
 // Holds the supervisor lock for the process lifetime: a second `lazaret up`
 // (or a second supervisor) finds it taken and leaves the running set alone.
+// The file is never removed: unlinking it would let a second supervisor
+// lock a new file at the same path while someone still holds the old one,
+// so that two supervisors each believe they own the runtime directory.
+// Only the flock says who owns it; the pid written in it is informational.
 class LockFile {
  public:
   static absl::StatusOr<std::unique_ptr<LockFile>> Acquire(const std::string& path) {
@@ -332,18 +557,36 @@ class LockFile {
       close(fd);
       return ErrnoStatus(absl::StrCat("writing ", path), e);
     }
-    return std::unique_ptr<LockFile>(new LockFile(fd, path));
+    return std::unique_ptr<LockFile>(new LockFile(fd));
   }
-  ~LockFile() {
-    unlink(path_.c_str());
-    close(fd_);
-  }
+  ~LockFile() { close(fd_); }
 
  private:
-  LockFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  explicit LockFile(int fd) : fd_(fd) {}
   int fd_;
-  std::string path_;
 };
+
+absl::StatusOr<std::string> SelfExe() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return ErrnoStatus("readlink /proc/self/exe", errno);
+  return std::string(self, n);
+}
+
+// The `lazaret` CLI the reaper runs: beside the services (a build tree) or
+// in the bin directory of the installation prefix.
+absl::StatusOr<std::string> FindCli(const std::string& libexec) {
+  for (const std::string& c :
+       {absl::StrCat(libexec, "/lazaret"), absl::StrCat(libexec, "/../../bin/lazaret")}) {
+    char resolved[4096];
+    if (realpath(c.c_str(), resolved) != nullptr && access(resolved, X_OK) == 0) {
+      return std::string(resolved);
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "the lazaret CLI is neither in ", libexec, " nor in ", libexec,
+      "/../../bin; the supervisor needs it to reap sessions. Install Lazaret completely"));
+}
 
 }  // namespace
 
@@ -383,6 +626,15 @@ absl::Status Run(const Options& options) {
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<UnixListener> listener,
                        UnixListener::Bind(SocketPath(runtime_dir, kSocketName)));
 
+  // The reaper, forked before the drop so it keeps what `lazaret up` had
+  // (reaper.h). Without one, no session could be reaped: refuse to start.
+  const std::vector<std::string> env = ServiceEnvironment(environ);
+  LAZ_ASSIGN_OR_RETURN(std::string cli, FindCli(libexec));
+  LAZ_ASSIGN_OR_RETURN(std::string self, SelfExe());
+  LAZ_ASSIGN_OR_RETURN(ReaperProcess reaper, StartReaper(self, cli, runtime_dir, env));
+  LAZ_LOG_INFO << "reaper started (pid " << reaper.pid << ", runs " << cli
+               << " clean --session ID)";
+
   caps::Declaration declaration{
       .required = {kCapabilities.begin(), kCapabilities.end()},
       .delegated = {kDelegatedCapabilities.begin(), kDelegatedCapabilities.end()}};
@@ -398,17 +650,23 @@ absl::Status Run(const Options& options) {
   if (sfd < 0) return ErrnoStatus("signalfd", errno);
   int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) return ErrnoStatus("eventfd", errno);
+  int registry_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (registry_wake < 0) return ErrnoStatus("eventfd", errno);
 
-  Supervisor supervisor(runtime_dir, std::move(services), wake);
+  SessionRegistry registry(runtime_dir, registry_wake);
+  Supervisor supervisor(runtime_dir, std::move(services), wake, &registry, registry_wake, reaper,
+                        env);
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<GrpcUnixServer> server,
                        GrpcUnixServer::Start(std::move(listener), {&supervisor},
                                              PeerPolicy{.allowed_uid = geteuid()}));
   LAZ_LOG_INFO << "supervising " << runtime_dir;
   supervisor.Loop(sfd);
+  supervisor.StopSessions();
   supervisor.StopAll(sfd);
   server->Shutdown();
   close(sfd);
   close(wake);
+  close(registry_wake);
   LAZ_LOG_INFO << "all services stopped";
   return absl::OkStatus();
 }

@@ -1,7 +1,12 @@
 // lazaret-supervisord: started by `lazaret up`. Launches the service set,
 // waits for each to report healthy, restarts a crashed one with backoff, and
-// answers GetStatus/Shutdown on supervisor.sock. Trusts only its owner (peer
-// uid check) and the binaries next to itself.
+// answers GetStatus/Shutdown on supervisor.sock. Owns the session registry
+// (registry.h): every `lazaret run` registers with it, and when that process
+// is gone the supervisor has its reaper (reaper.h, forked before the
+// capability drop) remove the session. At startup it reaps every session a
+// dead `run` left behind. Trusts only its owner (peer uid check) and the
+// binaries next to itself; a registering owner is still checked to be the
+// process it claims to be.
 #ifndef LAZARET_SERVICES_SUPERVISOR_SUPERVISOR_H_
 #define LAZARET_SERVICES_SUPERVISOR_SUPERVISOR_H_
 
@@ -39,8 +44,9 @@ struct Options {
   std::string libexec_dir;  // empty: the directory of this executable
 };
 
-// Runs until SIGINT/SIGTERM/SIGHUP or a Shutdown RPC, then stops every
-// service and removes every socket and the lock. Precondition: termination
+// Runs until SIGINT/SIGTERM/SIGHUP or a Shutdown RPC, then asks every live
+// session to end, lets the reaper finish, stops every service and removes
+// every socket (the lock file stays; only its flock is released). Precondition: termination
 // signals are blocked (BlockTerminationSignals) and no threads exist.
 absl::Status Run(const Options& options);
 

@@ -6,7 +6,10 @@
 // fixtures (tests/e2e/CMakeLists.txt). Runs as root.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -564,28 +567,214 @@ TEST_P(TeardownTest, SignalToLazaretLeavesNothingBehind) {
 INSTANTIATE_TEST_SUITE_P(Signals, TeardownTest, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
                          [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
 
-TEST_F(RunE2eTest, KillNineThenCleanLeavesNothingBehind) {
+// ---- The session registry: no sandbox without a live supervisor ----
+
+// A git workspace owned by the mode's user with one commit on main.
+void InitRepo(const std::string& repo) {
+  ASSERT_EQ(RunAs(repo, {"sh", "-c",
+                         "git init -q -b main . && echo a > a.txt && git add a.txt && "
+                         "git -c user.name=D -c user.email=d@x commit -qm 'first commit'"})
+                .exit_code,
+            0);
+}
+
+std::string HostBranchSubject(const std::string& repo, const std::string& branch) {
+  return Trim(RunAs(repo, {"git", "log", "-1", "--format=%s", branch}).out);
+}
+
+pid_t SupervisorPid() {
+  const std::string out = Lazaret("/", {"status", "--json"}).out;
+  const std::string key = "\"supervisor_pid\":";
+  const size_t at = out.find(key);
+  return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size());
+}
+
+// Measured on main: 12 s after `kill -9` of `lazaret run` both containers
+// still ran, until someone ran `lazaret clean`. Now the supervisor watches
+// the CLI through a pidfd and reaps at once: containers gone within 2 s,
+// and the commit the agent made is imported by the reaper's write-back.
+TEST_F(RunE2eTest, KillNineOfRunIsReapedWithinTwoSecondsAndItsCommitKept) {
+  InitRepo(ws_->path());
+  const std::string log = aux_->path() + "/run.log";
+  const pid_t pid = SpawnLazaret(
+      ws_->path(),
+      {"run", "--", "sh", "-c",
+       "git -c user.name=A -c user.email=a@x commit -q --allow-empty -m killed-agent-commit && "
+       "touch /workspace/committed && sleep 60"},
+      {}, log);
+  ASSERT_TRUE(test::WaitFor([&] { return Exists(ws_->path() + "/committed"); },
+                            std::chrono::seconds(90)))
+      << test::ReadFile(log);
+  const std::vector<std::string> ids = PsSessions();
+  ASSERT_EQ(ids.size(), 1u);
+  const std::string id = ids[0];
+  ASSERT_EQ(SessionContainers().size(), 2u);
+  const auto killed = std::chrono::steady_clock::now();
+  kill(pid, SIGKILL);
+  ASSERT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(30)));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+                             .count();
+  std::printf("containers gone %.2f s after kill -9 of lazaret run\n", seconds);
+  EXPECT_LT(seconds, 2.0);
+  WaitChild(pid, 10);
+  // The reaper writes back, then removes the session directory.
+  EXPECT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
+  EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-default"), "killed-agent-commit");
+  const std::string supervisor_log = test::ReadFile(Env().runtime_dir + "/supervisor.log");
+  EXPECT_THAT(supervisor_log, HasSubstr("session " + id + ": its lazaret run is gone"));
+  EXPECT_THAT(supervisor_log, HasSubstr("session " + id + " reaped"));
+  ExpectNoProcessesOf(id);
+  CommandResult again = Lazaret("/", {"clean"});
+  EXPECT_THAT(again.out, HasSubstr("Nothing to clean"));
+}
+
+// `lazaret stop` goes through the registry, which signals the owner by the
+// pidfd it took at registration: a pid written in session.json is never
+// signalled (here it names a decoy process, which must survive).
+TEST_F(RunE2eTest, StopSignalsTheRegisteredOwnerNeverAPidFromAFile) {
   const std::string log = aux_->path() + "/run.log";
   const pid_t pid = SpawnLazaret(ws_->path(), {"run", "--", "sleep", "300"}, {}, log);
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
-  kill(pid, SIGKILL);
-  WaitChild(pid, 30);
-  // What a killed CLI leaves: both containers and the session directory.
-  EXPECT_EQ(SessionContainers().size(), 2u);
-  EXPECT_TRUE(Contains(SessionDirs(), id));
-  CommandResult ps = Lazaret("/", {"ps"});
-  EXPECT_THAT(ps.out, HasSubstr("orphaned"));
-  CommandResult clean = Lazaret("/", {"clean"});
-  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
-  EXPECT_THAT(clean.out, HasSubstr(id));
+  const pid_t sleeper = fork();
+  if (sleeper == 0) {
+    execlp("sleep", "sleep", "120", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string record = Env().runtime_dir + "/sessions/" + id + "/session.json";
+  std::string json = test::ReadFile(record);
+  const std::string key = "\"pid\": " + std::to_string(pid);
+  ASSERT_NE(json.find(key), std::string::npos) << json;
+  json.replace(json.find(key), key.size(), "\"pid\": " + std::to_string(sleeper));
+  std::ofstream(record, std::ios::trunc) << json;
+  CommandResult stop = Lazaret("/", {"stop", id});
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_EQ(WaitChild(pid, 60), 128 + SIGTERM) << test::ReadFile(log);
+  int sleeper_status = 0;
+  EXPECT_EQ(waitpid(sleeper, &sleeper_status, WNOHANG), 0)
+      << "stop signalled the pid read from session.json";
+  kill(sleeper, SIGKILL);
+  waitpid(sleeper, nullptr, 0);
   EXPECT_TRUE(SessionContainers().empty());
-  EXPECT_TRUE(SessionDirs().empty());
-  EXPECT_THAT(test::ReadFile("/proc/mounts"), Not(HasSubstr(id)));
+}
+
+// Fail closed: with the config service up but no supervisor, nothing
+// starts - a sandbox that nobody would reap if this CLI died.
+TEST_F(RunE2eTest, RunRefusesToStartWithoutASupervisor) {
+  UserDir rt("rt");
+  chmod(rt.path().c_str(), 0700);
+  const pid_t configd = fork();
+  if (configd == 0) {
+    std::vector<std::string> argv =
+        AsMode({test::Binary("lazaret-configd"), "--runtime-dir=" + rt.path()});
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return Exists(rt.path() + "/configd.sock"); },
+                            std::chrono::seconds(20)));
+  CommandResult r =
+      Run({"run", "--", "sh", "-c", "touch /workspace/ran"}, {{"LAZARET_RUNTIME_DIR", rt.path()}});
+  kill(configd, SIGTERM);
+  waitpid(configd, nullptr, 0);
+  EXPECT_EQ(r.exit_code, 125) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("refusing to start: the supervisor does not answer"));
+  EXPECT_THAT(r.err, HasSubstr("lazaret up"));
+  EXPECT_FALSE(Exists(ws_->path() + "/ran"));
+  const std::string rt_path = rt.path();
+  CommandResult ps = Podman({"ps", "--all", "--format", "{{.Names}}", "--filter",
+                             "label=io.lazaret.runtime-dir=" + rt_path});
+  EXPECT_EQ(Trim(ps.out), "");
+}
+
+// The host's primary IPv4 address (a route lookup; no packet is sent).
+std::string HostAddress() {
+  const std::string out = test::Run({"ip", "-4", "-o", "route", "get", "192.0.2.1"}).out;
+  const size_t at = out.find(" src ");
+  if (at == std::string::npos) return "";
+  return Trim(out.substr(at + 5, out.find(' ', at + 5) - at - 5));
+}
+
+// Both the CLI and the supervisor killed: nobody can reap, so the router
+// closes the namespace the moment its last hold ends - a connect from
+// inside that worked a moment ago fails at once - and the next `lazaret up`
+// reaps the session, commits included.
+TEST_F(RunE2eTest, KillingTheCliAndTheSupervisorClosesTheNetworkAndUpReaps) {
+  const std::string host = HostAddress();
+  ASSERT_FALSE(host.empty());
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 512), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  // Accept and drop every connection, so the backlog never fills up.
+  struct Acceptor {
+    int fd;
+    std::thread thread;
+    ~Acceptor() {
+      shutdown(fd, SHUT_RDWR);
+      thread.join();
+      close(fd);
+    }
+  } acceptor{listener, std::thread([listener] {
+                int c;
+                while ((c = accept(listener, nullptr, nullptr)) >= 0) close(c);
+              })};
+  InitRepo(ws_->path());
+  const std::string log = aux_->path() + "/run.log";
+  // Each probe: a TCP connect to the host listener from a subshell, its
+  // outcome and how long it took in ms (bash's clock, no process started
+  // to read it), one line each. A refused connect takes milliseconds; one
+  // that hangs never writes its line, and the wait below times out.
+  const std::string probe =
+      "git -c user.name=A -c user.email=a@x commit -q --allow-empty -m closed-agent-commit; "
+      "while true; do s=$EPOCHREALTIME; "
+      "if (exec 3<>/dev/tcp/" + host + "/" + port + ") 2>/dev/null; "
+      "then r=ok; else r=fail; fi; e=$EPOCHREALTIME; "
+      "echo \"$r $(( (${e/./} - ${s/./}) / 1000 ))\" >> /workspace/probe.log; sleep 0.2; done";
+  const pid_t pid = SpawnLazaret(ws_->path(), {"run", "--", "bash", "-c", probe}, {}, log);
+  const std::string probe_log = ws_->path() + "/probe.log";
+  ASSERT_TRUE(test::WaitFor([&] { return test::ReadFile(probe_log).find("ok ") != std::string::npos; },
+                            std::chrono::seconds(90)))
+      << test::ReadFile(log) << test::ReadFile(probe_log);
+  const std::string id = PsSessions().at(0);
+  const pid_t supervisor = SupervisorPid();
+  ASSERT_GT(supervisor, 0);
+  ASSERT_EQ(kill(supervisor, SIGKILL), 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  WaitChild(pid, 10);
+  const size_t before = test::ReadFile(probe_log).size();
+  // The next probes fail, fast, and none succeeds again.
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        const std::string after = test::ReadFile(probe_log).substr(before);
+        return std::count(after.begin(), after.end(), '\n') >= 6;
+      },
+      std::chrono::seconds(30)))
+      << test::ReadFile(probe_log);
+  std::istringstream lines(test::ReadFile(probe_log).substr(before));
+  int n = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (++n <= 1) continue;  // one probe may have been under way at the kill
+    EXPECT_EQ(line.rfind("fail ", 0), 0u) << "a connect succeeded after both holders died: " << line;
+    EXPECT_LT(std::atoi(line.c_str() + 5), 1000)
+        << "a refused connect should fail fast: " << line << "\n" << test::ReadFile(probe_log);
+  }
+  // Nobody reaped yet: the sandbox is there, cut off.
+  EXPECT_EQ(SessionContainers().size(), 2u);
+  // The next `lazaret up` reaps what its owner left.
+  CommandResult up = Lazaret("/", {"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)));
+  EXPECT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
+  EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-default"), "closed-agent-commit");
   ExpectNoProcessesOf(id);
-  CommandResult again = Lazaret("/", {"clean"});
-  EXPECT_EQ(again.exit_code, 0);
-  EXPECT_THAT(again.out, HasSubstr("Nothing to clean"));
 }
 
 TEST_F(RunE2eTest, PsListsALiveSessionAndStopEndsIt) {

@@ -1,6 +1,9 @@
 // `lazaret up` brings up the real service set; every service answers health
 // and reflection, holds exactly its declared capabilities, refuses other
 // uids, comes back after SIGKILL, and `lazaret down` leaves nothing behind.
+// The supervisor's session registry validates what registers, the lock
+// file is never replaced, and no service inherits `lazaret up`'s whole
+// environment.
 #include <dirent.h>
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
@@ -8,7 +11,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -21,6 +26,7 @@
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "helper/mount/mounthelper.h"
+#include "lazaret/common/v1/common.pb.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/brokerd/brokerd.h"
 #include "services/common/capabilities.h"
@@ -134,9 +140,15 @@ class ServiceSetTest : public ::testing::Test {
       std::string name = e->d_name;
       EXPECT_FALSE(name.size() > 5 && name.substr(name.size() - 5) == ".sock")
           << "socket left behind: " << name;
-      EXPECT_NE(name, supervisor::kLockFile) << "lock file left behind";
     }
     closedir(d);
+    // The lock file stays (it is never replaced, see LockFileIsNeverReplaced)
+    // but nobody holds it.
+    const int fd = open((rt_ + "/" + supervisor::kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "the supervisor lock is still held";
+      close(fd);
+    }
   }
 
   std::unique_ptr<TempDir> runtime_;
@@ -183,6 +195,7 @@ TEST_F(ServiceSetTest, SecondUpDoesNotStartASecondSet) {
     std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find("lazaret-supervisord") != std::string::npos &&
+        cmdline.find("--reaper") == std::string::npos &&
         cmdline.find(rt_ + " ") != std::string::npos) {
       ++count;
     }
@@ -312,6 +325,166 @@ TEST_F(ServiceSetTest, ConnectionFromAnotherUidIsRefused) {
   EXPECT_NE(text.find("from uid 0"), std::string::npos) << text;
 }
 
+// ---- The session registry ----
+
+common::v1::SessionRecord RecordOf(const std::string& id, pid_t pid) {
+  common::v1::SessionRecord r;
+  r.set_id(id);
+  r.set_profile("default");
+  r.set_workspace("/tmp");
+  r.set_git_state_dir("/tmp/state/git");
+  r.set_pid(pid);
+  r.set_started_unix(1700000000);
+  return r;
+}
+
+grpc::Status Register(const std::string& socket, const common::v1::SessionRecord& record) {
+  auto stub = sv::SupervisorService::NewStub(DialUnix(socket));
+  grpc::ClientContext cc;
+  cc.set_deadline(std::chrono::system_clock::now() + seconds(5));
+  sv::RegisterSessionRequest req;
+  *req.mutable_record() = record;
+  sv::RegisterSessionResponse resp;
+  return stub->RegisterSession(&cc, req, &resp);
+}
+
+std::vector<sv::SessionInfo> ListSessions(const std::string& socket) {
+  auto stub = sv::SupervisorService::NewStub(DialUnix(socket));
+  grpc::ClientContext cc;
+  cc.set_deadline(std::chrono::system_clock::now() + seconds(5));
+  sv::ListSessionsResponse resp;
+  EXPECT_TRUE(stub->ListSessions(&cc, sv::ListSessionsRequest(), &resp).ok());
+  return {resp.sessions().begin(), resp.sessions().end()};
+}
+
+TEST_F(ServiceSetTest, RegisterSessionValidatesIdOwnerAndDuplicates) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const std::string socket = rt_ + "/supervisor.sock";
+  grpc::Status bad_id = Register(socket, RecordOf("../../etc/x", getpid()));
+  EXPECT_EQ(bad_id.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad_id.error_message().find("session id"), std::string::npos);
+  // A record naming a process other than the caller (here: init).
+  grpc::Status other = Register(socket, RecordOf("0123456789ab", 1));
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED) << other.error_message();
+  ASSERT_TRUE(Register(socket, RecordOf("0123456789ab", getpid())).ok());
+  grpc::Status dup = Register(socket, RecordOf("0123456789ab", getpid()));
+  EXPECT_EQ(dup.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  std::vector<sv::SessionInfo> listed = ListSessions(socket);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].record().pid(), getpid());
+  EXPECT_EQ(listed[0].sidecar_container(), "lazaret-0123456789ab-sidecar");
+  EXPECT_EQ(listed[0].router_socket(), rt_ + "/sessions/0123456789ab/router/router.sock");
+  // This test process is the session's owner now: unregister, or `lazaret
+  // down` in TearDown asks it (SIGTERM) to end its session.
+  auto stub = sv::SupervisorService::NewStub(DialUnix(socket));
+  grpc::ClientContext cc;
+  sv::UnregisterSessionRequest req;
+  req.set_id("0123456789ab");
+  sv::UnregisterSessionResponse resp;
+  EXPECT_TRUE(stub->UnregisterSession(&cc, req, &resp).ok());
+  EXPECT_TRUE(ListSessions(socket).empty());
+}
+
+// Run by RegistrationFromAnotherUidIsRefused as another uid: tries to
+// register a session owned by itself.
+TEST(RegistryChildProcess, DISABLED_RegisterAsThisProcess) {
+  const char* socket = std::getenv("LAZARET_TEST_SUPERVISOR_SOCKET");
+  ASSERT_NE(socket, nullptr);
+  grpc::Status s = Register(socket, RecordOf("abcdefabcdef", getpid()));
+  std::printf("REGISTER-%s\n", s.ok() ? "OK" : "REFUSED");
+}
+
+TEST_F(ServiceSetTest, RegistrationFromAnotherUidIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to call as another uid";
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const std::string socket = rt_ + "/supervisor.sock";
+  // Take the file permissions out of the way: only the peer check is left.
+  ASSERT_EQ(chmod(runtime_->path().c_str(), 0711), 0);
+  ASSERT_EQ(chmod(rt_.c_str(), 0711), 0);
+  ASSERT_EQ(chmod(socket.c_str(), 0666), 0);
+  const std::string self = [] {
+    std::string p(4096, '\0');
+    p.resize(readlink("/proc/self/exe", p.data(), p.size()));
+    return p;
+  }();
+  CommandResult child =
+      test::Run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", self,
+           "--gtest_also_run_disabled_tests",
+           "--gtest_filter=RegistryChildProcess.DISABLED_RegisterAsThisProcess"},
+          {{"LAZARET_TEST_SUPERVISOR_SOCKET", socket}});
+  EXPECT_NE(child.out.find("REGISTER-REFUSED"), std::string::npos) << child.out << child.err;
+  EXPECT_TRUE(ListSessions(socket).empty());
+  const std::string log = test::ReadFile(rt_ + "/" + supervisor::kLogFile);
+  EXPECT_NE(log.find("refused connection on " + socket + " from uid 65534"), std::string::npos)
+      << log;
+}
+
+// ---- The lock and the environment ----
+
+// Whoever holds the lock owns the runtime directory, so the lock file must
+// be the same file for as long as anyone holds it: a supervisor that
+// unlinked it on its way out let the next one lock a fresh file at the same
+// path while another process (a supervisor that opened the old file during
+// the shutdown) still held the old one - two supervisors.
+TEST_F(ServiceSetTest, LockFileIsNeverReplaced) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const std::string lock = rt_ + "/" + supervisor::kLockFile;
+  // A late starter opens the lock file while the first still runs...
+  const int late = open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(late, 0);
+  ASSERT_EQ(Lazaret({"down"}).exit_code, 0);
+  // ...and gets it once the first is gone.
+  ASSERT_EQ(flock(late, LOCK_EX | LOCK_NB), 0);
+  // A supervisor starting now must see that lock as taken.
+  // (`timeout`: a supervisor that wrongly starts would otherwise run on.)
+  CommandResult second =
+      test::Run({"timeout", "20", Binary("lazaret-supervisord"), "--runtime-dir=" + rt_}, {});
+  EXPECT_EQ(second.exit_code, 3) << second.err;
+  EXPECT_NE(second.err.find("already up"), std::string::npos) << second.err;
+  close(late);
+}
+
+std::string EnvironOf(pid_t pid) {
+  std::string env = test::ReadFile("/proc/" + std::to_string(pid) + "/environ");
+  std::replace(env.begin(), env.end(), '\0', '\n');
+  return env;
+}
+
+// The reaper: the supervisor's child that runs with --reaper.
+pid_t ReaperOf(pid_t supervisor) {
+  DIR* proc = opendir("/proc");
+  pid_t found = -1;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    const std::string stat = test::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    const size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    const pid_t ppid = std::atoi(stat.c_str() + close_paren + 4);
+    if (ppid == supervisor && cmdline.find("--reaper") != std::string::npos) found = pid;
+  }
+  closedir(proc);
+  return found;
+}
+
+TEST_F(ServiceSetTest, ServicesGetAMinimalEnvironmentNotLazaretUps) {
+  env_["LAZARET_TEST_CANARY"] = "canary-value-31337";
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse st = Status();
+  std::vector<pid_t> pids = AllPids(st);
+  const pid_t reaper = ReaperOf(st.supervisor_pid());
+  ASSERT_GT(reaper, 0) << "no reaper process";
+  pids.push_back(reaper);
+  for (pid_t pid : pids) {
+    const std::string env = EnvironOf(pid);
+    SCOPED_TRACE("pid " + std::to_string(pid));
+    EXPECT_NE(env.find("PATH="), std::string::npos) << env;  // read for real
+    EXPECT_EQ(env.find("LAZARET_TEST_CANARY"), std::string::npos) << env;
+    EXPECT_EQ(env.find("canary-value-31337"), std::string::npos) << env;
+  }
+}
+
 // deploy/capabilities.toml restates every declared set; they must agree.
 TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
   toml::parse_result parsed = toml::parse_file(LAZARET_SOURCE_DIR "/deploy/capabilities.toml");
@@ -341,8 +514,11 @@ TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
   EXPECT_EQ(names("lazaret-supervisord", "capabilities"), sorted(code(supervisor::kCapabilities)));
   EXPECT_EQ(names("lazaret-supervisord", "delegated"),
             sorted(code(supervisor::kDelegatedCapabilities)));
+  // The reaper keeps what `lazaret up` had (reaper.h) and says so.
+  EXPECT_EQ(t["lazaret-reaper"]["keeps"].value_or(std::string()), "invoker");
+  EXPECT_EQ(t["lazaret-reaper"]["no_new_privs"].value_or(true), false);
   // Every binary in the manifest is one we know about, and vice versa.
-  EXPECT_EQ(t.size(), 6u);
+  EXPECT_EQ(t.size(), 7u);
 }
 
 }  // namespace
