@@ -840,8 +840,8 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
 //    (rename onto a mount point fails). At most kMaxProtectedEntries such
 //    entries; refs beyond that are visible through the session's
 //    packed-refs only, and moving them is dropped at import.
-// Records the branch, the protected entries and the visible values for
-// ImportLocked. Returns the protected entries.
+// Records the branch and the protected entries for ImportLocked. Returns the
+// protected entries.
 absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& state,
                                                            const RefMap& host,
                                                            const CheckedAgentBranch& branch,
@@ -881,7 +881,6 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& stat
     new_base[own] = h->second;
   }
   std::set<std::string> entries;
-  RefMap visible;
   size_t unprotected = 0;
   for (const auto& [name, oid] : host) {
     if (name == own) continue;
@@ -890,11 +889,13 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& stat
                                       " has a name Lazaret does not use; it is not shown inside"));
       continue;
     }
-    visible[name] = oid;
     const std::string entry = ProtectedEntry(name, own);
     if (entry.empty()) continue;
     if (entries.count(entry) == 0) {
-      if (entries.size() >= kMaxProtectedEntries) {
+      // The entry becomes a mount: a name podman cannot take unambiguously
+      // (a comma) stays visible through packed-refs only.
+      if (entries.size() >= kMaxProtectedEntries ||
+          !CheckMountablePath(entry, "branch").ok()) {
         ++unprotected;
         continue;
       }
@@ -904,13 +905,14 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& stat
   }
   if (unprotected != 0) {
     notices->push_back(absl::StrCat(
-        unprotected, " branches below lazaret/ are visible inside only through packed-refs (more "
-                     "than ", kMaxProtectedEntries, " groups); the session still cannot move them"));
+        unprotected,
+        " branches below lazaret/ are visible inside only through packed-refs (more than ",
+        kMaxProtectedEntries,
+        " groups, or a name with a comma); moving them inside is never imported"));
   }
   LAZ_RETURN_IF_ERROR(WriteStateLines(state, "branch", {own}));
   const std::vector<std::string> out(entries.begin(), entries.end());
   LAZ_RETURN_IF_ERROR(WriteStateLines(state, "protected", out));
-  LAZ_RETURN_IF_ERROR(WriteRefMapFile(state, "visible", visible));
   LAZ_RETURN_IF_ERROR(WriteRefMapFile(state, "base", new_base));
   return out;
 }
@@ -1034,6 +1036,19 @@ absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRep
                        ReadRegularFileAt(index_dir, Basename(view.index), 4ull << 30));
   LAZ_RETURN_IF_ERROR(WriteFileAt(session, "index", index));
   return true;
+}
+
+// The other refs below lazaret/ exactly as the session's packed-refs (just
+// written) shows them, so ImportLocked can tell an edit of that file from
+// the snapshot.
+absl::Status RecordVisibleRefs(const RepoState& state, const CheckedAgentBranch& branch,
+                               size_t hex_length) {
+  LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
+  LAZ_ASSIGN_OR_RETURN(std::string packed,
+                       ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes));
+  RefMap visible = PackedAgentRefs(packed, hex_length);
+  visible.erase(branch.relative());
+  return WriteRefMapFile(state, "visible", visible);
 }
 
 // Gitlinks (mode 160000) in the index of `git_dir`.
@@ -1264,6 +1279,7 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
     AddBind(&m, state.dotgit(), absl::StrCat(kSandboxWorkspace, "/.git"), true);
   }
   LAZ_ASSIGN_OR_RETURN(const bool has_index, WriteSessionFiles(repo, view, state));
+  LAZ_RETURN_IF_ERROR(RecordVisibleRefs(state, branch, repo.hex_length));
   m.push_back(TmpfsMount{g, "0755"});
   AddBind(&m, repo.common_dir, kSandboxGitShadow, true);
   AddBind(&m, state.session(), kSandboxGitSession, false);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -948,6 +949,27 @@ TEST_F(GitShadowTest, Sha256RepositoryWorks) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "agent256");
+}
+
+TEST_F(GitShadowTest, OtherLazaretBranchesAreBoundReadOnlyOverThemselves) {
+  const std::string repo = MakeRepo("repo");
+  HostGit(repo, "branch lazaret/agent-beta && git branch lazaret/review/1 && git branch "
+                "lazaret/odd,name");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string s = plan->write_back.repo_state_dir;
+  const std::vector<std::string> mounts = Describe(plan->mounts);
+  for (const char* entry : {"agent-beta", "review"}) {
+    const std::string bind =
+        absl::StrCat("ro ", s, "/refs/", entry, " /workspace/.git/refs/heads/lazaret/", entry);
+    EXPECT_NE(std::find(mounts.begin(), mounts.end(), bind), mounts.end())
+        << bind << "\n" << absl::StrJoin(mounts, "\n");
+  }
+  for (const auto& m : mounts) EXPECT_EQ(m.find(','), std::string::npos) << m;
+  EXPECT_NE(absl::StrJoin(plan->notices, "\n").find("a name with a comma"), std::string::npos)
+      << absl::StrJoin(plan->notices, "\n");
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(s + "/refs/review/1")).out),
+            HostGit(repo, "rev-parse lazaret/review/1"));
 }
 
 // THREATS "a session moves a ref outside its own branch": every other ref
