@@ -645,15 +645,26 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
       report->rejected.push_back(absl::StrCat("session packed-refs: ", packed.status().message()));
     }
   }
+  // Reported so that the same refs give the same lines every time (the
+  // runner prints each distinct line once): by name, and past the listing
+  // cap as one fixed line.
   const std::string own_name = own.empty() ? "none" : absl::StrCat("lazaret/", own);
-  for (size_t i = 0; i < strays.size() && i < kMaxStrayLines; ++i) {
-    report->rejected.push_back(absl::StrCat("lazaret/", strays[i], ": this session may move only ",
-                                            own_name, "; not imported"));
-  }
-  if (strays.size() > kMaxStrayLines || truncated) {
-    report->rejected.push_back(absl::StrCat(
-        truncated ? "more than " : "", strays.size() - std::min(strays.size(), kMaxStrayLines),
-        " further refs other than ", own_name, " were made inside; none is imported"));
+  if (truncated) {
+    report->rejected.push_back(absl::StrCat("more than ", kMaxRefFilesConsidered,
+                                            " refs other than ", own_name,
+                                            " were made inside; none is imported"));
+  } else {
+    std::sort(strays.begin(), strays.end());
+    for (size_t i = 0; i < strays.size() && i < kMaxStrayLines; ++i) {
+      report->rejected.push_back(absl::StrCat("lazaret/", strays[i],
+                                              ": this session may move only ", own_name,
+                                              "; not imported"));
+    }
+    if (strays.size() > kMaxStrayLines) {
+      report->rejected.push_back(absl::StrCat(strays.size() - kMaxStrayLines,
+                                              " further refs other than ", own_name,
+                                              " were made inside; none is imported"));
+    }
   }
 
   // 3. Decide against the host's value and the last agreed base.
