@@ -646,24 +646,18 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
     }
   }
   // Reported so that the same refs give the same lines every time (the
-  // runner prints each distinct line once): by name, and past the listing
-  // cap as one fixed line.
+  // runner prints each distinct line once): a few by name, more as one
+  // fixed line - a count would change with every ref the agent adds.
   const std::string own_name = own.empty() ? "none" : absl::StrCat("lazaret/", own);
-  if (truncated) {
-    report->rejected.push_back(absl::StrCat("more than ", kMaxRefFilesConsidered,
-                                            " refs other than ", own_name,
-                                            " were made inside; none is imported"));
+  if (truncated || strays.size() > kMaxStrayLines) {
+    report->rejected.push_back(absl::StrCat(
+        "more than ", truncated ? kMaxRefFilesConsidered : kMaxStrayLines, " refs other than ",
+        own_name, " were made or moved inside; none is imported"));
   } else {
     std::sort(strays.begin(), strays.end());
-    for (size_t i = 0; i < strays.size() && i < kMaxStrayLines; ++i) {
-      report->rejected.push_back(absl::StrCat("lazaret/", strays[i],
-                                              ": this session may move only ", own_name,
-                                              "; not imported"));
-    }
-    if (strays.size() > kMaxStrayLines) {
-      report->rejected.push_back(absl::StrCat(strays.size() - kMaxStrayLines,
-                                              " further refs other than ", own_name,
-                                              " were made inside; none is imported"));
+    for (const auto& name : strays) {
+      report->rejected.push_back(absl::StrCat("lazaret/", name, ": this session may move only ",
+                                              own_name, "; not imported"));
     }
   }
 

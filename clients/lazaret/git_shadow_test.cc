@@ -1196,7 +1196,7 @@ git for-each-ref refs/heads/lazaret/flood | wc -l
   EXPECT_EQ(HostGit(repo, "for-each-ref refs/heads/lazaret/flood"), "");
   EXPECT_EQ(report->rejected, std::vector<std::string>{
                                    "more than 1000 refs other than lazaret/agent-test were made "
-                                   "inside; none is imported"});
+                                   "or moved inside; none is imported"});
 }
 
 }  // namespace
