@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -142,11 +142,10 @@ std::string RepoKey(const std::string& common_dir) {
 }
 
 absl::StatusOr<Inspection> InspectRepo(const std::string& dir) {
-  LAZ_ASSIGN_OR_RETURN(GitResult probe,
-                       RunGitRaw(dir,
-                                 {"rev-parse", "--is-bare-repository", "--is-inside-git-dir",
-                                  "--is-inside-work-tree"},
-                                 kGitQueryTimeout));
+  LAZ_ASSIGN_OR_RETURN(GitResult probe, RunGitRaw(dir,
+                                                  {"rev-parse", "--is-bare-repository",
+                                                   "--is-inside-git-dir", "--is-inside-work-tree"},
+                                                  kGitQueryTimeout));
   if (probe.exit_code != 0) {
     if (absl::StrContains(probe.err, "not a git repository")) return Inspection{};
     return absl::FailedPreconditionError(
@@ -166,8 +165,10 @@ absl::StatusOr<Inspection> InspectRepo(const std::string& dir) {
   }
   LAZ_ASSIGN_OR_RETURN(
       std::string paths,
-      RunGit(dir, {"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
-                   "--git-common-dir", "--git-path", "index", "--show-object-format"}));
+      RunGit(dir,
+             {"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+              "--git-common-dir", "--git-path", "index", "--show-object-format"},
+             kGitQueryTimeout));
   const std::vector<std::string> p = Lines(paths);
   if (p.size() != 5) return absl::InternalError("unexpected git rev-parse output");
   Inspection out;
@@ -212,10 +213,11 @@ absl::Status CheckRepoLayout(const CheckedRepo& repo) {
 // Every host ref at or below refs/heads/lazaret. A branch named exactly
 // `lazaret` would collide with the agent namespace mount.
 absl::StatusOr<RefMap> HostAgentRefs(const std::string& common_dir) {
-  LAZ_ASSIGN_OR_RETURN(
-      std::string out,
-      RunGit(common_dir, {absl::StrCat("--git-dir=", common_dir), "for-each-ref",
-                          "--format=%(objectname) %(refname)", "refs/heads/lazaret"}));
+  LAZ_ASSIGN_OR_RETURN(std::string out,
+                       RunGit(common_dir,
+                              {absl::StrCat("--git-dir=", common_dir), "for-each-ref",
+                               "--format=%(objectname) %(refname)", "refs/heads/lazaret"},
+                              kGitQueryTimeout));
   RefMap refs;
   for (const auto& line : Lines(out)) {
     const size_t space = line.find(' ');
@@ -639,7 +641,9 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
           continue;
         }
         auto v = visible.find(name);
-        if (v == visible.end() || v->second != oid) strays.push_back(absl::StrCat(name, " (packed)"));
+        if (v == visible.end() || v->second != oid) {
+          strays.push_back(absl::StrCat(name, " (packed)"));
+        }
       }
     } else if (!absl::IsNotFound(packed.status())) {
       report->rejected.push_back(absl::StrCat("session packed-refs: ", packed.status().message()));
@@ -729,11 +733,11 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
         RunGitRaw(state.import(), {absl::StrCat("--git-dir=", state.import()), "index-pack", path},
                   kGitImportTimeout);
     if (indexed.ok() && indexed->exit_code == 0) continue;
-    const std::string why =
-        indexed.ok() ? std::string(absl::StripTrailingAsciiWhitespace(indexed->err))
-                     : std::string(indexed.status().message());
-    report->rejected.push_back(absl::StrCat("objects/", pack, ": not a valid pack (", why,
-                                            "); not imported"));
+    const std::string why = indexed.ok()
+                                ? std::string(absl::StripTrailingAsciiWhitespace(indexed->err))
+                                : std::string(indexed.status().message());
+    report->rejected.push_back(
+        absl::StrCat("objects/", pack, ": not a valid pack (", why, "); not imported"));
     unlink(path.c_str());
     // Remember this version of the file, so it is neither copied nor
     // indexed again.
@@ -847,12 +851,9 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
 //    packed-refs only, and moving them is dropped at import.
 // Records the branch and the protected entries for ImportLocked. Returns the
 // protected entries.
-absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& state,
-                                                           const RefMap& host,
-                                                           const CheckedAgentBranch& branch,
-                                                           const ImportOutcome& outcome,
-                                                           size_t hex_length,
-                                                           std::vector<std::string>* notices) {
+absl::StatusOr<std::vector<std::string>> SyncStateFromHost(
+    const RepoState& state, const RefMap& host, const CheckedAgentBranch& branch,
+    const ImportOutcome& outcome, size_t hex_length, std::vector<std::string>* notices) {
   const std::string own = branch.relative();
   LAZ_ASSIGN_OR_RETURN(RefMap base, ReadRefMapFile(state, "base", hex_length));
   RefMap new_base;
@@ -863,10 +864,10 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& stat
       if (base.count(name) != 0) new_base[name] = base[name];
       continue;
     }
-    notices->push_back(absl::StrCat(
-        "the last session's lazaret/", name, " (", oid,
-        ") could not be imported and this session works on ", branch.short_name(),
-        "; run a session with --branch ", name, " (or `lazaret clean`) to retry it"));
+    notices->push_back(absl::StrCat("the last session's lazaret/", name, " (", oid,
+                                    ") could not be imported and this session works on ",
+                                    branch.short_name(), "; run a session with --branch ", name,
+                                    " (or `lazaret clean`) to retry it"));
   }
   {
     LAZ_ASSIGN_OR_RETURN(DirFd refs, DirFd::Open(state.refs()));
@@ -899,8 +900,7 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& stat
     if (entries.count(entry) == 0) {
       // The entry becomes a mount: a name podman cannot take unambiguously
       // (a comma) stays visible through packed-refs only.
-      if (entries.size() >= kMaxProtectedEntries ||
-          !CheckMountablePath(entry, "branch").ok()) {
+      if (entries.size() >= kMaxProtectedEntries || !CheckMountablePath(entry, "branch").ok()) {
         ++unprotected;
         continue;
       }
@@ -924,11 +924,10 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(const RepoState& stat
 
 // The commit the workspace's HEAD points at, if it has one.
 absl::StatusOr<std::optional<std::string>> HeadCommit(const CheckedRepo& repo) {
-  LAZ_ASSIGN_OR_RETURN(GitResult r,
-                       RunGitRaw(repo.top,
-                                 {absl::StrCat("--git-dir=", repo.git_dir), "rev-parse", "--verify",
-                                  "-q", "HEAD^{commit}"},
-                                 kGitQueryTimeout));
+  LAZ_ASSIGN_OR_RETURN(GitResult r, RunGitRaw(repo.top,
+                                              {absl::StrCat("--git-dir=", repo.git_dir),
+                                               "rev-parse", "--verify", "-q", "HEAD^{commit}"},
+                                              kGitQueryTimeout));
   if (r.exit_code != 0) return std::optional<std::string>();
   std::string oid(absl::StripTrailingAsciiWhitespace(r.out));
   if (!IsObjectId(oid, repo.hex_length)) return absl::InternalError("unexpected HEAD output");
@@ -951,21 +950,23 @@ absl::Status EnsureAgentBranch(const CheckedRepo& repo, const RepoState& state,
                                       branch.short_name()));
       return absl::OkStatus();
     }
-    LAZ_RETURN_IF_ERROR(
-        RunGit(repo.common_dir, {git_dir, "update-ref", "-m", "lazaret: agent branch from HEAD",
-                                 branch.refname(), *head, std::string(repo.hex_length, '0')})
-            .status());
+    LAZ_RETURN_IF_ERROR(RunGit(repo.common_dir,
+                               {git_dir, "update-ref", "-m", "lazaret: agent branch from HEAD",
+                                branch.refname(), *head, std::string(repo.hex_length, '0')},
+                               kGitQueryTimeout)
+                            .status());
     (*host)[rel] = *head;
   } else if (fast_forward && head && current->second != *head) {
-    LAZ_ASSIGN_OR_RETURN(GitResult ancestor,
-                         RunGitRaw(repo.common_dir,
-                                   {git_dir, "merge-base", "--is-ancestor", current->second, *head},
-                                   kGitImportTimeout));
+    LAZ_ASSIGN_OR_RETURN(
+        GitResult ancestor,
+        RunGitRaw(repo.common_dir, {git_dir, "merge-base", "--is-ancestor", current->second, *head},
+                  kGitImportTimeout));
     if (ancestor.exit_code == 0) {
-      LAZ_RETURN_IF_ERROR(
-          RunGit(repo.common_dir, {git_dir, "update-ref", "-m", "lazaret: fast-forward to HEAD",
-                                   branch.refname(), *head, current->second})
-              .status());
+      LAZ_RETURN_IF_ERROR(RunGit(repo.common_dir,
+                                 {git_dir, "update-ref", "-m", "lazaret: fast-forward to HEAD",
+                                  branch.refname(), *head, current->second},
+                                 kGitQueryTimeout)
+                              .status());
       current->second = *head;
     } else {
       notices->push_back(
@@ -1019,10 +1020,11 @@ absl::Status EnsureHostMountPoints(const CheckedRepo& repo) {
 // Returns whether there is an index.
 absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRepo& view,
                                        const RepoState& state) {
-  LAZ_ASSIGN_OR_RETURN(
-      std::string refs,
-      RunGit(repo.common_dir, {absl::StrCat("--git-dir=", repo.common_dir), "for-each-ref",
-                               "--format=%(objectname) %(refname)"}));
+  LAZ_ASSIGN_OR_RETURN(std::string refs,
+                       RunGit(repo.common_dir,
+                              {absl::StrCat("--git-dir=", repo.common_dir), "for-each-ref",
+                               "--format=%(objectname) %(refname)"},
+                              kGitQueryTimeout));
   RefMap sorted;  // bytewise order, as the "sorted" trait requires
   for (const auto& line : Lines(refs)) {
     const size_t space = line.find(' ');
@@ -1059,9 +1061,11 @@ absl::Status RecordVisibleRefs(const RepoState& state, const CheckedAgentBranch&
 // Gitlinks (mode 160000) in the index of `git_dir`.
 absl::StatusOr<std::vector<std::string>> Gitlinks(const std::string& git_dir,
                                                   const std::string& work_tree) {
-  LAZ_ASSIGN_OR_RETURN(std::string out, RunGit(work_tree, {absl::StrCat("--git-dir=", git_dir),
-                                                           absl::StrCat("--work-tree=", work_tree),
-                                                           "ls-files", "--stage", "-z"}));
+  LAZ_ASSIGN_OR_RETURN(std::string out, RunGit(work_tree,
+                                               {absl::StrCat("--git-dir=", git_dir),
+                                                absl::StrCat("--work-tree=", work_tree), "ls-files",
+                                                "--stage", "-z"},
+                                               kGitQueryTimeout));
   std::vector<std::string> paths;
   for (absl::string_view entry : absl::StrSplit(out, '\0')) {
     if (!absl::StartsWith(entry, "160000 ")) continue;
@@ -1154,11 +1158,11 @@ absl::StatusOr<CheckedRepo> EnsureAgentWorktree(const CheckedRepo& repo, const R
       absl::StrCat(state.worktrees(), "/", EncodeBranchDir(branch.short_name()));
   const std::string git_dir_arg = absl::StrCat("--git-dir=", repo.common_dir);
   if (!PathExists(dir)) {
-    LAZ_RETURN_IF_ERROR(RunGit(repo.top,
-                               {git_dir_arg, "worktree", "add", "--quiet", "--detach", "--lock",
-                                dir, tip->second},
-                               kGitCheckoutTimeout)
-                            .status());
+    LAZ_RETURN_IF_ERROR(
+        RunGit(repo.top,
+               {git_dir_arg, "worktree", "add", "--quiet", "--detach", "--lock", dir, tip->second},
+               kGitCheckoutTimeout)
+            .status());
   }
   LAZ_ASSIGN_OR_RETURN(Inspection wt, InspectRepo(dir));
   if (wt.kind != RepoKind::kRepo || wt.repo.common_dir != repo.common_dir || !wt.repo.linked()) {
@@ -1171,8 +1175,9 @@ absl::StatusOr<CheckedRepo> EnsureAgentWorktree(const CheckedRepo& repo, const R
     // Bring the worktree's (detached) HEAD and index to the branch tip;
     // its files - the agent's work - stay as they are.
     LAZ_RETURN_IF_ERROR(
-        RunGit(dir, {absl::StrCat("--git-dir=", wt.repo.git_dir), absl::StrCat("--work-tree=", dir),
-                     "reset", "--quiet", "--mixed", tip->second},
+        RunGit(dir,
+               {absl::StrCat("--git-dir=", wt.repo.git_dir), absl::StrCat("--work-tree=", dir),
+                "reset", "--quiet", "--mixed", tip->second},
                kGitCheckoutTimeout)
             .status());
   }

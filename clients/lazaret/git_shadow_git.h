@@ -50,7 +50,7 @@ absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<st
 // Like RunGitRaw, but a non-zero exit is an error carrying git's stderr.
 // Returns stdout.
 absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args,
-                                   std::chrono::milliseconds timeout = kGitQueryTimeout);
+                                   std::chrono::milliseconds timeout);
 
 }  // namespace lazaret::cli
 

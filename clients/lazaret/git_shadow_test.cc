@@ -745,9 +745,8 @@ TEST_F(GitShadowTest, AgentRefsThatAreNotOneObjectIdAreRejected) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = MakeRepo("repo");
   const std::string tip = HostGit(repo, "rev-parse HEAD");
-  for (const std::string& contents :
-       std::vector<std::string>{"ref: refs/heads/main", "garbage", absl::StrCat(tip, "\n", tip),
-                                std::string(40, '0')}) {
+  for (const std::string& contents : std::vector<std::string>{
+           "ref: refs/heads/main", "garbage", absl::StrCat(tip, "\n", tip), std::string(40, '0')}) {
     auto plan = Plan(repo);
     ASSERT_TRUE(plan.ok()) << plan.status();
     ShResult r = RunInSandbox(*plan, absl::StrCat("printf '%s\\n' ", ShellQuote(contents),
@@ -953,8 +952,9 @@ TEST_F(GitShadowTest, Sha256RepositoryWorks) {
 
 TEST_F(GitShadowTest, OtherLazaretBranchesAreBoundReadOnlyOverThemselves) {
   const std::string repo = MakeRepo("repo");
-  HostGit(repo, "branch lazaret/agent-beta && git branch lazaret/review/1 && git branch "
-                "lazaret/odd,name");
+  HostGit(repo,
+          "branch lazaret/agent-beta && git branch lazaret/review/1 && git branch "
+          "lazaret/odd,name");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::string s = plan->write_back.repo_state_dir;
@@ -963,7 +963,8 @@ TEST_F(GitShadowTest, OtherLazaretBranchesAreBoundReadOnlyOverThemselves) {
     const std::string bind =
         absl::StrCat("ro ", s, "/refs/", entry, " /workspace/.git/refs/heads/lazaret/", entry);
     EXPECT_NE(std::find(mounts.begin(), mounts.end(), bind), mounts.end())
-        << bind << "\n" << absl::StrJoin(mounts, "\n");
+        << bind << "\n"
+        << absl::StrJoin(mounts, "\n");
   }
   for (const auto& m : mounts) EXPECT_EQ(m.find(','), std::string::npos) << m;
   EXPECT_NE(absl::StrJoin(plan->notices, "\n").find("a name with a comma"), std::string::npos)
@@ -1067,8 +1068,9 @@ git update-ref refs/heads/lazaret/agent-beta HEAD && echo MADE-INSIDE
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-beta"), "beta-work");
   EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-alpha~1"), start);
   EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-beta~1"), start);
-  EXPECT_NE(absl::StrJoin(ra->rejected, "\n").find("lazaret/agent-beta: this session may move only "
-                                                   "lazaret/agent-alpha"),
+  EXPECT_NE(absl::StrJoin(ra->rejected, "\n")
+                .find("lazaret/agent-beta: this session may move only "
+                      "lazaret/agent-alpha"),
             std::string::npos)
       << absl::StrJoin(ra->rejected, "\n");
 }
@@ -1194,9 +1196,9 @@ git for-each-ref refs/heads/lazaret/flood | wc -l
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "real");
   EXPECT_EQ(HostGit(repo, "for-each-ref refs/heads/lazaret/flood"), "");
-  EXPECT_EQ(report->rejected, std::vector<std::string>{
-                                   "more than 1000 refs other than lazaret/agent-test were made "
-                                   "or moved inside; none is imported"});
+  EXPECT_EQ(report->rejected,
+            std::vector<std::string>{"more than 1000 refs other than lazaret/agent-test were made "
+                                     "or moved inside; none is imported"});
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ TEST(SubprocessTest, TimeoutKillsTheWholeProcessGroup) {
   // The grandchild keeps the output pipes open and would outlive a kill of
   // the child alone.
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<Captured> r = RunCaptured(
-      {"sh", "-c", "sleep 300 & echo $! > " + pid_file + "; wait"}, milliseconds(300));
+  absl::StatusOr<Captured> r =
+      RunCaptured({"sh", "-c", "sleep 300 & echo $! > " + pid_file + "; wait"}, milliseconds(300));
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();

@@ -68,8 +68,8 @@ class GitShadowE2eTest : public ::testing::Test {
     Sh("mkdir -p " + ShellQuote(base_->path() + "/home/.config/lazaret"));
     // Two more profiles, for sessions of different profiles on one repo.
     std::ofstream(base_->path() + "/home/.config/lazaret/config.toml")
-        << "[profiles.alpha]\nimage = \"" << kImage << "\"\n\n[profiles.beta]\nimage = \""
-        << kImage << "\"\n";
+        << "[profiles.alpha]\nimage = \"" << kImage << "\"\n\n[profiles.beta]\nimage = \"" << kImage
+        << "\"\n";
     const CommandResult help = Lazaret(base_->path(), {"run", "--help"});
     if (help.exit_code != 0 || help.out.find("usage: lazaret run") == std::string::npos) {
       *skip_reason_ =
@@ -553,9 +553,9 @@ git branch --list 'lazaret/*'
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-alpha"), "alpha-work");
   EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-beta"), beta);
   EXPECT_EQ(HostGit(repo, "rev-parse lazaret/review"), review);
-  EXPECT_NE(Sh("cd " + ShellQuote(repo) + " && git rev-parse -q --verify lazaret/agent-beta-2")
-                .exit_code,
-            0);
+  EXPECT_NE(
+      Sh("cd " + ShellQuote(repo) + " && git rev-parse -q --verify lazaret/agent-beta-2").exit_code,
+      0);
   for (const char* msg :
        {"lazaret/agent-beta (packed): this session may move only lazaret/agent-alpha",
         "lazaret/agent-beta-2: this session may move only lazaret/agent-alpha"}) {
@@ -636,8 +636,8 @@ date +%s.%N > .done
 )SH");
   const double flood_teardown = teardown_seconds(now());
   ASSERT_EQ(flood.exit_code, 0) << flood.out << flood.err;
-  for (const char* tick : {"imported-during-session-1", "imported-during-session-2",
-                           "imported-during-session-3"}) {
+  for (const char* tick :
+       {"imported-during-session-1", "imported-during-session-2", "imported-during-session-3"}) {
     EXPECT_NE(flood.out.find(tick), std::string::npos) << flood.out;
   }
   EXPECT_LT(flood_teardown, clean_teardown + 5)
