@@ -864,21 +864,19 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(
       if (base.count(name) != 0) new_base[name] = base[name];
       continue;
     }
-    notices->push_back(absl::StrCat("the last session's lazaret/", name, " (", oid,
-                                    ") could not be imported and this session works on ",
-                                    branch.short_name(), "; run a session with --branch ", name,
-                                    " (or `lazaret clean`) to retry it"));
+    // The last session's work is on another branch and only here: starting
+    // on this branch would drop it. Nothing is changed; `lazaret clean`
+    // retries it on its own branch.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the last session of this profile left work on lazaret/", name, " (", oid,
+        ") that could not be imported yet; run `lazaret clean` to retry the import, or start "
+        "this session with --branch ",
+        name, " to continue it (to discard it instead, remove ", state.refs(), "/", name, ")"));
   }
   {
     LAZ_ASSIGN_OR_RETURN(DirFd refs, DirFd::Open(state.refs()));
     LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(refs));
-    // The previous session's unimported work on another branch stays, so a
-    // later session on that branch can import it.
-    for (const auto& name : names) {
-      bool keep = false;
-      for (const auto& [u, oid] : outcome.unimported) keep |= u != own && IsAtOrBelow(u, name);
-      if (!keep) LAZ_RETURN_IF_ERROR(RemoveTreeAt(refs, name));
-    }
+    for (const auto& name : names) LAZ_RETURN_IF_ERROR(RemoveTreeAt(refs, name));
   }
   if (kept) {
     LAZ_RETURN_IF_ERROR(WriteRefFile(state.refs(), own, *kept));

@@ -1165,6 +1165,34 @@ TEST_F(GitShadowTest, FailedImportIsNotRetriedUntilSomethingChangesOrBackoffEnds
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "recovered");
 }
 
+// Work the last session left unimported on its branch is never dropped by
+// starting a session on another branch.
+TEST_F(GitShadowTest, UnimportedWorkOnAnotherBranchBlocksASessionOnADifferentBranch) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // A value no import can bring over (no such object).
+  ShResult r = RunInSandbox(
+      *plan, "echo 1234567890123456789012345678901234567890 > .git/refs/heads/lazaret/agent-test");
+  ASSERT_EQ(r.code, 0) << r.out;
+  plan = absl::CancelledError("session ended");  // releases its lease
+  auto other = Plan(repo, "fix-1");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("left work on lazaret/agent-test"), std::string::npos)
+      << other.status();
+  EXPECT_NE(other.status().message().find("--branch agent-test"), std::string::npos)
+      << other.status();
+  other = absl::CancelledError("refused");
+  // The same branch continues it; the work is still there.
+  auto same = Plan(repo);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(same->write_back.repo_state_dir +
+                                                "/refs/agent-test"))
+                             .out),
+            "1234567890123456789012345678901234567890");
+}
+
 TEST(GitShadowBackoffTest, DoublesFromTwoSecondsUpToFiveMinutes) {
   EXPECT_EQ(ImportBackoffSeconds(0), 0);
   EXPECT_EQ(ImportBackoffSeconds(1), 2);
