@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -726,13 +727,29 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
                                !report->mirror.packs_to_index.empty();
   // Packs get their index from `git index-pack` - the code git hardens for
   // packs from strangers - never from the sandbox.
+  // All of them share one time budget per write-back, so many slow packs
+  // cost one budget per tick, not one deadline each; a pack cut short by
+  // the budget (rather than by its own full deadline) is indexed next time.
   bool rejected_changed = false;
+  bool out_of_time = false;
+  const auto index_end = std::chrono::steady_clock::now() + options.index_budget;
   for (const auto& pack : report->mirror.packs_to_index) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        index_end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      out_of_time = true;
+      break;
+    }
+    const std::chrono::milliseconds deadline = std::min(left, kGitImportTimeout);
     const std::string path = absl::StrCat(state.import(), "/objects/", pack);
-    absl::StatusOr<GitResult> indexed =
-        RunGitRaw(state.import(), {absl::StrCat("--git-dir=", state.import()), "index-pack", path},
-                  kGitImportTimeout);
+    absl::StatusOr<GitResult> indexed = RunGitRaw(
+        state.import(), {absl::StrCat("--git-dir=", state.import()), "index-pack", path}, deadline);
     if (indexed.ok() && indexed->exit_code == 0) continue;
+    if (absl::IsDeadlineExceeded(indexed.status()) && deadline < kGitImportTimeout) {
+      out_of_time = true;
+      unlink(path.c_str());  // copied again, and indexed from the start, next time
+      break;
+    }
     const std::string why = indexed.ok()
                                 ? std::string(absl::StripTrailingAsciiWhitespace(indexed->err))
                                 : std::string(indexed.status().message());
@@ -755,6 +772,13 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
                            rejected_lines.end() - static_cast<ptrdiff_t>(kMaxRejectedPacks));
     }
     LAZ_RETURN_IF_ERROR(WriteStateLines(state, "rejected-packs", rejected_lines));
+  }
+
+  if (out_of_time) {
+    report->import_status = absl::DeadlineExceededError(absl::StrCat(
+        "indexing the sandbox's packs took longer than ", options.index_budget.count() / 1000,
+        " s; the rest is indexed at the next write-back"));
+    return outcome;
   }
 
   // 5. The same import failed before and nothing changed: do not fetch

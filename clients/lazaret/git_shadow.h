@@ -12,6 +12,7 @@
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -139,6 +140,9 @@ struct WriteBackOptions {
   // The session's last write-back (teardown, `lazaret clean`): an import in
   // backoff is retried once more, within the limit above.
   bool final_attempt = false;
+  // Time all `git index-pack` runs of one write-back may take together
+  // (each also has its own deadline); what is left is indexed next time.
+  std::chrono::milliseconds index_budget = std::chrono::seconds(60);
 };
 
 // Sweeps what the sandbox wrote (object store, agent refs, agent reflogs)

@@ -1193,6 +1193,34 @@ TEST_F(GitShadowTest, UnimportedWorkOnAnotherBranchBlocksASessionOnADifferentBra
             "1234567890123456789012345678901234567890");
 }
 
+// Packs share one indexing budget per write-back: when it runs out, the
+// import waits for the next write-back instead of running on, and nothing
+// is remembered as refused for having been cut short.
+TEST_F(GitShadowTest, PackIndexingHasOneTimeBudgetPerWriteBack) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+echo p > p.txt && git add p.txt && git commit -q -m packed-commit
+git repack -q -d
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  WriteBackOptions tight;
+  tight.index_budget = std::chrono::milliseconds(1);
+  auto cut = WriteBack(plan->write_back, tight);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(cut->import_status)) << cut->import_status;
+  EXPECT_FALSE(cut->fetched);
+  EXPECT_TRUE(cut->rejected.empty()) << absl::StrJoin(cut->rejected, "\n");
+  EXPECT_NE(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
+  auto next = WriteBack(plan->write_back);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE(next->import_status.ok()) << next->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
+}
+
 TEST(GitShadowBackoffTest, DoublesFromTwoSecondsUpToFiveMinutes) {
   EXPECT_EQ(ImportBackoffSeconds(0), 0);
   EXPECT_EQ(ImportBackoffSeconds(1), 2);
