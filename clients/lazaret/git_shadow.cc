@@ -5,9 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -27,7 +31,15 @@
 namespace lazaret::cli {
 namespace {
 
-constexpr size_t kMaxAgentRefs = 10000;
+// Files in the session's ref directory looked at per write-back: its own
+// branch is read by path; the rest is only reported (never imported).
+constexpr size_t kMaxRefFilesConsidered = 1000;
+// Lines about refs the session may not move, per write-back.
+constexpr size_t kMaxStrayLines = 20;
+// Other refs below refs/heads/lazaret/ bound read-only into one sandbox.
+constexpr size_t kMaxProtectedEntries = 256;
+// Refused packs remembered per repository state.
+constexpr size_t kMaxRejectedPacks = 1000;
 constexpr uint64_t kMaxPackedRefsBytes = 256ull << 20;
 constexpr size_t kMaxSubmodules = 1000;
 constexpr int kMaxSubmoduleDepth = 8;
@@ -131,9 +143,10 @@ std::string RepoKey(const std::string& common_dir) {
 }
 
 absl::StatusOr<Inspection> InspectRepo(const std::string& dir) {
-  LAZ_ASSIGN_OR_RETURN(GitResult probe,
-                       RunGitRaw(dir, {"rev-parse", "--is-bare-repository", "--is-inside-git-dir",
-                                       "--is-inside-work-tree"}));
+  LAZ_ASSIGN_OR_RETURN(GitResult probe, RunGitRaw(dir,
+                                                  {"rev-parse", "--is-bare-repository",
+                                                   "--is-inside-git-dir", "--is-inside-work-tree"},
+                                                  kGitQueryTimeout));
   if (probe.exit_code != 0) {
     if (absl::StrContains(probe.err, "not a git repository")) return Inspection{};
     return absl::FailedPreconditionError(
@@ -153,8 +166,10 @@ absl::StatusOr<Inspection> InspectRepo(const std::string& dir) {
   }
   LAZ_ASSIGN_OR_RETURN(
       std::string paths,
-      RunGit(dir, {"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
-                   "--git-common-dir", "--git-path", "index", "--show-object-format"}));
+      RunGit(dir,
+             {"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+              "--git-common-dir", "--git-path", "index", "--show-object-format"},
+             kGitQueryTimeout));
   const std::vector<std::string> p = Lines(paths);
   if (p.size() != 5) return absl::InternalError("unexpected git rev-parse output");
   Inspection out;
@@ -199,10 +214,11 @@ absl::Status CheckRepoLayout(const CheckedRepo& repo) {
 // Every host ref at or below refs/heads/lazaret. A branch named exactly
 // `lazaret` would collide with the agent namespace mount.
 absl::StatusOr<RefMap> HostAgentRefs(const std::string& common_dir) {
-  LAZ_ASSIGN_OR_RETURN(
-      std::string out,
-      RunGit(common_dir, {absl::StrCat("--git-dir=", common_dir), "for-each-ref",
-                          "--format=%(objectname) %(refname)", "refs/heads/lazaret"}));
+  LAZ_ASSIGN_OR_RETURN(std::string out,
+                       RunGit(common_dir,
+                              {absl::StrCat("--git-dir=", common_dir), "for-each-ref",
+                               "--format=%(objectname) %(refname)", "refs/heads/lazaret"},
+                              kGitQueryTimeout));
   RefMap refs;
   for (const auto& line : Lines(out)) {
     const size_t space = line.find(' ');
@@ -289,13 +305,18 @@ absl::Status RemoveRefFile(const std::string& root, const std::string& rel) {
   return RemoveTreeAt(dir, Basename(rel));
 }
 
-// The "base" file: for each agent ref, the value host and sandbox last
-// agreed on. A ref the sandbox moved away from its base is the agent's work
-// to import; one still at its base is left to the host.
-absl::StatusOr<RefMap> ReadBase(const RepoState& state, size_t hex_length) {
+// Ref maps Lazaret keeps in the state directory, "<oid> <name>" per line,
+// names relative to refs/heads/lazaret/:
+//  - "base": for the session's branch, the value host and sandbox last
+//    agreed on. Moved away from its base, it is the agent's work to import;
+//    still at its base, it is left to the host.
+//  - "visible": the other host refs below refs/heads/lazaret/ as the
+//    session saw them at its start (its packed-refs has them too).
+absl::StatusOr<RefMap> ReadRefMapFile(const RepoState& state, const std::string& file,
+                                      size_t hex_length) {
   RefMap base;
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-  auto text = ReadRegularFileAt(dir, "base", 64ull << 20);
+  auto text = ReadRegularFileAt(dir, file, 64ull << 20);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) return base;
     return text.status();
@@ -309,11 +330,11 @@ absl::StatusOr<RefMap> ReadBase(const RepoState& state, size_t hex_length) {
   return base;
 }
 
-absl::Status WriteBase(const RepoState& state, const RefMap& base) {
+absl::Status WriteRefMapFile(const RepoState& state, const std::string& file, const RefMap& refs) {
   std::string text;
-  for (const auto& [name, oid] : base) absl::StrAppend(&text, oid, " ", name, "\n");
+  for (const auto& [name, oid] : refs) absl::StrAppend(&text, oid, " ", name, "\n");
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-  return WriteFileAt(dir, "base", text, 0600);
+  return WriteFileAt(dir, file, text, 0600);
 }
 
 // An exclusive lock on one repository's state, held while sweeping,
@@ -454,11 +475,101 @@ absl::StatusOr<RepoState> PrepareRepoState(const std::string& state_dir, const C
 }
 
 struct ImportOutcome {
-  std::set<std::string> unimported;  // agent-moved refs still only in the sandbox state
+  // Agent-moved refs still only in the sandbox state, name -> object id.
+  RefMap unimported;
 };
+
+// Small files of Lazaret's own in the state directory (never mounted into
+// the sandbox): one entry per line.
+absl::StatusOr<std::vector<std::string>> ReadStateLines(const RepoState& state,
+                                                        const std::string& name) {
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
+  auto text = ReadRegularFileAt(dir, name, 16ull << 20);
+  if (!text.ok()) {
+    if (absl::IsNotFound(text.status())) return std::vector<std::string>();
+    return text.status();
+  }
+  return Lines(*text);
+}
+
+absl::Status WriteStateLines(const RepoState& state, const std::string& name,
+                             const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& l : lines) absl::StrAppend(&text, l, "\n");
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
+  return WriteFileAt(dir, name, text, 0600);
+}
+
+// The session's own branch below refs/heads/lazaret/ ("agent-alpha"), as
+// the last plan recorded it. Empty for state from before branches were
+// recorded: then nothing is imported.
+absl::StatusOr<std::string> ReadOwnBranch(const RepoState& state) {
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadStateLines(state, "branch"));
+  if (lines.empty()) return std::string();
+  if (lines.size() != 1 || !IsValidRefName(absl::StrCat(kAgentRefPrefix, lines[0]))) {
+    return absl::DataLossError(absl::StrCat(state.dir, "/branch is malformed"));
+  }
+  return lines[0];
+}
+
+// An import that failed, remembered so that the same work is not redone
+// every tick: the refs it tried, how often it failed, and when it may be
+// tried again (wall clock, seconds).
+struct ImportFailure {
+  std::string key;
+  int64_t count = 0;
+  int64_t retry_after = 0;
+  std::string message;
+};
+
+absl::StatusOr<ImportFailure> ReadImportFailure(const RepoState& state) {
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadStateLines(state, "import-failure"));
+  ImportFailure f;
+  if (lines.size() != 4 || !absl::SimpleAtoi(lines[1], &f.count) ||
+      !absl::SimpleAtoi(lines[2], &f.retry_after)) {
+    return f;  // none (or unreadable: then simply retried)
+  }
+  if (!absl::CUnescape(lines[3], &f.message)) return ImportFailure{};
+  f.key = lines[0];
+  return f;
+}
+
+absl::Status WriteImportFailure(const RepoState& state, const ImportFailure& f) {
+  if (f.key.empty()) {
+    LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
+    return RemoveTreeAt(dir, "import-failure");
+  }
+  return WriteStateLines(
+      state, "import-failure",
+      {f.key, absl::StrCat(f.count), absl::StrCat(f.retry_after), absl::CEscape(f.message)});
+}
+
+}  // namespace
+
+int64_t ImportBackoffSeconds(int64_t failures) {
+  if (failures <= 0) return 0;
+  int64_t s = kFirstBackoffSeconds;
+  for (int64_t i = 1; i < failures && s < kMaxBackoffSeconds; ++i) s *= 2;
+  return std::min(s, kMaxBackoffSeconds);
+}
+
+namespace {
+
+// Why ImportLocked may skip the fetch: the same refs failed to import
+// before, nothing in the object store changed since, and the backoff has
+// not run out (the final write-back of a session retries once more, unless
+// the same import already failed kFinalRetryLimit times).
+bool ShouldSkipFetch(const ImportFailure& last, const std::string& key, bool objects_changed,
+                     bool final_attempt, int64_t now) {
+  if (last.key != key || objects_changed) return false;
+  if (final_attempt) return last.count >= kFinalRetryLimit;
+  // A retry_after far in the future is a clock that went back: ignore it.
+  return now < last.retry_after && last.retry_after - now <= kMaxBackoffSeconds;
+}
 
 // Sweep, validate, decide and fetch. The caller holds the StateLock.
 absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const RepoState& state,
+                                           const WriteBackOptions& options,
                                            WriteBackReport* report) {
   const size_t hex_length = *ObjectIdLength(target.object_format);
   ImportOutcome outcome;
@@ -481,20 +592,42 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
   for (auto& r : removed_logs) report->removed.push_back(absl::StrCat("logs/", r));
   LAZ_RETURN_IF_ERROR(EnsureSandboxAlternates(state, &report->removed));
 
-  // 2. The agent's refs: valid names holding exactly one object id.
-  LAZ_ASSIGN_OR_RETURN(std::vector<RefFile> files, ListRefFiles(state.refs(), kMaxAgentRefs));
+  // 2. The session's own branch - the only ref it may move - holding exactly
+  // one object id. Read by its path, so no number of other files can hide it.
+  LAZ_ASSIGN_OR_RETURN(const std::string own, ReadOwnBranch(state));
   RefMap agent;
-  for (const auto& f : files) {
-    const std::optional<std::string> oid =
-        f.too_long ? std::nullopt : ParseLooseRef(f.contents, hex_length);
-    if (!IsValidRefName(absl::StrCat(kAgentRefPrefix, f.name)) || !oid) {
-      report->rejected.push_back(
-          absl::StrCat("lazaret/", absl::CHexEscape(f.name),
-                       ": not a valid ref name or not exactly one object id; removed"));
-      LAZ_RETURN_IF_ERROR(RemoveRefFile(state.refs(), f.name));
-      continue;
+  if (!own.empty()) {
+    auto loose = ReadRefFileAt(state.refs(), own);
+    std::optional<std::string> oid;
+    if (loose.ok() && loose->has_value()) oid = ParseLooseRef(**loose, hex_length);
+    if (!loose.ok() || (loose->has_value() && !oid)) {
+      report->rejected.push_back(absl::StrCat(
+          "lazaret/", own, ": not exactly one object id",
+          loose.ok() ? "" : absl::StrCat(" (", loose.status().message(), ")"), "; removed"));
+      LAZ_RETURN_IF_ERROR(RemoveRefFile(state.refs(), own));
+    } else if (oid) {
+      agent[own] = *oid;
     }
-    agent[f.name] = *oid;
+  }
+  // Every other ref the sandbox created or moved: never imported, reported.
+  // The refs of other sessions and of the developer are read-only binds
+  // inside (see SyncStateFromHost), so what is here was made inside.
+  LAZ_ASSIGN_OR_RETURN(const std::vector<std::string> protected_entries,
+                       ReadStateLines(state, "protected"));
+  LAZ_ASSIGN_OR_RETURN(const RefMap visible, ReadRefMapFile(state, "visible", hex_length));
+  std::vector<std::string> strays;
+  auto is_protected = [&](const std::string& name) {
+    for (const auto& e : protected_entries) {
+      if (IsAtOrBelow(name, e)) return true;
+    }
+    return false;
+  };
+  bool truncated = false;
+  LAZ_ASSIGN_OR_RETURN(std::vector<RefFile> files,
+                       ListRefFiles(state.refs(), kMaxRefFilesConsidered, &truncated));
+  for (const auto& f : files) {
+    if (f.name == own || is_protected(f.name)) continue;
+    strays.push_back(absl::CHexEscape(f.name));
   }
   // Agent refs that git moved into the session's packed-refs (`git
   // pack-refs`, or a loose ref deleted while a packed one remains). A loose
@@ -504,16 +637,38 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
     auto packed = ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes);
     if (packed.ok()) {
       for (const auto& [name, oid] : PackedAgentRefs(*packed, hex_length)) {
-        agent.emplace(name, oid);
+        if (name == own) {
+          agent.emplace(name, oid);
+          continue;
+        }
+        auto v = visible.find(name);
+        if (v == visible.end() || v->second != oid) {
+          strays.push_back(absl::StrCat(name, " (packed)"));
+        }
       }
     } else if (!absl::IsNotFound(packed.status())) {
       report->rejected.push_back(absl::StrCat("session packed-refs: ", packed.status().message()));
     }
   }
+  // Reported so that the same refs give the same lines every time (the
+  // runner prints each distinct line once): a few by name, more as one
+  // fixed line - a count would change with every ref the agent adds.
+  const std::string own_name = own.empty() ? "none" : absl::StrCat("lazaret/", own);
+  if (truncated || strays.size() > kMaxStrayLines) {
+    report->rejected.push_back(absl::StrCat(
+        "more than ", truncated ? kMaxRefFilesConsidered : kMaxStrayLines, " refs other than ",
+        own_name, " were made or moved inside; none is imported"));
+  } else {
+    std::sort(strays.begin(), strays.end());
+    for (const auto& name : strays) {
+      report->rejected.push_back(absl::StrCat("lazaret/", name, ": this session may move only ",
+                                              own_name, "; not imported"));
+    }
+  }
 
-  // 3. Decide, per ref, against the host's value and the last agreed base.
+  // 3. Decide against the host's value and the last agreed base.
   LAZ_ASSIGN_OR_RETURN(RefMap host, HostAgentRefs(target.host_common_dir));
-  LAZ_ASSIGN_OR_RETURN(RefMap base, ReadBase(state, hex_length));
+  LAZ_ASSIGN_OR_RETURN(RefMap base, ReadRefMapFile(state, "base", hex_length));
   struct Import {
     std::string source;  // name in the sandbox
     std::string dest;    // name on the host
@@ -549,69 +704,140 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
                                              "); the sandbox's is imported as lazaret/", rescue));
   }
   if (imports.empty()) {
-    if (base_changed) LAZ_RETURN_IF_ERROR(WriteBase(state, base));
+    if (base_changed) LAZ_RETURN_IF_ERROR(WriteRefMapFile(state, "base", base));
     return outcome;
   }
-  for (const auto& i : imports) outcome.unimported.insert(i.source);
+  for (const auto& i : imports) outcome.unimported[i.source] = i.oid;
 
-  // 4. Copy the sandbox's object files into T, R's own object directory.
+  // 4. Copy the sandbox's object files into T, R's own object directory,
+  // except packs index-pack refused before and unchanged since.
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> rejected_lines,
+                       ReadStateLines(state, "rejected-packs"));
+  std::set<std::string> rejected_packs(rejected_lines.begin(), rejected_lines.end());
+  MirrorLimits mirror_limits;
+  mirror_limits.skip_packs = &rejected_packs;
   if (absl::Status s = MirrorObjectFiles(state.objects(), state.import() + "/objects", hex_length,
-                                         MirrorLimits{}, &report->mirror);
+                                         mirror_limits, &report->mirror);
       !s.ok()) {
     report->import_status = s;
     return outcome;
   }
+  const bool objects_changed = report->mirror.files_copied != 0 ||
+                               report->mirror.files_removed != 0 ||
+                               !report->mirror.packs_to_index.empty();
   // Packs get their index from `git index-pack` - the code git hardens for
   // packs from strangers - never from the sandbox.
+  // All of them share one time budget per write-back, so many slow packs
+  // cost one budget per tick, not one deadline each; a pack cut short by
+  // the budget (rather than by its own full deadline) is indexed next time.
+  bool rejected_changed = false;
+  bool out_of_time = false;
+  const auto index_end = std::chrono::steady_clock::now() + options.index_budget;
   for (const auto& pack : report->mirror.packs_to_index) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        index_end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      out_of_time = true;
+      break;
+    }
+    const std::chrono::milliseconds deadline = std::min(left, kGitImportTimeout);
     const std::string path = absl::StrCat(state.import(), "/objects/", pack);
-    LAZ_ASSIGN_OR_RETURN(GitResult indexed,
-                         RunGitRaw(state.import(), {absl::StrCat("--git-dir=", state.import()),
-                                                    "index-pack", path}));
-    if (indexed.exit_code != 0) {
-      report->rejected.push_back(absl::StrCat("objects/", pack, ": not a valid pack (",
-                                              absl::StripTrailingAsciiWhitespace(indexed.err),
-                                              "); not imported"));
-      unlink(path.c_str());
+    absl::StatusOr<GitResult> indexed = RunGitRaw(
+        state.import(), {absl::StrCat("--git-dir=", state.import()), "index-pack", path}, deadline);
+    if (indexed.ok() && indexed->exit_code == 0) continue;
+    if (absl::IsDeadlineExceeded(indexed.status()) && deadline < kGitImportTimeout) {
+      out_of_time = true;
+      unlink(path.c_str());  // copied again, and indexed from the start, next time
+      break;
+    }
+    const std::string why = indexed.ok()
+                                ? std::string(absl::StripTrailingAsciiWhitespace(indexed->err))
+                                : std::string(indexed.status().message());
+    report->rejected.push_back(
+        absl::StrCat("objects/", pack, ": not a valid pack (", why, "); not imported"));
+    unlink(path.c_str());
+    // Remember this version of the file, so it is neither copied nor
+    // indexed again.
+    auto src = DirFd::Open(state.objects() + "/pack");
+    const std::optional<std::string> fp =
+        src.ok() ? RegularFileFingerprint(*src, Basename(pack)) : std::nullopt;
+    if (fp) {
+      rejected_lines.push_back(absl::StrCat(pack, " ", *fp));
+      rejected_changed = true;
     }
   }
-  // 5. R's refs: exactly the refs to import.
+  if (rejected_changed) {
+    if (rejected_lines.size() > kMaxRejectedPacks) {
+      rejected_lines.erase(rejected_lines.begin(),
+                           rejected_lines.end() - static_cast<ptrdiff_t>(kMaxRejectedPacks));
+    }
+    LAZ_RETURN_IF_ERROR(WriteStateLines(state, "rejected-packs", rejected_lines));
+  }
+
+  if (out_of_time) {
+    report->import_status = absl::DeadlineExceededError(absl::StrCat(
+        "indexing the sandbox's packs took longer than ", options.index_budget.count() / 1000,
+        " s; the rest is indexed at the next write-back"));
+    return outcome;
+  }
+
+  // 5. The same import failed before and nothing changed: do not fetch
+  // again until the backoff runs out.
+  std::string key;
+  for (const auto& i : imports) absl::StrAppend(&key, i.source, ":", i.dest, ":", i.oid, ";");
+  LAZ_ASSIGN_OR_RETURN(ImportFailure last, ReadImportFailure(state));
+  const int64_t now = time(nullptr);
+  if (ShouldSkipFetch(last, key, objects_changed, options.final_attempt, now)) {
+    report->backed_off = true;
+    report->import_status = absl::FailedPreconditionError(last.message);
+    return outcome;
+  }
+
+  // 6. R's refs: exactly the refs to import.
   {
     LAZ_ASSIGN_OR_RETURN(DirFd heads, DirFd::Open(state.import() + "/refs/heads"));
     LAZ_RETURN_IF_ERROR(RemoveTreeAt(heads, "lazaret"));
     LAZ_RETURN_IF_ERROR(EnsureDir(heads, "lazaret").status());
   }
-  std::vector<std::string> args = {absl::StrCat("--git-dir=", target.host_common_dir),
-                                   "-c",
-                                   "fetch.fsckObjects=true",
-                                   "-c",
-                                   "transfer.fsckObjects=true",
-                                   "-c",
-                                   "protocol.file.allow=always",
-                                   "-c",
-                                   "gc.auto=0",
-                                   "-c",
-                                   "maintenance.auto=false",
-                                   "-c",
-                                   "fetch.writeCommitGraph=false",
-                                   "fetch",
-                                   "--quiet",
-                                   "--no-tags",
-                                   "--no-write-fetch-head",
-                                   "--no-recurse-submodules",
-                                   "--no-auto-maintenance",
-                                   "--no-show-forced-updates",
-                                   state.import()};
+  const std::vector<std::string> args = {absl::StrCat("--git-dir=", target.host_common_dir),
+                                         "-c",
+                                         "fetch.fsckObjects=true",
+                                         "-c",
+                                         "transfer.fsckObjects=true",
+                                         "-c",
+                                         "protocol.file.allow=always",
+                                         "-c",
+                                         "gc.auto=0",
+                                         "-c",
+                                         "maintenance.auto=false",
+                                         "-c",
+                                         "fetch.writeCommitGraph=false",
+                                         "fetch",
+                                         "--quiet",
+                                         "--no-tags",
+                                         "--no-write-fetch-head",
+                                         "--no-recurse-submodules",
+                                         "--no-auto-maintenance",
+                                         "--no-show-forced-updates",
+                                         "--stdin",
+                                         state.import()};
+  // Refspecs on stdin: the command line stays the same size whatever the
+  // number of refs.
+  std::string refspecs;
   for (const auto& i : imports) {
     LAZ_RETURN_IF_ERROR(WriteRefFile(state.import() + "/refs/heads/lazaret", i.source, i.oid));
-    args.push_back(absl::StrCat("+", kAgentRefPrefix, i.source, ":", kAgentRefPrefix, i.dest));
+    absl::StrAppend(&refspecs, "+", kAgentRefPrefix, i.source, ":", kAgentRefPrefix, i.dest, "\n");
   }
-  // 6. Host git fetches from R: hooks off, fsck on every object.
-  LAZ_ASSIGN_OR_RETURN(GitResult fetch, RunGitRaw(target.host_common_dir, args));
+  // 7. Host git fetches from R: hooks off, fsck on every object.
+  absl::StatusOr<GitResult> fetch =
+      RunGitRaw(target.host_common_dir, args, kGitImportTimeout, &refspecs);
   report->fetched = true;
-  if (fetch.exit_code != 0) {
+  if (!fetch.ok()) {
+    report->import_status = absl::FailedPreconditionError(
+        absl::StrCat("importing the agent's refs failed: ", fetch.status().message()));
+  } else if (fetch->exit_code != 0) {
     report->import_status = absl::FailedPreconditionError(absl::StrCat(
-        "importing the agent's refs failed: ", absl::StripTrailingAsciiWhitespace(fetch.err)));
+        "importing the agent's refs failed: ", absl::StripTrailingAsciiWhitespace(fetch->err)));
   }
   LAZ_ASSIGN_OR_RETURN(RefMap after, HostAgentRefs(target.host_common_dir));
   for (const auto& i : imports) {
@@ -622,44 +848,108 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
     outcome.unimported.erase(i.source);
     if (i.source == i.dest) base[i.source] = i.oid;
   }
-  LAZ_RETURN_IF_ERROR(WriteBase(state, base));
+  LAZ_RETURN_IF_ERROR(WriteRefMapFile(state, "base", base));
+  if (!report->import_status.ok()) {
+    ImportFailure failure;
+    failure.key = key;
+    failure.count = last.key == key ? last.count + 1 : 1;
+    failure.retry_after = now + ImportBackoffSeconds(failure.count);
+    failure.message = std::string(report->import_status.message());
+    LAZ_RETURN_IF_ERROR(WriteImportFailure(state, failure));
+  } else if (!last.key.empty()) {
+    LAZ_RETURN_IF_ERROR(WriteImportFailure(state, ImportFailure{}));
+  }
   return outcome;
 }
 
-// Host is the truth at session start: the sandbox state gets exactly the
-// host's refs/heads/lazaret/*, except agent work an import could not bring
-// over (kept, so nothing is lost).
-absl::Status SyncStateFromHost(const RepoState& state, const RefMap& host,
-                               const ImportOutcome& outcome, size_t hex_length,
-                               std::vector<std::string>* notices) {
-  LAZ_ASSIGN_OR_RETURN(std::vector<RefFile> files, ListRefFiles(state.refs(), kMaxAgentRefs));
-  LAZ_ASSIGN_OR_RETURN(RefMap base, ReadBase(state, hex_length));
-  for (const auto& f : files) {
-    if (outcome.unimported.count(f.name) != 0) continue;
-    if (host.count(f.name) == 0) LAZ_RETURN_IF_ERROR(RemoveRefFile(state.refs(), f.name));
+// Host is the truth at session start. The sandbox's writable ref directory
+// (mounted at refs/heads/lazaret/) gets:
+//  - the session's own branch at the host's value - or, when an import
+//    could not bring the last session's work over, at that value, so nothing
+//    is lost;
+//  - a copy of every other host ref below refs/heads/lazaret/, each inside
+//    an entry (ProtectedEntry) the plan binds read-only over itself, so that
+//    inside they are visible and cannot be moved, deleted or shadowed
+//    (rename onto a mount point fails). At most kMaxProtectedEntries such
+//    entries; refs beyond that are visible through the session's
+//    packed-refs only, and moving them is dropped at import.
+// Records the branch and the protected entries for ImportLocked. Returns the
+// protected entries.
+absl::StatusOr<std::vector<std::string>> SyncStateFromHost(
+    const RepoState& state, const RefMap& host, const CheckedAgentBranch& branch,
+    const ImportOutcome& outcome, size_t hex_length, std::vector<std::string>* notices) {
+  const std::string own = branch.relative();
+  LAZ_ASSIGN_OR_RETURN(RefMap base, ReadRefMapFile(state, "base", hex_length));
+  RefMap new_base;
+  std::optional<std::string> kept;
+  for (const auto& [name, oid] : outcome.unimported) {
+    if (name == own) {
+      kept = oid;
+      if (base.count(name) != 0) new_base[name] = base[name];
+      continue;
+    }
+    // The last session's work is on another branch and only here: starting
+    // on this branch would drop it. Nothing is changed; `lazaret clean`
+    // retries it on its own branch.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the last session of this profile left work on lazaret/", name, " (", oid,
+        ") that could not be imported yet; run `lazaret clean` to retry the import, or start "
+        "this session with --branch ",
+        name, " to continue it (to discard it instead, remove ", state.refs(), "/", name, ")"));
   }
+  {
+    LAZ_ASSIGN_OR_RETURN(DirFd refs, DirFd::Open(state.refs()));
+    LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(refs));
+    for (const auto& name : names) LAZ_RETURN_IF_ERROR(RemoveTreeAt(refs, name));
+  }
+  if (kept) {
+    LAZ_RETURN_IF_ERROR(WriteRefFile(state.refs(), own, *kept));
+  } else if (auto h = host.find(own); h != host.end()) {
+    LAZ_RETURN_IF_ERROR(WriteRefFile(state.refs(), own, h->second));
+    new_base[own] = h->second;
+  }
+  std::set<std::string> entries;
+  size_t unprotected = 0;
   for (const auto& [name, oid] : host) {
-    if (outcome.unimported.count(name) != 0) continue;
+    if (name == own) continue;
     if (!IsValidRefName(absl::StrCat(kAgentRefPrefix, name))) {
       notices->push_back(absl::StrCat("host branch lazaret/", absl::CHexEscape(name),
                                       " has a name Lazaret does not use; it is not shown inside"));
       continue;
     }
+    const std::string entry = ProtectedEntry(name, own);
+    if (entry.empty()) continue;
+    if (entries.count(entry) == 0) {
+      // The entry becomes a mount: a name podman cannot take unambiguously
+      // (a comma) stays visible through packed-refs only.
+      if (entries.size() >= kMaxProtectedEntries || !CheckMountablePath(entry, "branch").ok()) {
+        ++unprotected;
+        continue;
+      }
+      entries.insert(entry);
+    }
     LAZ_RETURN_IF_ERROR(WriteRefFile(state.refs(), name, oid));
-    base[name] = oid;
   }
-  for (auto it = base.begin(); it != base.end();) {
-    it = (host.count(it->first) == 0 && outcome.unimported.count(it->first) == 0) ? base.erase(it)
-                                                                                  : std::next(it);
+  if (unprotected != 0) {
+    notices->push_back(absl::StrCat(
+        unprotected,
+        " branches below lazaret/ are visible inside only through packed-refs (more than ",
+        kMaxProtectedEntries,
+        " groups, or a name with a comma); moving them inside is never imported"));
   }
-  return WriteBase(state, base);
+  LAZ_RETURN_IF_ERROR(WriteStateLines(state, "branch", {own}));
+  const std::vector<std::string> out(entries.begin(), entries.end());
+  LAZ_RETURN_IF_ERROR(WriteStateLines(state, "protected", out));
+  LAZ_RETURN_IF_ERROR(WriteRefMapFile(state, "base", new_base));
+  return out;
 }
 
 // The commit the workspace's HEAD points at, if it has one.
 absl::StatusOr<std::optional<std::string>> HeadCommit(const CheckedRepo& repo) {
-  LAZ_ASSIGN_OR_RETURN(GitResult r,
-                       RunGitRaw(repo.top, {absl::StrCat("--git-dir=", repo.git_dir), "rev-parse",
-                                            "--verify", "-q", "HEAD^{commit}"}));
+  LAZ_ASSIGN_OR_RETURN(GitResult r, RunGitRaw(repo.top,
+                                              {absl::StrCat("--git-dir=", repo.git_dir),
+                                               "rev-parse", "--verify", "-q", "HEAD^{commit}"},
+                                              kGitQueryTimeout));
   if (r.exit_code != 0) return std::optional<std::string>();
   std::string oid(absl::StripTrailingAsciiWhitespace(r.out));
   if (!IsObjectId(oid, repo.hex_length)) return absl::InternalError("unexpected HEAD output");
@@ -682,20 +972,23 @@ absl::Status EnsureAgentBranch(const CheckedRepo& repo, const RepoState& state,
                                       branch.short_name()));
       return absl::OkStatus();
     }
-    LAZ_RETURN_IF_ERROR(
-        RunGit(repo.common_dir, {git_dir, "update-ref", "-m", "lazaret: agent branch from HEAD",
-                                 branch.refname(), *head, std::string(repo.hex_length, '0')})
-            .status());
+    LAZ_RETURN_IF_ERROR(RunGit(repo.common_dir,
+                               {git_dir, "update-ref", "-m", "lazaret: agent branch from HEAD",
+                                branch.refname(), *head, std::string(repo.hex_length, '0')},
+                               kGitQueryTimeout)
+                            .status());
     (*host)[rel] = *head;
   } else if (fast_forward && head && current->second != *head) {
-    LAZ_ASSIGN_OR_RETURN(GitResult ancestor,
-                         RunGitRaw(repo.common_dir, {git_dir, "merge-base", "--is-ancestor",
-                                                     current->second, *head}));
+    LAZ_ASSIGN_OR_RETURN(
+        GitResult ancestor,
+        RunGitRaw(repo.common_dir, {git_dir, "merge-base", "--is-ancestor", current->second, *head},
+                  kGitImportTimeout));
     if (ancestor.exit_code == 0) {
-      LAZ_RETURN_IF_ERROR(
-          RunGit(repo.common_dir, {git_dir, "update-ref", "-m", "lazaret: fast-forward to HEAD",
-                                   branch.refname(), *head, current->second})
-              .status());
+      LAZ_RETURN_IF_ERROR(RunGit(repo.common_dir,
+                                 {git_dir, "update-ref", "-m", "lazaret: fast-forward to HEAD",
+                                  branch.refname(), *head, current->second},
+                                 kGitQueryTimeout)
+                              .status());
       current->second = *head;
     } else {
       notices->push_back(
@@ -709,9 +1002,9 @@ absl::Status EnsureAgentBranch(const CheckedRepo& repo, const RepoState& state,
     return absl::OkStatus();
   }
   LAZ_RETURN_IF_ERROR(WriteRefFile(state.refs(), rel, (*host)[rel]));
-  LAZ_ASSIGN_OR_RETURN(RefMap base, ReadBase(state, repo.hex_length));
+  LAZ_ASSIGN_OR_RETURN(RefMap base, ReadRefMapFile(state, "base", repo.hex_length));
   base[rel] = (*host)[rel];
-  return WriteBase(state, base);
+  return WriteRefMapFile(state, "base", base);
 }
 
 // The mount points refs/heads/lazaret and logs/refs/heads/lazaret must
@@ -749,10 +1042,11 @@ absl::Status EnsureHostMountPoints(const CheckedRepo& repo) {
 // Returns whether there is an index.
 absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRepo& view,
                                        const RepoState& state) {
-  LAZ_ASSIGN_OR_RETURN(
-      std::string refs,
-      RunGit(repo.common_dir, {absl::StrCat("--git-dir=", repo.common_dir), "for-each-ref",
-                               "--format=%(objectname) %(refname)"}));
+  LAZ_ASSIGN_OR_RETURN(std::string refs,
+                       RunGit(repo.common_dir,
+                              {absl::StrCat("--git-dir=", repo.common_dir), "for-each-ref",
+                               "--format=%(objectname) %(refname)"},
+                              kGitQueryTimeout));
   RefMap sorted;  // bytewise order, as the "sorted" trait requires
   for (const auto& line : Lines(refs)) {
     const size_t space = line.find(' ');
@@ -773,12 +1067,27 @@ absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRep
   return true;
 }
 
+// The other refs below lazaret/ exactly as the session's packed-refs (just
+// written) shows them, so ImportLocked can tell an edit of that file from
+// the snapshot.
+absl::Status RecordVisibleRefs(const RepoState& state, const CheckedAgentBranch& branch,
+                               size_t hex_length) {
+  LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
+  LAZ_ASSIGN_OR_RETURN(std::string packed,
+                       ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes));
+  RefMap visible = PackedAgentRefs(packed, hex_length);
+  visible.erase(branch.relative());
+  return WriteRefMapFile(state, "visible", visible);
+}
+
 // Gitlinks (mode 160000) in the index of `git_dir`.
 absl::StatusOr<std::vector<std::string>> Gitlinks(const std::string& git_dir,
                                                   const std::string& work_tree) {
-  LAZ_ASSIGN_OR_RETURN(std::string out, RunGit(work_tree, {absl::StrCat("--git-dir=", git_dir),
-                                                           absl::StrCat("--work-tree=", work_tree),
-                                                           "ls-files", "--stage", "-z"}));
+  LAZ_ASSIGN_OR_RETURN(std::string out, RunGit(work_tree,
+                                               {absl::StrCat("--git-dir=", git_dir),
+                                                absl::StrCat("--work-tree=", work_tree), "ls-files",
+                                                "--stage", "-z"},
+                                               kGitQueryTimeout));
   std::vector<std::string> paths;
   for (absl::string_view entry : absl::StrSplit(out, '\0')) {
     if (!absl::StartsWith(entry, "160000 ")) continue;
@@ -871,9 +1180,11 @@ absl::StatusOr<CheckedRepo> EnsureAgentWorktree(const CheckedRepo& repo, const R
       absl::StrCat(state.worktrees(), "/", EncodeBranchDir(branch.short_name()));
   const std::string git_dir_arg = absl::StrCat("--git-dir=", repo.common_dir);
   if (!PathExists(dir)) {
-    LAZ_RETURN_IF_ERROR(RunGit(repo.top, {git_dir_arg, "worktree", "add", "--quiet", "--detach",
-                                          "--lock", dir, tip->second})
-                            .status());
+    LAZ_RETURN_IF_ERROR(
+        RunGit(repo.top,
+               {git_dir_arg, "worktree", "add", "--quiet", "--detach", "--lock", dir, tip->second},
+               kGitCheckoutTimeout)
+            .status());
   }
   LAZ_ASSIGN_OR_RETURN(Inspection wt, InspectRepo(dir));
   if (wt.kind != RepoKind::kRepo || wt.repo.common_dir != repo.common_dir || !wt.repo.linked()) {
@@ -886,8 +1197,10 @@ absl::StatusOr<CheckedRepo> EnsureAgentWorktree(const CheckedRepo& repo, const R
     // Bring the worktree's (detached) HEAD and index to the branch tip;
     // its files - the agent's work - stay as they are.
     LAZ_RETURN_IF_ERROR(
-        RunGit(dir, {absl::StrCat("--git-dir=", wt.repo.git_dir), absl::StrCat("--work-tree=", dir),
-                     "reset", "--quiet", "--mixed", tip->second})
+        RunGit(dir,
+               {absl::StrCat("--git-dir=", wt.repo.git_dir), absl::StrCat("--work-tree=", dir),
+                "reset", "--quiet", "--mixed", tip->second},
+               kGitCheckoutTimeout)
             .status());
   }
   return wt.repo;
@@ -961,7 +1274,8 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   LAZ_ASSIGN_OR_RETURN(StateLock lock, StateLock::Acquire(state));
   // Anything a previous session left unimported goes to the host first.
   WriteBackReport leftovers;
-  LAZ_ASSIGN_OR_RETURN(ImportOutcome outcome, ImportLocked(target, state, &leftovers));
+  LAZ_ASSIGN_OR_RETURN(ImportOutcome outcome,
+                       ImportLocked(target, state, WriteBackOptions{}, &leftovers));
   if (!leftovers.import_status.ok()) {
     plan.notices.push_back(absl::StrCat("a previous session's agent refs could not be imported (",
                                         leftovers.import_status.message(),
@@ -969,7 +1283,9 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   }
   for (const auto& c : leftovers.conflicts) plan.notices.push_back(c);
   LAZ_ASSIGN_OR_RETURN(RefMap host, HostAgentRefs(repo.common_dir));
-  LAZ_RETURN_IF_ERROR(SyncStateFromHost(state, host, outcome, repo.hex_length, &plan.notices));
+  LAZ_ASSIGN_OR_RETURN(
+      const std::vector<std::string> protected_entries,
+      SyncStateFromHost(state, host, branch, outcome, repo.hex_length, &plan.notices));
   LAZ_RETURN_IF_ERROR(
       EnsureAgentBranch(repo, state, branch, !request.worktree_mode, &host, &plan.notices));
   LAZ_RETURN_IF_ERROR(EnsureHostMountPoints(repo));
@@ -995,11 +1311,18 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
     AddBind(&m, state.dotgit(), absl::StrCat(kSandboxWorkspace, "/.git"), true);
   }
   LAZ_ASSIGN_OR_RETURN(const bool has_index, WriteSessionFiles(repo, view, state));
+  LAZ_RETURN_IF_ERROR(RecordVisibleRefs(state, branch, repo.hex_length));
   m.push_back(TmpfsMount{g, "0755"});
   AddBind(&m, repo.common_dir, kSandboxGitShadow, true);
   AddBind(&m, state.session(), kSandboxGitSession, false);
   AddBind(&m, repo.common_dir + "/refs", g + "/refs", true);
   AddBind(&m, state.refs(), g + "/refs/heads/lazaret", false);
+  // Other sessions' and the developer's refs below lazaret/: read-only over
+  // themselves (SyncStateFromHost).
+  for (const auto& entry : protected_entries) {
+    AddBind(&m, absl::StrCat(state.refs(), "/", entry),
+            absl::StrCat(g, "/refs/heads/lazaret/", entry), true);
+  }
   if (IsDirectoryPath(repo.common_dir + "/logs/refs")) {
     AddBind(&m, repo.common_dir + "/logs/refs", g + "/logs/refs", true);
   }
@@ -1025,7 +1348,8 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   return plan;
 }
 
-absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target) {
+absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target,
+                                          const WriteBackOptions& options) {
   if (!ObjectIdLength(target.object_format)) {
     return absl::InvalidArgumentError("write-back target has no object format");
   }
@@ -1043,7 +1367,7 @@ absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target) {
   const RepoState state{target.repo_state_dir};
   LAZ_ASSIGN_OR_RETURN(StateLock lock, StateLock::Acquire(state));
   WriteBackReport report;
-  LAZ_RETURN_IF_ERROR(ImportLocked(target, state, &report).status());
+  LAZ_RETURN_IF_ERROR(ImportLocked(target, state, options, &report).status());
   return report;
 }
 
@@ -1066,7 +1390,9 @@ absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBa
     auto target = ReadRecord(absl::StrCat(state_dir, "/", key));
     if (!target.ok()) continue;
     WriteBackReport report;
-    auto r = WriteBack(*target);
+    WriteBackOptions options;
+    options.final_attempt = true;
+    auto r = WriteBack(*target, options);
     if (r.ok()) {
       report = *std::move(r);
     } else {

@@ -12,6 +12,8 @@
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,7 +64,9 @@ struct WriteBackTarget {
 // (flock on <state>/in-use) from planning until the plan is destroyed, and
 // released by the kernel if the process dies. A second session of the same
 // profile on the same repository is refused while it is held, since both
-// would share the session files and the agent ref namespace.
+// would share the session files and the ref directory. Sessions of other
+// profiles have state of their own and run beside it; each can move only its
+// own branch.
 class StateLease {
  public:
   explicit StateLease(int fd) : fd_(fd) {}
@@ -97,10 +101,13 @@ struct GitShadowPlan {
 // What one WriteBack did.
 struct WriteBackReport {
   std::vector<std::string> removed;    // swept entries ("objects/ab/x: symlink, removed")
-  std::vector<std::string> rejected;   // agent refs not imported, and why
+  std::vector<std::string> rejected;   // refs and packs not imported, and why
   std::vector<std::string> imported;   // "lazaret/x <old> -> <new>"
   std::vector<std::string> conflicts;  // refs the host also moved; imported under another name
   bool fetched = false;                // host git fetch ran
+  // The same import failed before and nothing changed since: no fetch was
+  // tried (import_status repeats the last failure).
+  bool backed_off = false;
   MirrorStats mirror;
   // Why the import failed (fetch refused, limits exceeded); the sweep above
   // happened regardless.
@@ -111,16 +118,44 @@ struct WriteBackReport {
 // agent branch (from the host HEAD commit when missing; fast-forwarded to it
 // when it is an ancestor) and the refs/heads/lazaret mount point in the host
 // .git, imports anything a previous session left unimported, and returns the
-// mounts, environment and init flags. Refuses bare repositories, repos with
-// alternates, a branch named `lazaret`, non-absorbed submodules and agent
-// branch names git would not accept, each with a message saying what to do.
+// mounts, environment and init flags. The agent branch is the only ref the
+// session may move: every other refs/heads/lazaret/* ref is bound read-only
+// inside. Refuses bare repositories, repos with alternates, a branch named
+// `lazaret`, non-absorbed submodules and agent branch names git would not
+// accept, each with a message saying what to do.
 absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request);
 
+// Bounds on repeating a failed import (docs/git-shadow.md, "Write-back
+// bounds"): after the n-th failure of the same import (same refs and object
+// ids, no object file changed) the next fetch waits
+// ImportBackoffSeconds(n) - 2 s doubling up to 5 min.
+inline constexpr int64_t kFirstBackoffSeconds = 2;
+inline constexpr int64_t kMaxBackoffSeconds = 300;
+// The final write-back of a session retries an import in backoff, unless it
+// already failed this often.
+inline constexpr int64_t kFinalRetryLimit = 3;
+int64_t ImportBackoffSeconds(int64_t failures);
+
+struct WriteBackOptions {
+  // The session's last write-back (teardown, `lazaret clean`): an import in
+  // backoff is retried once more, within the limit above.
+  bool final_attempt = false;
+  // Time all `git index-pack` runs of one write-back may take together
+  // (each also has its own deadline); what is left is indexed next time.
+  std::chrono::milliseconds index_budget = std::chrono::seconds(60);
+};
+
 // Sweeps what the sandbox wrote (object store, agent refs, agent reflogs)
-// and imports the agent's new or moved refs and their objects into the host
-// repository with `git fetch` (hooks off, fsck on). Idempotent and cheap when
-// nothing changed (one `git for-each-ref`). Never deletes a host ref.
-absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target);
+// and imports the session's own branch and its objects into the host
+// repository with `git fetch` (hooks off, fsck on, refspecs on stdin, a
+// deadline on every git run). Any other ref made or moved inside is reported
+// in `rejected` and never imported. Idempotent and cheap when nothing
+// changed (one `git for-each-ref`); a pack `git index-pack` refused is not
+// copied or indexed again until the file changes, and a failed import is not
+// retried until something changed or its backoff ran out. Never deletes a
+// host ref.
+absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target,
+                                          const WriteBackOptions& options = {});
 
 // WriteBack for every repository recorded under `state_dir` (<profile_dir>/git):
 // what `lazaret clean` runs for sessions that did not end cleanly. A missing

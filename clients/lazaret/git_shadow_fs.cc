@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "clients/lazaret/git_shadow_refs.h"
 #include "services/common/status_util.h"
 
@@ -295,7 +296,7 @@ absl::Status SweepDir(const DirFd& dir, std::vector<std::string>& rel, SweepStat
 }
 
 absl::Status ListRefFilesIn(const DirFd& dir, const std::string& prefix, int depth,
-                            size_t max_files, std::vector<RefFile>* out) {
+                            size_t max_files, std::vector<RefFile>* out, bool* truncated) {
   if (depth > 64) return absl::ResourceExhaustedError("ref tree too deep");
   LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadDirNames(dir));
   for (const auto& name : names) {
@@ -305,9 +306,14 @@ absl::Status ListRefFilesIn(const DirFd& dir, const std::string& prefix, int dep
     if (S_ISDIR(st.st_mode)) {
       auto child = dir.OpenOwnChild(name);
       if (!child.ok()) continue;
-      LAZ_RETURN_IF_ERROR(ListRefFilesIn(*child, ref, depth + 1, max_files, out));
+      LAZ_RETURN_IF_ERROR(ListRefFilesIn(*child, ref, depth + 1, max_files, out, truncated));
+      if (truncated != nullptr && *truncated) return absl::OkStatus();
     } else if (S_ISREG(st.st_mode) && !absl::EndsWith(name, ".lock")) {
       if (out->size() >= max_files) {
+        if (truncated != nullptr) {
+          *truncated = true;
+          return absl::OkStatus();
+        }
         return absl::ResourceExhaustedError(absl::StrCat("more than ", max_files, " refs"));
       }
       RefFile f;
@@ -508,11 +514,46 @@ absl::Status WriteFileAt(const DirFd& dir, const std::string& name, const std::s
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RefFile>> ListRefFiles(const std::string& root, size_t max_files) {
+absl::StatusOr<std::vector<RefFile>> ListRefFiles(const std::string& root, size_t max_files,
+                                                  bool* truncated) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
   std::vector<RefFile> out;
-  LAZ_RETURN_IF_ERROR(ListRefFilesIn(dir, "", 0, max_files, &out));
+  if (truncated != nullptr) *truncated = false;
+  LAZ_RETURN_IF_ERROR(ListRefFilesIn(dir, "", 0, max_files, &out, truncated));
   return out;
+}
+
+absl::StatusOr<std::optional<std::string>> ReadRefFileAt(const std::string& root,
+                                                         const std::string& rel) {
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
+  const std::vector<std::string> parts = absl::StrSplit(rel, '/');
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    struct stat st {};
+    if (fstatat(dir.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) return std::optional<std::string>();
+      return ErrnoStatus(absl::StrCat("looking at ", rel), errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(parts[i], " is not a directory"));
+    }
+    LAZ_ASSIGN_OR_RETURN(dir, dir.OpenChild(parts[i]));
+  }
+  struct stat st {};
+  if (fstatat(dir.get(), parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return ErrnoStatus(absl::StrCat("looking at ", rel), errno);
+  }
+  LAZ_ASSIGN_OR_RETURN(std::string contents, ReadRegularFileAt(dir, parts.back(), 256));
+  return std::optional<std::string>(std::move(contents));
+}
+
+std::optional<std::string> RegularFileFingerprint(const DirFd& dir, const std::string& name) {
+  struct stat st {};
+  if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  return absl::StrCat(st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, " ",
+                      st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec, " ", st.st_ino);
 }
 
 absl::Status RemoveTreeAt(const DirFd& dir, const std::string& name) {
@@ -580,6 +621,12 @@ absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, s
       if (!IsPackFileName(name)) continue;
       uint64_t ignored = 0;
       if (!RegularFileSize(*from, base + ".pack", &ignored)) continue;
+      if (limits.skip_packs != nullptr) {
+        const std::optional<std::string> fp = RegularFileFingerprint(*from, base + ".pack");
+        if (fp && limits.skip_packs->count(absl::StrCat(sub, "/", base, ".pack ", *fp)) != 0) {
+          continue;  // refused before, unchanged since
+        }
+      }
       const uint64_t copied_before = stats->files_copied;
       LAZ_RETURN_IF_ERROR(copy(*from, to, sub, base + ".pack"));
       if (wanted.count({sub, base + ".pack"}) == 0) continue;

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,8 +116,22 @@ struct RefFile {
 };
 
 // Lists the regular files below `root` (a ref tree already swept), skipping
-// "*.lock". At most `max_files`.
-absl::StatusOr<std::vector<RefFile>> ListRefFiles(const std::string& root, size_t max_files);
+// "*.lock". At most `max_files`: with `truncated` null, more is an error;
+// otherwise the walk stops there and sets *truncated.
+absl::StatusOr<std::vector<RefFile>> ListRefFiles(const std::string& root, size_t max_files,
+                                                  bool* truncated = nullptr);
+
+// The loose ref file at `rel` ("a/b") below `root`, through descriptors,
+// never following a symlink: nullopt when nothing is there; an error when
+// something other than a regular file of at most 256 bytes is.
+absl::StatusOr<std::optional<std::string>> ReadRefFileAt(const std::string& root,
+                                                         const std::string& rel);
+
+// What identifies one version of the regular file `name` in `dir` without
+// reading it: "<size> <mtime> <ctime> <inode>". nullopt when it is not a
+// regular file. The sandbox can set an mtime back, but any write or rename
+// moves the ctime, which it cannot set.
+std::optional<std::string> RegularFileFingerprint(const DirFd& dir, const std::string& name);
 
 // Removes `name` below `dir` (recursively for a directory) without following
 // symlinks. Missing is fine.
@@ -135,6 +151,10 @@ struct MirrorLimits {
   uint64_t max_file_bytes = 4ull << 30;
   uint64_t max_total_bytes = 16ull << 30;
   uint64_t max_files = 2'000'000;
+  // Packs not to copy: "pack/pack-<id>.pack <RegularFileFingerprint>" of a
+  // pack in `src` that `git index-pack` already refused. A changed file has
+  // another fingerprint and is tried again.
+  const std::set<std::string>* skip_packs = nullptr;
 };
 
 // Makes `dst` (a directory Lazaret owns, never seen by the sandbox) hold a

@@ -41,7 +41,12 @@ std::vector<std::string> GitSafetyOptions() {
   return {"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"};
 }
 
-absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<std::string>& args) {
+absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<std::string>& args,
+                                    std::chrono::milliseconds timeout,
+                                    const std::string* stdin_data) {
+  if (timeout.count() <= 0) {
+    return absl::InvalidArgumentError("host git must run with a deadline");
+  }
   std::vector<std::string> argv = {"git"};
   for (auto& o : GitSafetyOptions()) argv.push_back(o);
   argv.insert(argv.end(), args.begin(), args.end());
@@ -49,7 +54,15 @@ absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<st
   SpawnOptions options;
   options.cwd = cwd;
   options.env = &env;
-  LAZ_ASSIGN_OR_RETURN(Captured c, RunCaptured(argv, options));
+  options.timeout = timeout;
+  options.stdin_data = stdin_data;
+  absl::StatusOr<Captured> run = RunCaptured(argv, options);
+  if (absl::IsDeadlineExceeded(run.status())) {
+    return absl::DeadlineExceededError(absl::StrCat("git ", args.empty() ? "" : args.back(),
+                                                    " (in ", cwd, ") ", run.status().message(),
+                                                    " and was killed"));
+  }
+  LAZ_ASSIGN_OR_RETURN(Captured c, std::move(run));
   GitResult result;
   result.exit_code = c.exit_code;
   result.out = std::move(c.out);
@@ -57,8 +70,9 @@ absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<st
   return result;
 }
 
-absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args) {
-  LAZ_ASSIGN_OR_RETURN(GitResult r, RunGitRaw(cwd, args));
+absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args,
+                                   std::chrono::milliseconds timeout) {
+  LAZ_ASSIGN_OR_RETURN(GitResult r, RunGitRaw(cwd, args, timeout));
   if (r.exit_code != 0) {
     std::string err(absl::StripTrailingAsciiWhitespace(r.err));
     return absl::FailedPreconditionError(absl::StrCat("git ", absl::StrJoin(args, " "), " (in ",

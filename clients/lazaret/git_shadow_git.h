@@ -4,9 +4,14 @@
 // removed (so GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_* and friends cannot
 // redirect what Lazaret does), messages are in the C locale so they can be
 // matched, and hooks and fsmonitor are switched off on every invocation.
+// Every run has a deadline: git reads what the sandbox wrote (packs, refs)
+// and runs inside `lazaret run`'s supervise loop, so a run that hangs must
+// not hold up signals, sidecar checks or teardown. On the deadline git's
+// whole process group is killed.
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_GIT_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_GIT_H_
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -25,13 +30,27 @@ struct GitResult {
 // runs, no fsmonitor daemon is started, no terminal prompt.
 std::vector<std::string> GitSafetyOptions();
 
-// Runs `git <GitSafetyOptions()> <args>` in `cwd`. Fails only when git could
-// not be started or read; any exit code is returned in the result.
-absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<std::string>& args);
+// Deadlines for host git. Queries (rev-parse, for-each-ref, update-ref of
+// one ref, ls-files) read only the developer's repository; imports
+// (index-pack, fetch) parse what the sandbox wrote and may be large.
+inline constexpr std::chrono::milliseconds kGitQueryTimeout = std::chrono::seconds(30);
+inline constexpr std::chrono::milliseconds kGitImportTimeout = std::chrono::seconds(60);
+// Checking out the agent worktree (--worktree), before the sandbox starts.
+inline constexpr std::chrono::milliseconds kGitCheckoutTimeout = std::chrono::minutes(10);
+
+// Runs `git <GitSafetyOptions()> <args>` in `cwd`, with `stdin_data` (if not
+// null) on its stdin. Fails when git could not be started or read, and with
+// DeadlineExceeded when it ran longer than `timeout` (which must be
+// positive: no host git runs without a deadline). Any exit code is returned
+// in the result.
+absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<std::string>& args,
+                                    std::chrono::milliseconds timeout,
+                                    const std::string* stdin_data = nullptr);
 
 // Like RunGitRaw, but a non-zero exit is an error carrying git's stderr.
 // Returns stdout.
-absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args);
+absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args,
+                                   std::chrono::milliseconds timeout);
 
 }  // namespace lazaret::cli
 

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace lazaret::cli {
@@ -74,6 +75,20 @@ absl::StatusOr<CheckedAgentBranch> CheckAgentBranch(const std::string& profile,
                        : ""));
   }
   return CheckedAgentBranch(std::move(short_name));
+}
+
+std::string ProtectedEntry(const std::string& ref, const std::string& own) {
+  const std::vector<absl::string_view> r = absl::StrSplit(ref, '/');
+  const std::vector<absl::string_view> o = absl::StrSplit(own, '/');
+  size_t i = 0;
+  while (i < r.size() && i < o.size() && r[i] == o[i]) ++i;
+  if (i == r.size() || i == o.size()) return "";
+  return absl::StrJoin(r.begin(), r.begin() + i + 1, "/");
+}
+
+bool IsAtOrBelow(const std::string& ref, const std::string& entry) {
+  return !entry.empty() && absl::StartsWith(ref, entry) &&
+         (ref.size() == entry.size() || ref[entry.size()] == '/');
 }
 
 std::optional<size_t> ObjectIdLength(const std::string& object_format) {

@@ -54,6 +54,22 @@ class CheckedAgentBranch {
 absl::StatusOr<CheckedAgentBranch> CheckAgentBranch(const std::string& profile,
                                                     const std::string& branch);
 
+// A session may move exactly one ref: its own branch, `own` (relative to
+// refs/heads/lazaret/, e.g. "agent-alpha" or "team/x"). Refs below it cannot
+// exist beside it (git keeps a ref as a file, so "team/x/y" and "team/x"
+// exclude each other), so none are allowed. Every other host ref below
+// refs/heads/lazaret/ stays visible and read-only inside: the sandbox's ref
+// directory gets a read-only bind of the entry holding it that is off the
+// path to `own`. This returns that entry for `ref`: "agent-beta" for
+// "agent-beta", "team/y" for "team/y/z" when `own` is "team/x", "review" for
+// "review/1" when `own` is "agent-alpha". Empty when `ref` is `own`, or when
+// one of them is a directory of the other (a ref git itself could not have
+// beside `own`).
+std::string ProtectedEntry(const std::string& ref, const std::string& own);
+
+// True when `ref` is `entry` or below it.
+bool IsAtOrBelow(const std::string& ref, const std::string& entry);
+
 // Object id length for the repository's object format: 40 (sha1) or 64
 // (sha256).
 std::optional<size_t> ObjectIdLength(const std::string& object_format);

@@ -21,6 +21,22 @@ TEST(GitShadowRefsTest, BranchFlagIsAlwaysInsideTheAgentNamespace) {
   EXPECT_EQ(CheckAgentBranch("p", "refs/heads/main")->short_name(), "lazaret/refs/heads/main");
 }
 
+TEST(GitShadowRefsTest, ProtectedEntryIsTheFirstComponentOffTheOwnBranchPath) {
+  EXPECT_EQ(ProtectedEntry("agent-beta", "agent-alpha"), "agent-beta");
+  EXPECT_EQ(ProtectedEntry("review/1", "agent-alpha"), "review");
+  EXPECT_EQ(ProtectedEntry("team/y/z", "team/x"), "team/y");
+  EXPECT_EQ(ProtectedEntry("agent-alpha-sandbox-abc", "agent-alpha"), "agent-alpha-sandbox-abc");
+  // The own branch itself, and names git could not have beside it.
+  EXPECT_EQ(ProtectedEntry("agent-alpha", "agent-alpha"), "");
+  EXPECT_EQ(ProtectedEntry("team", "team/x"), "");
+  EXPECT_EQ(ProtectedEntry("team/x/y", "team/x"), "");
+  EXPECT_TRUE(IsAtOrBelow("team/y/z", "team/y"));
+  EXPECT_TRUE(IsAtOrBelow("team/y", "team/y"));
+  EXPECT_FALSE(IsAtOrBelow("team/yz", "team/y"));
+  EXPECT_FALSE(IsAtOrBelow("team", "team/y"));
+  EXPECT_FALSE(IsAtOrBelow("x", ""));
+}
+
 TEST(GitShadowRefsTest, RefusesNamesGitWouldRefuse) {
   for (const char* bad :
        {"lazaret/", "a..b", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b", ".hidden",

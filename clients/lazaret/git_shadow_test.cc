@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -92,11 +93,12 @@ class GitShadowTest : public ::testing::Test {
   }
 
   absl::StatusOr<GitShadowPlan> Plan(const std::string& workspace, const std::string& branch = "",
-                                     bool worktree = false) {
+                                     bool worktree = false, const std::string& profile = "test") {
     GitShadowRequest req;
     req.workspace_dir = workspace;
-    req.profile = "test";
-    req.state_dir = state_dir_;
+    req.profile = profile;
+    // Each profile has a state directory of its own, as under lazaret run.
+    req.state_dir = profile == "test" ? state_dir_ : absl::StrCat(base_, "/", profile, "/git");
     req.branch = branch;
     req.worktree_mode = worktree;
     return PlanGitShadow(req);
@@ -417,10 +419,14 @@ git branch -a
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(report->imported.size(), 2u);
+  EXPECT_EQ(report->imported.size(), 1u);
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "agent work");
-  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/topic"),
-            HostGit(repo, "rev-parse lazaret/agent-test"));
+  // A branch the agent made beside its own stays inside.
+  EXPECT_EQ(Sh("cd " + ShellQuote(repo) + " && git rev-parse -q --verify lazaret/topic").code, 1);
+  EXPECT_NE(absl::StrJoin(report->rejected, "\n")
+                .find("lazaret/topic: this session may move only lazaret/agent-test"),
+            std::string::npos)
+      << absl::StrJoin(report->rejected, "\n");
   EXPECT_EQ(HostGit(repo, "diff --name-only main lazaret/agent-test"), "agent.txt\nstaged.txt");
   // Every new object is in the host's own object database.
   HostGit(repo, "fsck --no-dangling --connectivity-only");
@@ -708,61 +714,53 @@ ls /workspace/.git
   EXPECT_EQ(HostGit(repo, "status --porcelain"), "A  staged.txt");
 }
 
-TEST_F(GitShadowTest, AgentDeletesAndPacksItsOwnRefsWithoutErrorsAndHostKeepsThem) {
-  REQUIRE_SANDBOX_EMULATION();
-  const std::string repo = MakeRepo("repo");
-  auto plan = Plan(repo);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  ShResult r = RunInSandbox(*plan, "git branch lazaret/keep && git branch lazaret/scratch");
-  ASSERT_EQ(r.code, 0) << r.out;
-  ASSERT_TRUE(WriteBack(plan->write_back).ok());
-  const std::string keep = HostGit(repo, "rev-parse lazaret/keep");
-  r = RunInSandbox(*plan, R"SH(
-set -e
-git commit -q --allow-empty -m one 2>&1
-# Deleting a branch also drops its config section: that write fails (config
-# is read-only) with a message, and the deletion itself succeeds.
-git branch -D lazaret/keep 2>&1 >/dev/null | grep -v 'config.file' || true
-git branch lazaret/renamed lazaret/scratch 2>&1   # `git branch -m` cannot work: see docs
-git checkout -q -b lazaret/packed 2>&1
-git commit -q --allow-empty -m packed 2>&1
-git pack-refs --all 2>/dev/null || true
-git checkout -q lazaret/agent-test 2>&1
-git commit -q --allow-empty -m two 2>&1
-git branch --list 'lazaret/*'
-)SH");
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out.find("error"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("lazaret/keep"), std::string::npos) << r.out;
-  auto report = WriteBack(plan->write_back);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
-  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "two");
-  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/packed"), "packed")
-      << "a ref only in the session's packed-refs is imported too";
-  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/renamed"), keep);
-  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/keep"), keep) << "deletions are not propagated";
-  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/scratch"), keep);
-}
-
-TEST_F(GitShadowTest, AgentRefsThatAreNotOneObjectIdAreRejected) {
+TEST_F(GitShadowTest, AgentPacksItsOwnRefWithoutErrorsAndItIsStillImported) {
   REQUIRE_SANDBOX_EMULATION();
   const std::string repo = MakeRepo("repo");
   auto plan = Plan(repo);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ShResult r = RunInSandbox(*plan, R"SH(
-echo 'ref: refs/heads/main' > .git/refs/heads/lazaret/symbolic
-echo garbage > .git/refs/heads/lazaret/garbage
-printf '%s\n%s\n' $(git rev-parse HEAD) $(git rev-parse HEAD) > .git/refs/heads/lazaret/two
-echo ok
+set -e
+git commit -q --allow-empty -m one 2>&1
+# Packing the host's refs fails (read-only); its own goes to packed-refs.
+git pack-refs --all 2>/dev/null || true
+test ! -e .git/refs/heads/lazaret/agent-test
+git log -1 --format=%s lazaret/agent-test
 )SH");
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("error"), std::string::npos) << r.out;
   auto report = WriteBack(plan->write_back);
   ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_EQ(report->rejected.size(), 3u) << absl::StrJoin(report->rejected, "\n");
-  EXPECT_FALSE(report->fetched);
-  EXPECT_EQ(Sh("cd " + ShellQuote(repo) + " && git for-each-ref refs/heads/lazaret | wc -l").out,
-            "1\n");
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "one")
+      << "the branch only in the session's packed-refs is imported";
+  r = RunInSandbox(*plan, "git commit -q --allow-empty -m two 2>&1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "two");
+}
+
+TEST_F(GitShadowTest, AgentRefsThatAreNotOneObjectIdAreRejected) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  const std::string tip = HostGit(repo, "rev-parse HEAD");
+  for (const std::string& contents : std::vector<std::string>{
+           "ref: refs/heads/main", "garbage", absl::StrCat(tip, "\n", tip), std::string(40, '0')}) {
+    auto plan = Plan(repo);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ShResult r = RunInSandbox(*plan, absl::StrCat("printf '%s\\n' ", ShellQuote(contents),
+                                                  " > .git/refs/heads/lazaret/agent-test"));
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto report = WriteBack(plan->write_back);
+    ASSERT_TRUE(report.ok()) << report.status();
+    ASSERT_EQ(report->rejected.size(), 1u) << absl::StrJoin(report->rejected, "\n");
+    EXPECT_NE(report->rejected[0].find("lazaret/agent-test: not exactly one object id"),
+              std::string::npos)
+        << report->rejected[0];
+    EXPECT_FALSE(report->fetched);
+    EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), tip) << contents;
+  }
 }
 
 TEST_F(GitShadowTest, HostAndSandboxMovingTheSameBranchKeepsBoth) {
@@ -920,6 +918,313 @@ TEST_F(GitShadowTest, Sha256RepositoryWorks) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "agent256");
+}
+
+TEST_F(GitShadowTest, OtherLazaretBranchesAreBoundReadOnlyOverThemselves) {
+  const std::string repo = MakeRepo("repo");
+  HostGit(repo,
+          "branch lazaret/agent-beta && git branch lazaret/review/1 && git branch "
+          "lazaret/odd,name");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string s = plan->write_back.repo_state_dir;
+  const std::vector<std::string> mounts = Describe(plan->mounts);
+  for (const char* entry : {"agent-beta", "review"}) {
+    const std::string bind =
+        absl::StrCat("ro ", s, "/refs/", entry, " /workspace/.git/refs/heads/lazaret/", entry);
+    EXPECT_NE(std::find(mounts.begin(), mounts.end(), bind), mounts.end())
+        << bind << "\n"
+        << absl::StrJoin(mounts, "\n");
+  }
+  for (const auto& m : mounts) EXPECT_EQ(m.find(','), std::string::npos) << m;
+  EXPECT_NE(absl::StrJoin(plan->notices, "\n").find("a name with a comma"), std::string::npos)
+      << absl::StrJoin(plan->notices, "\n");
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(s + "/refs/review/1")).out),
+            HostGit(repo, "rev-parse lazaret/review/1"));
+}
+
+// THREATS "a session moves a ref outside its own branch": every other ref
+// below lazaret/ is visible inside and cannot be moved there; what the agent
+// makes beside its branch, or edits in packed-refs, is dropped at import
+// with a message; its own commit is imported.
+TEST_F(GitShadowTest, SessionMovesOnlyItsOwnBranch) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  HostGit(repo, "branch lazaret/agent-beta HEAD~1");
+  HostGit(repo, "branch lazaret/review feature");
+  HostGit(repo, "branch lazaret/team/x feature");
+  const std::string beta = HostGit(repo, "rev-parse lazaret/agent-beta");
+  const std::string review = HostGit(repo, "rev-parse lazaret/review");
+  const std::string team = HostGit(repo, "rev-parse lazaret/team/x");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+git branch --list 'lazaret/*'
+for cmd in "git update-ref refs/heads/lazaret/agent-beta HEAD" \
+           "git update-ref -d refs/heads/lazaret/review" \
+           "git branch -f lazaret/review HEAD" \
+           "git branch lazaret/team/y" \
+           "git update-ref refs/heads/lazaret/team/x HEAD" \
+           "rm -f .git/refs/heads/lazaret/agent-beta" \
+           "mv .git/refs/heads/lazaret/review .git/refs/heads/lazaret/moved"; do
+  $cmd >/dev/null 2>&1 && echo "ALLOWED: $cmd"
+done
+echo $(git rev-parse HEAD) > .git/refs/heads/lazaret/agent-beta 2>/dev/null && echo "ALLOWED: write"
+test "$(git rev-parse lazaret/agent-beta)" = "$(git rev-parse HEAD~1)" || echo "MOVED INSIDE: beta"
+git branch lazaret/made-inside && echo MADE
+sed -i "s|^[0-9a-f]* refs/heads/lazaret/agent-beta$|$(git rev-parse HEAD) refs/heads/lazaret/agent-beta|" \
+  /run/lazaret/git-session/packed-refs
+git commit -q --allow-empty -m mine && echo COMMITTED
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* b : {"lazaret/agent-beta", "lazaret/review", "lazaret/team/x"}) {
+    EXPECT_NE(r.out.find(b), std::string::npos) << "visible inside: " << b << "\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("ALLOWED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MOVED INSIDE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MADE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("COMMITTED"), std::string::npos) << r.out;
+
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "mine");
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-beta"), beta);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/review"), review);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/team/x"), team);
+  EXPECT_EQ(HostGit(repo, "for-each-ref --format='%(refname)' refs/heads/lazaret"),
+            "refs/heads/lazaret/agent-beta\nrefs/heads/lazaret/agent-test\n"
+            "refs/heads/lazaret/review\nrefs/heads/lazaret/team/x");
+  const std::string rejected = absl::StrJoin(report->rejected, "\n");
+  EXPECT_NE(rejected.find("lazaret/made-inside: this session may move only lazaret/agent-test"),
+            std::string::npos)
+      << rejected;
+  EXPECT_NE(rejected.find("lazaret/agent-beta (packed): this session may move only"),
+            std::string::npos)
+      << rejected;
+}
+
+// Two profiles on one repository at the same time: each session moves its
+// own branch, neither can move the other's, both import.
+TEST_F(GitShadowTest, ConcurrentSessionsOfTwoProfilesNeverTouchEachOthersBranch) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto alpha = Plan(repo, "", false, "alpha");
+  ASSERT_TRUE(alpha.ok()) << alpha.status();
+  auto beta = Plan(repo, "", false, "beta");
+  ASSERT_TRUE(beta.ok()) << beta.status() << " (sessions of other profiles run side by side)";
+  const std::string start = HostGit(repo, "rev-parse HEAD");
+  // beta started after alpha: alpha's branch is visible (read-only) to it;
+  // alpha never saw beta's, and can only make one of that name inside.
+  ShResult b = RunInSandbox(*beta, R"SH(
+git commit -q --allow-empty -m beta-work
+git update-ref refs/heads/lazaret/agent-alpha HEAD 2>/dev/null && echo ALLOWED
+git rev-parse HEAD
+)SH");
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_EQ(b.out.find("ALLOWED"), std::string::npos) << b.out;
+  ShResult a = RunInSandbox(*alpha, R"SH(
+git commit -q --allow-empty -m alpha-work
+git update-ref refs/heads/lazaret/agent-beta HEAD && echo MADE-INSIDE
+)SH");
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto ra = WriteBack(alpha->write_back);
+  auto rb = WriteBack(beta->write_back);
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  EXPECT_TRUE(ra->import_status.ok()) << ra->import_status;
+  EXPECT_TRUE(rb->import_status.ok()) << rb->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-alpha"), "alpha-work");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-beta"), "beta-work");
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-alpha~1"), start);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-beta~1"), start);
+  EXPECT_NE(absl::StrJoin(ra->rejected, "\n")
+                .find("lazaret/agent-beta: this session may move only "
+                      "lazaret/agent-alpha"),
+            std::string::npos)
+      << absl::StrJoin(ra->rejected, "\n");
+}
+
+// A garbage pack is refused once: later write-backs neither copy nor index
+// it again while it is unchanged, and the agent's commits still import.
+TEST_F(GitShadowTest, RefusedPackIsNotCopiedOrIndexedAgain) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+git commit -q --allow-empty -m one
+g=.git/objects/pack/pack-0123456789abcdef0123456789abcdef01234567
+mkdir -p .git/objects/pack
+head -c 3000000 /dev/urandom > $g.pack
+head -c 1000 /dev/urandom > $g.idx
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto first = WriteBack(plan->write_back);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_NE(absl::StrJoin(first->rejected, "\n").find("not a valid pack"), std::string::npos);
+  EXPECT_GE(first->mirror.bytes_copied, 3000000u);
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "one");
+  for (const char* msg : {"two", "three"}) {
+    r = RunInSandbox(*plan, absl::StrCat("git commit -q --allow-empty -m ", msg));
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto next = WriteBack(plan->write_back);
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_TRUE(next->import_status.ok()) << next->import_status;
+    EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), msg);
+    EXPECT_TRUE(next->rejected.empty()) << absl::StrJoin(next->rejected, "\n");
+    EXPECT_TRUE(next->mirror.packs_to_index.empty());
+    EXPECT_LT(next->mirror.bytes_copied, 100000u) << "the refused pack was copied again";
+  }
+  // Rewritten, it is a new file and gets looked at again.
+  r = RunInSandbox(*plan, R"SH(
+head -c 2000 /dev/urandom > .git/objects/pack/pack-0123456789abcdef0123456789abcdef01234567.pack
+git commit -q --allow-empty -m four
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto changed = WriteBack(plan->write_back);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_NE(absl::StrJoin(changed->rejected, "\n").find("not a valid pack"), std::string::npos);
+}
+
+// An import that cannot succeed (the branch names an object the sandbox
+// does not have) is fetched once; later write-backs with nothing changed
+// back off without running git fetch; a change in the object store, or the
+// session's final write-back, tries again.
+TEST_F(GitShadowTest, FailedImportIsNotRetriedUntilSomethingChangesOrBackoffEnds) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  const std::string tip = HostGit(repo, "rev-parse HEAD");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(
+      *plan, "echo 1234567890123456789012345678901234567890 > .git/refs/heads/lazaret/agent-test");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto first = WriteBack(plan->write_back);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->fetched);
+  EXPECT_FALSE(first->import_status.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto again = WriteBack(plan->write_back);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_FALSE(again->fetched) << "the same failing import ran again";
+    EXPECT_TRUE(again->backed_off);
+    EXPECT_EQ(again->import_status.message(), first->import_status.message())
+        << "the same problem is reported in the same words (one log line)";
+  }
+  WriteBackOptions final_attempt;
+  final_attempt.final_attempt = true;
+  auto last = WriteBack(plan->write_back, final_attempt);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_TRUE(last->fetched) << "the session's last write-back tries once more";
+  // Now it failed twice; a new object in the store is a change worth a try.
+  r = RunInSandbox(*plan, "echo new | git hash-object -w --stdin >/dev/null");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto after_change = WriteBack(plan->write_back);
+  ASSERT_TRUE(after_change.ok()) << after_change.status();
+  EXPECT_TRUE(after_change->fetched);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-test"), tip);
+  // And a real commit still imports.
+  r = RunInSandbox(*plan, "git update-ref refs/heads/lazaret/agent-test " + tip +
+                              " && git commit -q --allow-empty -m recovered");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto ok = WriteBack(plan->write_back);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->import_status.ok()) << ok->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "recovered");
+}
+
+// Work the last session left unimported on its branch is never dropped by
+// starting a session on another branch.
+TEST_F(GitShadowTest, UnimportedWorkOnAnotherBranchBlocksASessionOnADifferentBranch) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // A value no import can bring over (no such object).
+  ShResult r = RunInSandbox(
+      *plan, "echo 1234567890123456789012345678901234567890 > .git/refs/heads/lazaret/agent-test");
+  ASSERT_EQ(r.code, 0) << r.out;
+  plan = absl::CancelledError("session ended");  // releases its lease
+  auto other = Plan(repo, "fix-1");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("left work on lazaret/agent-test"), std::string::npos)
+      << other.status();
+  EXPECT_NE(other.status().message().find("--branch agent-test"), std::string::npos)
+      << other.status();
+  other = absl::CancelledError("refused");
+  // The same branch continues it; the work is still there.
+  auto same = Plan(repo);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(same->write_back.repo_state_dir +
+                                                "/refs/agent-test"))
+                             .out),
+            "1234567890123456789012345678901234567890");
+}
+
+// Packs share one indexing budget per write-back: when it runs out, the
+// import waits for the next write-back instead of running on, and nothing
+// is remembered as refused for having been cut short.
+TEST_F(GitShadowTest, PackIndexingHasOneTimeBudgetPerWriteBack) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+echo p > p.txt && git add p.txt && git commit -q -m packed-commit
+git repack -q -d
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  WriteBackOptions tight;
+  tight.index_budget = std::chrono::milliseconds(1);
+  auto cut = WriteBack(plan->write_back, tight);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(cut->import_status)) << cut->import_status;
+  EXPECT_FALSE(cut->fetched);
+  EXPECT_TRUE(cut->rejected.empty()) << absl::StrJoin(cut->rejected, "\n");
+  EXPECT_NE(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
+  auto next = WriteBack(plan->write_back);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE(next->import_status.ok()) << next->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "packed-commit");
+}
+
+TEST(GitShadowBackoffTest, DoublesFromTwoSecondsUpToFiveMinutes) {
+  EXPECT_EQ(ImportBackoffSeconds(0), 0);
+  EXPECT_EQ(ImportBackoffSeconds(1), 2);
+  EXPECT_EQ(ImportBackoffSeconds(2), 4);
+  EXPECT_EQ(ImportBackoffSeconds(5), 32);
+  EXPECT_EQ(ImportBackoffSeconds(8), 256);
+  EXPECT_EQ(ImportBackoffSeconds(9), 300);
+  EXPECT_EQ(ImportBackoffSeconds(1000), 300);
+}
+
+// 10,000 refs beside the session's branch: bounded work and report, and the
+// branch itself is still imported.
+TEST_F(GitShadowTest, TenThousandRefsInsideAreNotImportedAndDoNotHideTheBranch) {
+  REQUIRE_SANDBOX_EMULATION();
+  const std::string repo = MakeRepo("repo");
+  auto plan = Plan(repo);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ShResult r = RunInSandbox(*plan, R"SH(
+set -e
+git commit -q --allow-empty -m real
+c=$(git rev-parse HEAD)
+for i in $(seq 10000); do echo "create refs/heads/lazaret/flood/$i $c"; done | git update-ref --stdin
+git for-each-ref refs/heads/lazaret/flood | wc -l
+)SH");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("10000"), std::string::npos) << r.out;
+  auto report = WriteBack(plan->write_back);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->import_status.ok()) << report->import_status;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-test"), "real");
+  EXPECT_EQ(HostGit(repo, "for-each-ref refs/heads/lazaret/flood"), "");
+  EXPECT_EQ(report->rejected,
+            std::vector<std::string>{"more than 1000 refs other than lazaret/agent-test were made "
+                                     "or moved inside; none is imported"});
 }
 
 }  // namespace

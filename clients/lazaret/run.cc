@@ -39,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -203,25 +204,49 @@ bool PidfdExited(int pidfd, int timeout_ms) {
 }
 
 // What the Git Shadow imported or refused over the whole session, printed
-// once at the end so the interactive terminal is not written over.
-struct WriteBackLog {
-  std::vector<std::string> lines;
+// once at the end so the interactive terminal is not written over. The
+// write-back runs every tick and an agent can make it fail or refuse the
+// same thing every time, so each distinct line is kept once, and at most
+// kMaxLines of them (then one line saying how many more there were).
+class WriteBackLog {
+ public:
+  static constexpr size_t kMaxLines = 100;
+
   void Add(const absl::StatusOr<WriteBackReport>& r) {
     if (!r.ok()) {
-      lines.push_back(absl::StrCat("git write-back failed: ", r.status().message()));
+      Line(absl::StrCat("git write-back failed: ", r.status().message()));
       return;
     }
-    for (const auto& s : r->imported) lines.push_back(absl::StrCat("imported ", s));
-    for (const auto& s : r->conflicts) lines.push_back(absl::StrCat("conflict: ", s));
-    for (const auto& s : r->rejected) lines.push_back(absl::StrCat("not imported: ", s));
-    for (const auto& s : r->removed) lines.push_back(absl::StrCat("removed from write-back: ", s));
+    for (const auto& s : r->imported) Line(absl::StrCat("imported ", s));
+    for (const auto& s : r->conflicts) Line(absl::StrCat("conflict: ", s));
+    for (const auto& s : r->rejected) Line(absl::StrCat("not imported: ", s));
+    for (const auto& s : r->removed) Line(absl::StrCat("removed from write-back: ", s));
     if (!r->import_status.ok()) {
-      lines.push_back(absl::StrCat("git import failed: ", r->import_status.message()));
+      Line(absl::StrCat("git import failed: ", r->import_status.message()));
     }
   }
   void Print() const {
-    for (const auto& l : lines) Say(absl::StrCat("git shadow: ", l));
+    for (const auto& l : lines_) Say(absl::StrCat("git shadow: ", l));
+    if (dropped_ != 0) {
+      Say(absl::StrCat("git shadow: ", dropped_, " further distinct messages not shown"));
+    }
   }
+
+ private:
+  void Line(std::string line) {
+    if (seen_.count(line) != 0) return;
+    if (lines_.size() >= kMaxLines) {
+      ++dropped_;
+      if (seen_.size() < 4 * kMaxLines) seen_.insert(std::move(line));
+      return;
+    }
+    seen_.insert(line);
+    lines_.push_back(std::move(line));
+  }
+
+  std::vector<std::string> lines_;
+  std::set<std::string> seen_;
+  size_t dropped_ = 0;
 };
 
 // One session, from plan to teardown.
@@ -243,7 +268,7 @@ class Runner {
   int Supervise(pid_t sandbox_pid);
   void ApplyEgressPolicy();
   void Teardown(bool keep_session_dir = false);
-  void WriteBackNow();
+  void WriteBackNow(bool final_attempt);
   absl::Status SnapshotWorkspace();
   void SweepPrivilegeBits();
   void ScanWorkspaceAtEnd();
@@ -622,9 +647,11 @@ void Runner::ScanWorkspaceAtEnd() {
   for (const std::string& line : ReportLines(*report)) Say(absl::StrCat("workspace: ", line));
 }
 
-void Runner::WriteBackNow() {
+void Runner::WriteBackNow(bool final_attempt) {
   if (!git_.has_value() || !git_->has_repo) return;
-  write_back_log_.Add(WriteBack(git_->write_back));
+  WriteBackOptions options;
+  options.final_attempt = final_attempt;
+  write_back_log_.Add(WriteBack(git_->write_back, options));
 }
 
 int Runner::Supervise(pid_t sandbox_pid) {
@@ -638,7 +665,7 @@ int Runner::Supervise(pid_t sandbox_pid) {
     if (w == sandbox_pid) return ExitCodeOf(status);
     const auto now = Clock::now();
     if (now >= next_tick) {
-      WriteBackNow();
+      WriteBackNow(/*final_attempt=*/false);
       if (++ticks_ % kPrivilegeSweepTicks == 0) SweepPrivilegeBits();
       if (router_pidfd_ >= 0 && PidfdExited(router_pidfd_, 0)) {
         sidecar_lost_ = true;
@@ -827,7 +854,7 @@ int Runner::Run() {
   // reaper finds it and does the write-back and the workspace scan itself.
   Teardown(/*keep_session_dir=*/true);
   Trace("sidecar removed");
-  WriteBackNow();
+  WriteBackNow(/*final_attempt=*/true);
   write_back_log_.Print();
   Trace("written back");
   ScanWorkspaceAtEnd();

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,11 +44,14 @@ void DefaultSignalSet(sigset_t* set) {
 }
 
 // Starts argv with stdout/stderr on fresh pipes; returns pid and read ends.
+// With options.stdin_data, stdin is one end of a socket pair and *in_fd the
+// other (a socket, so writing after the child exited gives EPIPE through
+// MSG_NOSIGNAL instead of a SIGPIPE that would kill the CLI).
 absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOptions& options,
-                            pid_t* pid, int* out_fd, int* err_fd) {
+                            pid_t* pid, int* out_fd, int* err_fd, int* in_fd) {
   if (argv.empty()) return absl::InvalidArgumentError("empty command");
   LAZ_ASSIGN_OR_RETURN(std::string path, FindProgram(argv[0]));
-  int out[2], err[2];
+  int out[2], err[2], in[2] = {-1, -1};
   if (pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
   if (pipe2(err, O_CLOEXEC) != 0) {
     const int e = errno;
@@ -55,9 +59,19 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOpt
     close(out[1]);
     return ErrnoStatus("pipe", e);
   }
+  if (options.stdin_data != nullptr &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
+    const int e = errno;
+    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    return ErrnoStatus("socketpair", e);
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (in[0] >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, in[1], 0);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  }
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, options.cwd.c_str());
@@ -85,24 +99,39 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOpt
   posix_spawnattr_destroy(&attr);
   close(out[1]);
   close(err[1]);
+  if (in[1] >= 0) {
+    close(in[1]);
+    shutdown(in[0], SHUT_RD);
+  }
   if (rc != 0) {
     close(out[0]);
     close(err[0]);
+    if (in[0] >= 0) close(in[0]);
     return ErrnoStatus(absl::StrCat("starting ", argv[0],
                                     options.cwd.empty() ? "" : absl::StrCat(" in ", options.cwd)),
                        rc);
   }
   *out_fd = out[0];
   *err_fd = err[0];
+  if (in_fd != nullptr) *in_fd = in[0];
   return absl::OkStatus();
 }
 
-// Reads both pipes to EOF (or until the deadline), then reaps the child.
+// Writes `input` to in_fd (then closes it) while reading both pipes to EOF,
+// until the deadline; then reaps the child. On timeout the child's process
+// group is killed.
 absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
-                                 std::chrono::milliseconds timeout) {
+                                 std::chrono::milliseconds timeout, int in_fd = -1,
+                                 const std::string* input = nullptr) {
   Captured r;
   const auto deadline = Clock::now() + timeout;
-  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
+  size_t written = 0;
+  auto close_input = [&] {
+    if (fds[2].fd >= 0) close(fds[2].fd);
+    fds[2].fd = -1;
+  };
+  if (fds[2].fd >= 0 && (input == nullptr || input->empty())) close_input();
   int open_fds = 2;
   bool timed_out = false;
   char buf[8192];
@@ -117,12 +146,22 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
       }
       wait_ms = static_cast<int>(left);
     }
-    const int n = poll(fds, 2, wait_ms);
+    const int n = poll(fds, 3, wait_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    for (auto& f : fds) {
+    if (fds[2].fd >= 0 && fds[2].revents != 0) {
+      const ssize_t sent = send(fds[2].fd, input->data() + written, input->size() - written,
+                                MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent > 0) written += static_cast<size_t>(sent);
+      // Done, or the child stopped reading (EPIPE): it sees EOF either way.
+      if (written == input->size() || (sent < 0 && errno != EINTR && errno != EAGAIN)) {
+        close_input();
+      }
+    }
+    for (int i = 0; i < 2; ++i) {
+      pollfd& f = fds[i];
       if (f.fd < 0 || f.revents == 0) continue;
       const ssize_t got = read(f.fd, buf, sizeof(buf));
       if (got > 0) {
@@ -133,9 +172,14 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
       }
     }
   }
+  close_input();
   close(out_fd);
   close(err_fd);
-  if (timed_out) kill(pid, SIGKILL);
+  if (timed_out) {
+    // The child leads its own process group (POSIX_SPAWN_SETPGROUP).
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return ErrnoStatus("waitpid", errno);
@@ -175,15 +219,15 @@ absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
 absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
                                      const SpawnOptions& options) {
   pid_t pid = -1;
-  int out_fd = -1, err_fd = -1;
-  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, options, &pid, &out_fd, &err_fd));
-  return Collect(pid, out_fd, err_fd, options.timeout);
+  int out_fd = -1, err_fd = -1, in_fd = -1;
+  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, options, &pid, &out_fd, &err_fd, &in_fd));
+  return Collect(pid, out_fd, err_fd, options.timeout, in_fd, options.stdin_data);
 }
 
 absl::StatusOr<AsyncCapture> AsyncCapture::Start(const std::vector<std::string>& argv) {
   pid_t pid = -1;
   int out_fd = -1, err_fd = -1;
-  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, SpawnOptions(), &pid, &out_fd, &err_fd));
+  LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, SpawnOptions(), &pid, &out_fd, &err_fd, nullptr));
   return AsyncCapture(pid, out_fd, err_fd);
 }
 

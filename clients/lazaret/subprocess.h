@@ -28,8 +28,9 @@ absl::StatusOr<std::string> FindProgram(const std::string& program);
 // and stderr captured, in a process group of its own (so a Ctrl-C in the
 // user's terminal reaches only `lazaret`, which then tears down in order),
 // with an empty signal mask and default dispositions. A `timeout` of zero
-// waits forever; on timeout the child gets SIGKILL and the result is
-// DeadlineExceeded.
+// waits forever; on timeout the child's whole process group gets SIGKILL
+// (so a grandchild holding the pipes cannot keep the caller waiting) and the
+// result is DeadlineExceeded.
 absl::StatusOr<Captured> RunCaptured(
     const std::vector<std::string>& argv,
     std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
@@ -39,6 +40,10 @@ struct SpawnOptions {
   std::chrono::milliseconds timeout{0};
   std::string cwd;                                // empty: the caller's
   const std::vector<std::string>* env = nullptr;  // "K=V" entries; null: the caller's
+  // Bytes the child reads on stdin (then EOF); null: stdin is /dev/null.
+  // Written while its output is read, within the same timeout, so a child
+  // that never reads cannot block the caller.
+  const std::string* stdin_data = nullptr;
 };
 
 // RunCaptured with a working directory and/or a replaced environment.

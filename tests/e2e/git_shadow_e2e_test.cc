@@ -9,10 +9,12 @@
 // `lazaret image build` when missing).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -64,6 +66,10 @@ class GitShadowE2eTest : public ::testing::Test {
         {"GIT_AUTHOR_NAME", ""},
         {"GIT_DIR", ""}};
     Sh("mkdir -p " + ShellQuote(base_->path() + "/home/.config/lazaret"));
+    // Two more profiles, for sessions of different profiles on one repo.
+    std::ofstream(base_->path() + "/home/.config/lazaret/config.toml")
+        << "[profiles.alpha]\nimage = \"" << kImage << "\"\n\n[profiles.beta]\nimage = \"" << kImage
+        << "\"\n";
     const CommandResult help = Lazaret(base_->path(), {"run", "--help"});
     if (help.exit_code != 0 || help.out.find("usage: lazaret run") == std::string::npos) {
       *skip_reason_ =
@@ -182,8 +188,12 @@ git branch -a
   EXPECT_NE(r.out.find("feature"), std::string::npos) << r.out;
   // The developer sees the commit on the agent branch, in their own objects.
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s " + std::string(kAgentBranch)), "agent work");
-  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/topic"),
-            HostGit(repo, "rev-parse lazaret/agent-default"));
+  // A branch beside its own stays inside, and the developer is told.
+  EXPECT_NE(Sh("cd " + ShellQuote(repo) + " && git rev-parse -q --verify lazaret/topic").exit_code,
+            0);
+  EXPECT_NE(r.err.find("lazaret/topic: this session may move only lazaret/agent-default"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(HostGit(repo, "diff --name-only main lazaret/agent-default"), "agent.txt\nstaged.txt");
   HostGit(repo, "fsck --no-dangling --connectivity-only");
   // Their branch, index, tags, reflogs, config and hooks are untouched.
@@ -241,7 +251,7 @@ set -e
 for h in pre-commit post-commit post-checkout post-merge pre-push reference-transaction \
          fsmonitor-watchman post-index-change; do
   printf '#!/bin/sh\ntouch )SH" + m +
-                                    R"SH(\n' > .git/hooks/$h
+                                    R"SH( 2>/dev/null\nexit 0\n' > .git/hooks/$h
   chmod +x .git/hooks/$h
 done
 rm .git/config
@@ -265,18 +275,31 @@ EOF
 mkdir -p evil-hooks && cp .git/hooks/* evil-hooks/
 printf '[core]\n  pager = touch %s\n' )SH" +
                                     m + R"SH( > evil.cfg
-git commit -q --allow-empty -m 'hooks ran here, inside' || true
+git commit -q --allow-empty -m 'hooks ran here, inside'
 echo planted
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("planted"), std::string::npos) << r.out;
   Sh("rm -f " + ShellQuote(marker_));  // hooks inside the sandbox may run; only the host matters
-  // The developer uses git on the host as usual.
-  Sh("cd " + ShellQuote(repo) +
-     " && git status >/dev/null && git log -1 | cat >/dev/null && git diff HEAD~1 | cat "
-     ">/dev/null && git diff lazaret/agent-default >/dev/null && git -c user.name=D -c "
-     "user.email=d@e commit -q -m dev && git checkout -q feature && git checkout -q main && "
-     "git merge -q --no-edit lazaret/agent-default >/dev/null 2>&1; true");
-  EXPECT_FALSE(PathExists(marker_)) << "agent code ran on the host";
+  // The developer uses git on the host as usual - each command must succeed
+  // (HostGit fails the test otherwise), paged as on a terminal, and the
+  // marker is checked after every one.
+  const std::vector<std::string> developer = {
+      "status",
+      "--paginate log -1",
+      "--paginate diff HEAD~1",
+      "diff lazaret/agent-default",
+      "commit -q -m dev",
+      "checkout -q feature",
+      "checkout -q main",
+      "merge -q --no-edit lazaret/agent-default",
+  };
+  for (const std::string& cmd : developer) {
+    HostGit(repo, cmd);
+    EXPECT_FALSE(PathExists(marker_)) << "agent code ran on the host during `git " << cmd << "`";
+  }
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s HEAD^2"), "hooks ran here, inside")
+      << "the agent's commit was imported and merged";
   EXPECT_EQ(Sh(hooks_and_config).out, hooks_and_config_before);
 }
 
@@ -498,6 +521,148 @@ echo wt > a.txt && git commit -q -am in-agent-worktree
   EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "in-agent-worktree");
   EXPECT_EQ(Sh(files).out, files_before);
   EXPECT_EQ(HostRepoState(repo), before);
+}
+
+// THREATS "a session moves a ref outside its own branch": a session of
+// profile alpha tries to move another profile's agent branch and a branch
+// the developer made below lazaret/, inside and through packed-refs. The
+// host keeps both, the developer is told, and alpha's own commit lands.
+TEST_F(GitShadowE2eTest, SessionCannotMoveAnotherProfilesOrTheDevelopersLazaretBranches) {
+  const std::string repo = MakeRepo("repo");
+  HostGit(repo, "branch lazaret/agent-beta HEAD~1 && git branch lazaret/review feature");
+  const std::string beta = HostGit(repo, "rev-parse lazaret/agent-beta");
+  const std::string review = HostGit(repo, "rev-parse lazaret/review");
+  CommandResult r = Agent(repo, R"SH(
+git commit -q --allow-empty -m alpha-work
+git update-ref refs/heads/lazaret/agent-beta HEAD 2>/dev/null && echo MOVED-BETA
+git branch -f lazaret/review HEAD 2>/dev/null && echo MOVED-REVIEW
+git update-ref -d refs/heads/lazaret/review 2>/dev/null && echo DELETED-REVIEW
+echo $(git rev-parse HEAD) > .git/refs/heads/lazaret/agent-beta 2>/dev/null && echo WROTE-BETA
+sed -i "s|^[0-9a-f]* refs/heads/lazaret/agent-beta$|$(git rev-parse HEAD) refs/heads/lazaret/agent-beta|" \
+  /run/lazaret/git-session/packed-refs
+git branch lazaret/agent-beta-2
+git branch --list 'lazaret/*'
+)SH",
+                          {"alpha"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* refused : {"MOVED-BETA", "MOVED-REVIEW", "DELETED-REVIEW", "WROTE-BETA"}) {
+    EXPECT_EQ(r.out.find(refused), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("lazaret/agent-beta\n"), std::string::npos) << "visible inside: " << r.out;
+  EXPECT_NE(r.out.find("lazaret/review\n"), std::string::npos) << "visible inside: " << r.out;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-alpha"), "alpha-work");
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-beta"), beta);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/review"), review);
+  EXPECT_NE(
+      Sh("cd " + ShellQuote(repo) + " && git rev-parse -q --verify lazaret/agent-beta-2").exit_code,
+      0);
+  for (const char* msg :
+       {"lazaret/agent-beta (packed): this session may move only lazaret/agent-alpha",
+        "lazaret/agent-beta-2: this session may move only lazaret/agent-alpha"}) {
+    EXPECT_NE(r.err.find(msg), std::string::npos) << msg << "\n" << r.err;
+  }
+}
+
+// Sessions of two profiles on one repository at the same time: each
+// commits while the other runs, each tries to move the other's branch, both
+// import, neither touches the other's.
+TEST_F(GitShadowE2eTest, ConcurrentSessionsOfTwoProfilesImportOnlyTheirOwnBranches) {
+  const std::string repo = MakeRepo("repo");
+  const std::string start = HostGit(repo, "rev-parse HEAD");
+  // Each session commits, says so in the shared working tree, waits for the
+  // other to have done the same, then tries to move the other's branch.
+  auto script = [](const std::string& me, const std::string& other) {
+    return "set -e\ngit commit -q --allow-empty -m " + me + "-work\ntouch /workspace/" + me +
+           ".ready\nfor i in $(seq 1200); do [ -e /workspace/" + other +
+           ".ready ] && break; sleep 0.1; done\ntest -e /workspace/" + other +
+           ".ready\ngit update-ref refs/heads/lazaret/agent-" + other +
+           " HEAD 2>/dev/null || echo REFUSED\ngit rev-parse HEAD\n";
+  };
+  CommandResult beta;
+  std::thread other([&] { beta = Agent(repo, script("beta", "alpha"), {"beta"}); });
+  CommandResult alpha = Agent(repo, script("alpha", "beta"), {"alpha"});
+  Sh("touch " + ShellQuote(repo + "/alpha.ready"));  // releases beta if alpha never started
+  other.join();
+  ASSERT_EQ(alpha.exit_code, 0) << alpha.out << alpha.err;
+  ASSERT_EQ(beta.exit_code, 0) << beta.out << beta.err;
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-alpha"), "alpha-work");
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-beta"), "beta-work");
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-alpha~1"), start);
+  EXPECT_EQ(HostGit(repo, "rev-parse lazaret/agent-beta~1"), start);
+  EXPECT_NE(alpha.out.find(HostGit(repo, "rev-parse lazaret/agent-alpha")), std::string::npos);
+  EXPECT_NE(beta.out.find(HostGit(repo, "rev-parse lazaret/agent-beta")), std::string::npos);
+}
+
+// THREATS "write-back flooded": inside, 10,000 refs and a large junk pack
+// (with an index, so it looks finished). Teardown after the command exits
+// takes no more than a few seconds longer than a clean session's, the
+// write-back messages stay few, and the agent's real commit imports.
+TEST_F(GitShadowE2eTest, WriteBackFloodDoesNotDelayTeardownOrFloodTheLog) {
+  const std::string repo = MakeRepo("repo");
+  // The command's last act is to write the time; teardown is from there to
+  // `lazaret run` returning.
+  auto now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+  };
+  auto teardown_seconds = [&](double returned) {
+    return returned - std::stod(test::ReadFile(repo + "/.done"));
+  };
+  CommandResult clean = Agent(repo, "git commit -q --allow-empty -m clean\ndate +%s.%N > .done");
+  const double clean_teardown = teardown_seconds(now());
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+
+  CommandResult flood = Agent(repo, R"SH(
+set -e
+git commit -q --allow-empty -m real-work
+c=$(git rev-parse HEAD)
+for i in $(seq 10000); do echo "create refs/heads/lazaret/flood/$i $c"; done | git update-ref --stdin
+p=.git/objects/pack/pack-0123456789abcdef0123456789abcdef01234567
+mkdir -p .git/objects/pack
+head -c 64M /dev/urandom > $p.pack
+head -c 4096 /dev/urandom > $p.idx
+# Wait (bounded) until a periodic write-back has imported the commit - the
+# host's ref is visible read-only under /run/lazaret/git - so the flood has
+# been through a tick; three times, so it goes through several.
+host_ref() { cat /run/lazaret/git/refs/heads/lazaret/agent-default 2>/dev/null; }
+for n in 1 2 3; do
+  for i in $(seq 600); do [ "$(host_ref)" = "$c" ] && break; sleep 0.1; done
+  [ "$(host_ref)" = "$c" ] && echo "imported-during-session-$n"
+  git commit -q --allow-empty -m after-flood-$n
+  c=$(git rev-parse HEAD)
+done
+date +%s.%N > .done
+)SH");
+  const double flood_teardown = teardown_seconds(now());
+  ASSERT_EQ(flood.exit_code, 0) << flood.out << flood.err;
+  for (const char* tick :
+       {"imported-during-session-1", "imported-during-session-2", "imported-during-session-3"}) {
+    EXPECT_NE(flood.out.find(tick), std::string::npos) << flood.out;
+  }
+  EXPECT_LT(flood_teardown, clean_teardown + 5)
+      << "teardown took " << flood_teardown << " s after a flood, " << clean_teardown
+      << " s after a clean session";
+  EXPECT_EQ(HostGit(repo, "log -1 --format=%s lazaret/agent-default"), "after-flood-3");
+  EXPECT_EQ(HostGit(repo, "for-each-ref refs/heads/lazaret/flood"), "");
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t pos = 0; (pos = flood.err.find(what, pos)) != std::string::npos; ++pos) ++n;
+    return n;
+  };
+  const size_t lines = count("lazaret: git shadow:");
+  std::cerr << "teardown after the command: clean " << clean_teardown << " s, flood "
+            << flood_teardown << " s; " << lines << " write-back lines\n";
+  // Every tick saw the flood and the pack; each problem is told once.
+  EXPECT_EQ(count("more than 1000 refs other than lazaret/agent-default were made or moved "
+                  "inside; none is imported"),
+            1u)
+      << flood.err;
+  EXPECT_EQ(count(": not a valid pack"), 1u) << flood.err;
+  EXPECT_LE(lines, 40u) << flood.err;
+  EXPECT_NE(flood.err.find("pack-0123456789abcdef0123456789abcdef01234567.pack: not a valid pack"),
+            std::string::npos)
+      << flood.err;
 }
 
 }  // namespace

@@ -896,7 +896,8 @@ TEST_F(RunE2eTest, GitRepositoryWorkspaceHasGitInside) {
   const std::string repo = ws_->path();
   ASSERT_EQ(RunAs(repo, {"sh", "-c",
                          "git init -q -b main . && echo a > a.txt && git add a.txt && "
-                         "git -c user.name=D -c user.email=d@x commit -qm 'first commit'"})
+                         "git -c user.name=D -c user.email=d@x commit -qm 'first commit' && "
+                         "git branch lazaret/review"})
                 .exit_code,
             0);
   // The Git Shadow in this mode (rootful or rootless): the agent commits on
@@ -908,17 +909,22 @@ TEST_F(RunE2eTest, GitRepositoryWorkspaceHasGitInside) {
            "git -c user.name=A -c user.email=a@x commit -q --allow-empty -m agent-commit; "
            "git config x.y z 2>/dev/null && echo CONFIG-WRITTEN; "
            "printf '#!/bin/sh\\ntouch HOOK-RAN\\n' > .git/hooks/post-checkout; "
-           "chmod +x .git/hooks/post-checkout"});
+           "chmod +x .git/hooks/post-checkout; "
+           "git update-ref refs/heads/lazaret/review HEAD 2>/dev/null && echo REVIEW-MOVED || "
+           "echo REVIEW-REFUSED"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("first commit"));
   EXPECT_THAT(r.out, HasSubstr("lazaret/agent-default"));
   EXPECT_THAT(r.out, Not(HasSubstr("CONFIG-WRITTEN")));
+  // Another ref below lazaret/ is read-only inside (a bind over itself).
+  EXPECT_THAT(r.out, HasSubstr("REVIEW-REFUSED"));
   auto host_git = [&](const std::string& args) {
     CommandResult g = RunAs(repo, {"sh", "-c", "git " + args});
     EXPECT_EQ(g.exit_code, 0) << args << ": " << g.err;
     return Trim(g.out);
   };
   EXPECT_EQ(host_git("log -1 --format=%s lazaret/agent-default"), "agent-commit");
+  EXPECT_EQ(host_git("log -1 --format=%s lazaret/review"), "first commit");
   EXPECT_EQ(host_git("rev-parse --abbrev-ref HEAD"), "main");
   EXPECT_EQ(host_git("log -1 --format=%s"), "first commit");
   host_git("checkout -q lazaret/agent-default && git checkout -q main");

@@ -1,0 +1,90 @@
+// RunCaptured's bounds: the deadline kills the child's whole process group,
+// and stdin data reaches the child without blocking or killing the caller.
+#include "clients/lazaret/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "clients/lazaret/git_shadow_git.h"
+
+namespace lazaret::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+// True once `pid` is gone (reaped by whoever inherited it), polled for up to
+// `limit`.
+bool WaitGone(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (kill(pid, 0) != 0) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, comm, state;
+    if (stat >> pid_field >> comm >> state && state == "Z") return true;  // exited, not reaped
+    std::this_thread::yield();
+  }
+  return false;
+}
+
+TEST(SubprocessTest, TimeoutKillsTheWholeProcessGroup) {
+  char tmpl[] = "/tmp/laz-sp-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string pid_file = std::string(tmpl) + "/pid";
+  // The grandchild keeps the output pipes open and would outlive a kill of
+  // the child alone.
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Captured> r =
+      RunCaptured({"sh", "-c", "sleep 300 & echo $! > " + pid_file + "; wait"}, milliseconds(300));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_LT(took, std::chrono::seconds(5));
+  std::ifstream in(pid_file);
+  pid_t grandchild = 0;
+  ASSERT_TRUE(in >> grandchild);
+  EXPECT_TRUE(WaitGone(grandchild, std::chrono::seconds(5)))
+      << "the grandchild " << grandchild << " survived the timeout";
+  kill(grandchild, SIGKILL);
+  (void)!system((std::string("rm -rf ") + tmpl).c_str());
+}
+
+TEST(SubprocessTest, StdinDataReachesTheChild) {
+  std::string big(1 << 20, 'x');
+  big += "end";
+  SpawnOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.stdin_data = &big;
+  absl::StatusOr<Captured> r = RunCaptured({"cat"}, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out, big);
+}
+
+TEST(SubprocessTest, ChildThatNeverReadsStdinDoesNotBlockOrKillTheCaller) {
+  std::string big(8 << 20, 'x');
+  SpawnOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.stdin_data = &big;
+  absl::StatusOr<Captured> r = RunCaptured({"sh", "-c", "exit 3"}, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 3);
+}
+
+TEST(SubprocessTest, HostGitRefusesToRunWithoutADeadline) {
+  absl::StatusOr<GitResult> r = RunGitRaw("/", {"--version"}, milliseconds(0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  r = RunGitRaw("/", {"--version"}, kGitQueryTimeout);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0);
+}
+
+}  // namespace
+}  // namespace lazaret::cli
