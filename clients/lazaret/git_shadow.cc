@@ -271,16 +271,6 @@ absl::StatusOr<DirFd> EnsureDirPath(const std::string& root, const std::string& 
   return dir;
 }
 
-std::string Dirname(const std::string& rel) {
-  const size_t slash = rel.rfind('/');
-  return slash == std::string::npos ? "" : rel.substr(0, slash);
-}
-
-std::string Basename(const std::string& rel) {
-  const size_t slash = rel.rfind('/');
-  return slash == std::string::npos ? rel : rel.substr(slash + 1);
-}
-
 // Writes a loose ref file `rel` (relative to `root`) holding `oid`.
 absl::Status WriteRefFile(const std::string& root, const std::string& rel, const std::string& oid) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, EnsureDirPath(root, Dirname(rel)));

@@ -22,21 +22,6 @@ namespace {
 
 constexpr int kMaxRemoveDepth = 2048;
 
-// Closes a plain descriptor on scope exit.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 bool IsLowerHex(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s) {
@@ -333,6 +318,20 @@ absl::Status ListRefFilesIn(const DirFd& dir, const std::string& prefix, int dep
 }
 
 }  // namespace
+
+ScopedFd::~ScopedFd() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string Dirname(const std::string& rel) {
+  const size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? "" : rel.substr(0, slash);
+}
+
+std::string Basename(const std::string& rel) {
+  const size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? rel : rel.substr(slash + 1);
+}
 
 DirFd::~DirFd() {
   if (fd_ >= 0) close(fd_);

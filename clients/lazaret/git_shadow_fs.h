@@ -23,6 +23,23 @@
 
 namespace lazaret::cli {
 
+// Closes a plain descriptor on scope exit.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd();
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The parts of a relative path ("a/b/c": "a/b" and "c"; "c": "" and "c").
+std::string Dirname(const std::string& rel);
+std::string Basename(const std::string& rel);
+
 // An owned directory descriptor opened without following symlinks.
 class DirFd {
  public:

@@ -173,8 +173,7 @@ void ScanWorkspace(const SessionView& v, const std::optional<GitDirSnapshot>& sn
 // is simply done again.
 bool Reap(const SessionView& v) {
   bool ok = true;
-  std::printf("session %s (profile %s):
-", v.id.c_str(), v.profile().c_str());
+  std::printf("session %s (profile %s):\n", v.id.c_str(), v.profile().c_str());
   std::vector<absl::Status> results;
   results.push_back(RemoveWithDependents(SidecarName(v.id), 0));
   results.push_back(RemoveContainer(SandboxName(v.id), 0));

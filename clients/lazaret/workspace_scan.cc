@@ -33,20 +33,6 @@ constexpr size_t kMaxHooks = 4096;
 constexpr size_t kMaxEditorFilesShown = 50;
 constexpr char kSnapshotMagic[] = "lazaret-workspace-scan 1";
 
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 class Sha256 {
  public:
   Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
@@ -393,16 +379,6 @@ absl::StatusOr<DirFd> OpenRel(const std::string& root, const std::string& rel) {
     LAZ_ASSIGN_OR_RETURN(dir, dir.OpenChild(std::string(part)));
   }
   return dir;
-}
-
-std::string Dirname(const std::string& rel) {
-  const size_t slash = rel.rfind('/');
-  return slash == std::string::npos ? "" : rel.substr(0, slash);
-}
-
-std::string Basename(const std::string& rel) {
-  const size_t slash = rel.rfind('/');
-  return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
 
 // Renames `from` to `from` + suffix (or suffix-2, -3, ...) inside `dir`,
