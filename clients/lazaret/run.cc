@@ -665,7 +665,12 @@ int Runner::Supervise(pid_t sandbox_pid) {
     if (w == sandbox_pid) return ExitCodeOf(status);
     const auto now = Clock::now();
     if (now >= next_tick) {
-      WriteBackNow(/*final_attempt=*/false);
+      {
+        // A stop request never waits on host git (the final write-back
+        // after teardown is not interruptible).
+        InterruptibleBySignals interruptible;
+        WriteBackNow(/*final_attempt=*/false);
+      }
       if (++ticks_ % kPrivilegeSweepTicks == 0) SweepPrivilegeBits();
       if (router_pidfd_ >= 0 && PidfdExited(router_pidfd_, 0)) {
         sidecar_lost_ = true;

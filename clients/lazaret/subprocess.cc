@@ -117,6 +117,17 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOpt
   return absl::OkStatus();
 }
 
+thread_local bool interruptible_by_signals = false;
+// How often an interruptible wait looks for a pending termination signal.
+constexpr int kSignalCheckMs = 50;
+
+bool TerminationSignalPending() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 ||
+         sigismember(&pending, SIGHUP) == 1;
+}
+
 // Writes `input` to in_fd (then closes it) while reading both pipes to EOF,
 // until the deadline; then reaps the child. On timeout the child's process
 // group is killed.
@@ -134,6 +145,7 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
   if (fds[2].fd >= 0 && (input == nullptr || input->empty())) close_input();
   int open_fds = 2;
   bool timed_out = false;
+  bool cancelled = false;
   char buf[8192];
   while (open_fds > 0) {
     int wait_ms = -1;
@@ -145,6 +157,13 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
         break;
       }
       wait_ms = static_cast<int>(left);
+    }
+    if (interruptible_by_signals) {
+      if (TerminationSignalPending()) {
+        cancelled = true;
+        break;
+      }
+      if (wait_ms < 0 || wait_ms > kSignalCheckMs) wait_ms = kSignalCheckMs;
     }
     const int n = poll(fds, 3, wait_ms);
     if (n < 0) {
@@ -175,7 +194,7 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
   close_input();
   close(out_fd);
   close(err_fd);
-  if (timed_out) {
+  if (timed_out || cancelled) {
     // The child leads its own process group (POSIX_SPAWN_SETPGROUP).
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
@@ -183,6 +202,9 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return ErrnoStatus("waitpid", errno);
+  }
+  if (cancelled) {
+    return absl::CancelledError("abandoned: a termination signal is pending");
   }
   if (timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("timed out after ", timeout.count(), " ms"));
@@ -192,6 +214,12 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
 }
 
 }  // namespace
+
+InterruptibleBySignals::InterruptibleBySignals() : previous_(interruptible_by_signals) {
+  interruptible_by_signals = true;
+}
+
+InterruptibleBySignals::~InterruptibleBySignals() { interruptible_by_signals = previous_; }
 
 absl::StatusOr<std::string> FindProgram(const std::string& program) {
   if (program.find('/') != std::string::npos) {

@@ -77,6 +77,24 @@ absl::StatusOr<pid_t> SpawnAttached(const std::vector<std::string>& argv);
 // straight to the user) and waits for it. Returns the exit code.
 absl::StatusOr<int> RunInherited(const std::vector<std::string>& argv);
 
+// While one of these lives on a thread, a child that RunCaptured waits for
+// on that thread is abandoned as soon as SIGINT, SIGTERM or SIGHUP is
+// pending for the process: its process group gets SIGKILL and the call
+// returns CancelledError. The signal stays pending, for the caller's own
+// sigtimedwait (`lazaret run` keeps these signals blocked). For work that a
+// stop request must never wait on, such as the periodic Git Shadow
+// write-back; the final write-back, which must finish, does not use it.
+class InterruptibleBySignals {
+ public:
+  InterruptibleBySignals();
+  ~InterruptibleBySignals();
+  InterruptibleBySignals(const InterruptibleBySignals&) = delete;
+  InterruptibleBySignals& operator=(const InterruptibleBySignals&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // The exit code a shell would report for a wait status.
 int ExitCodeOf(int wait_status);
 

@@ -55,6 +55,43 @@ TEST(SubprocessTest, TimeoutKillsTheWholeProcessGroup) {
   (void)!system((std::string("rm -rf ") + tmpl).c_str());
 }
 
+// `lazaret run` keeps SIGINT/SIGTERM/SIGHUP blocked and collects them with
+// sigtimedwait; a host program it waits on under InterruptibleBySignals
+// must not make a stop request wait for it, and the signal must still be
+// there for the caller afterwards.
+TEST(SubprocessTest, PendingTerminationSignalAbandonsAnInterruptibleChild) {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigset_t old;
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+  // Started after the block, so it inherits it: the signal stays pending.
+  std::thread sender([] {
+    std::this_thread::sleep_for(milliseconds(200));
+    kill(getpid(), SIGTERM);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Captured> r;
+  {
+    InterruptibleBySignals interruptible;
+    r = RunCaptured({"sleep", "30"}, milliseconds(60000));
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  sender.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsCancelled(r.status())) << r.status();
+  EXPECT_LT(took, std::chrono::seconds(3));
+  const timespec zero{0, 0};
+  EXPECT_EQ(sigtimedwait(&term, nullptr, &zero), SIGTERM) << "the signal was consumed";
+  // Without the guard the same pending signal changes nothing.
+  kill(getpid(), SIGTERM);
+  absl::StatusOr<Captured> plain = RunCaptured({"true"}, milliseconds(10000));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->exit_code, 0);
+  EXPECT_EQ(sigtimedwait(&term, nullptr, &zero), SIGTERM);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 TEST(SubprocessTest, StdinDataReachesTheChild) {
   std::string big(1 << 20, 'x');
   big += "end";
