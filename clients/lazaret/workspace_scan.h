@@ -62,8 +62,8 @@ struct ScanRoot {
   // owned by uid 0 (gid 0) leaves uids (gids) alone. Rootless podman maps
   // the agent's root to the developer already, so this stays false there.
   bool hand_back_ownership = false;
-  std::optional<uid_t> owner_uid;  // recorded by TakeGitDirSnapshot
-  std::optional<gid_t> owner_gid;
+  std::optional<uid_t> owner_uid = std::nullopt;  // recorded by TakeGitDirSnapshot
+  std::optional<gid_t> owner_gid = std::nullopt;
 };
 
 // The git directories found in the roots when the sandbox started, by root
