@@ -1019,6 +1019,66 @@ absl::Status EnsureHostMountPoints(const CheckedRepo& repo) {
   return absl::OkStatus();
 }
 
+// Gives what host root owns below `dir` (itself included) to uid/gid
+// (static_cast<uid_t>(-1) leaves that id), never following a symlink.
+absl::Status GiveRootOwnedTree(const DirFd& dir, int depth, uid_t uid, gid_t gid) {
+  if (depth > 64) return absl::FailedPreconditionError("ref directories nested too deeply");
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(dir));
+  for (const std::string& name : names) {
+    struct stat st {};
+    if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const uid_t to_uid = st.st_uid == 0 ? uid : static_cast<uid_t>(-1);
+    const gid_t to_gid = st.st_gid == 0 ? gid : static_cast<gid_t>(-1);
+    if ((to_uid != static_cast<uid_t>(-1) || to_gid != static_cast<gid_t>(-1)) &&
+        fchownat(dir.get(), name.c_str(), to_uid, to_gid, AT_SYMLINK_NOFOLLOW) != 0) {
+      return ErrnoStatus(absl::StrCat("giving ", name, " to the repository's owner"), errno);
+    }
+    if (S_ISDIR(st.st_mode)) {
+      LAZ_ASSIGN_OR_RETURN(DirFd child, dir.OpenChild(name));
+      LAZ_RETURN_IF_ERROR(GiveRootOwnedTree(child, depth + 1, uid, gid));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Rootful, host git ran as root above (EnsureAgentBranch) and Lazaret made
+// the mount points: the agent branch's ref, its reflog and their
+// directories would stay host root's in the developer's .git, where the
+// developer's git could not move or delete them. They get the owner of the
+// common dir, as everything the session writes there does (the workspace
+// sweep, docs/operations.md "Rootful file ownership"). No sandbox runs yet,
+// so nothing else writes there.
+absl::Status GiveAgentRefsToRepoOwner(const CheckedRepo& repo) {
+  if (geteuid() != 0) return absl::OkStatus();
+  struct stat owner {};
+  if (lstat(repo.common_dir.c_str(), &owner) != 0) {
+    return ErrnoStatus(absl::StrCat("inspecting ", repo.common_dir), errno);
+  }
+  const uid_t uid = owner.st_uid != 0 ? owner.st_uid : static_cast<uid_t>(-1);
+  const gid_t gid = owner.st_gid != 0 ? owner.st_gid : static_cast<gid_t>(-1);
+  if (uid == static_cast<uid_t>(-1) && gid == static_cast<gid_t>(-1)) return absl::OkStatus();
+  for (const char* parent : {"refs/heads", "logs/refs/heads"}) {
+    const std::string path = absl::StrCat(repo.common_dir, "/", parent);
+    if (!IsDirectoryPath(path + "/lazaret")) continue;
+    LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(path));
+    struct stat st {};
+    if (fstat(dir.get(), &st) == 0 && (st.st_uid == 0 || st.st_gid == 0) &&
+        fchown(dir.get(), st.st_uid == 0 ? uid : static_cast<uid_t>(-1),
+               st.st_gid == 0 ? gid : static_cast<gid_t>(-1)) != 0) {
+      return ErrnoStatus(absl::StrCat("giving ", path, " to the repository's owner"), errno);
+    }
+    LAZ_ASSIGN_OR_RETURN(DirFd lazaret, dir.OpenChild("lazaret"));
+    if (fstat(lazaret.get(), &st) == 0 && (st.st_uid == 0 || st.st_gid == 0) &&
+        fchown(lazaret.get(), st.st_uid == 0 ? uid : static_cast<uid_t>(-1),
+               st.st_gid == 0 ? gid : static_cast<gid_t>(-1)) != 0) {
+      return ErrnoStatus(absl::StrCat("giving ", path, "/lazaret to the repository's owner"),
+                         errno);
+    }
+    LAZ_RETURN_IF_ERROR(GiveRootOwnedTree(lazaret, 0, uid, gid));
+  }
+  return absl::OkStatus();
+}
+
 // The session directory the sandbox sees read-write at kSandboxGitSession:
 //  - packed-refs: every host ref (packed and loose) at session start. The
 //    git directory's packed-refs links here rather than into the read-only
@@ -1279,6 +1339,7 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   LAZ_RETURN_IF_ERROR(
       EnsureAgentBranch(repo, state, branch, !request.worktree_mode, &host, &plan.notices));
   LAZ_RETURN_IF_ERROR(EnsureHostMountPoints(repo));
+  LAZ_RETURN_IF_ERROR(GiveAgentRefsToRepoOwner(repo));
 
   // The work tree the sandbox gets, and the git dir whose HEAD/index it uses.
   CheckedRepo view = repo;

@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -299,9 +300,11 @@ class Runner {
   bool sidecar_lost_ = false;
   int router_pidfd_ = -1;
   // The workspace scan (workspace_scan.h): the git directories there when
-  // the sandbox started, and what the periodic sweeps stripped.
+  // the sandbox started, and what the periodic sweeps stripped and (rootful)
+  // handed back to the workspace's owner.
   std::optional<GitDirSnapshot> scan_snapshot_;
   std::vector<std::string> stripped_;
+  std::map<std::string, uint64_t> handed_back_;
   int ticks_ = 0;
   Clock::time_point next_sweep_{};
   bool sweep_error_reported_ = false;
@@ -598,10 +601,15 @@ void Runner::ApplyEgressPolicy() {
 absl::Status Runner::SnapshotWorkspace() {
   const std::string workspace =
       git_.has_value() && !git_->workspace_host_dir.empty() ? git_->workspace_host_dir : cwd_;
+  // Rootful, the agent's files belong to host root (no uid mapping works
+  // with podman 4.3's storage here; docs/operations.md): the sweeps give
+  // them to the owner of the tree they are in. Rootless, podman's mapping
+  // already made them the developer's.
+  const bool hand_back = !sandbox_.rootless;
   std::vector<ScanRoot> roots;
-  roots.push_back({workspace, git_.has_value() && git_->has_repo});
+  roots.push_back({workspace, git_.has_value() && git_->has_repo, hand_back});
   for (const BindMount& v : ProfileVolumes(profile_)) {
-    if (!v.read_only) roots.push_back({v.host, false});
+    if (!v.read_only) roots.push_back({v.host, false, hand_back});
   }
   LAZ_ASSIGN_OR_RETURN(
       GitDirSnapshot snap,
@@ -620,8 +628,8 @@ absl::Status Runner::SnapshotWorkspace() {
 void Runner::SweepPrivilegeBits() {
   if (!scan_snapshot_.has_value() || Clock::now() < next_sweep_) return;
   const auto start = Clock::now();
-  absl::Status s =
-      StripPrivilegeBits(scan_snapshot_->roots, scan_snapshot_->since, ScanLimits{}, &stripped_);
+  absl::Status s = StripPrivilegeBits(scan_snapshot_->roots, scan_snapshot_->since, ScanLimits{},
+                                      &stripped_, &handed_back_);
   next_sweep_ = Clock::now() + (Clock::now() - start) * kSweepDuty;
   if (!s.ok() && !sweep_error_reported_) {
     Say(absl::StrCat("workspace sweep: ", s.message()));
@@ -629,7 +637,8 @@ void Runner::SweepPrivilegeBits() {
   }
 }
 
-// At session end (the sandbox is gone): setuid/setgid bits and file
+// At session end (the sandbox is gone): what the session wrote handed back
+// to the workspace owner (rootful), setuid/setgid bits and file
 // capabilities stripped, git directories the session planted or changed
 // neutralised (moved aside under a quarantine name; docs/git-shadow.md),
 // and the files editors and shells act on listed.
@@ -644,6 +653,7 @@ void Runner::ScanWorkspaceAtEnd() {
     return;
   }
   report->stripped.insert(report->stripped.begin(), stripped_.begin(), stripped_.end());
+  for (const auto& [owner, n] : handed_back_) report->handed_back[owner] += n;
   for (const std::string& line : ReportLines(*report)) Say(absl::StrCat("workspace: ", line));
 }
 

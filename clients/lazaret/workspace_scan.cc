@@ -1,7 +1,9 @@
 #include "clients/lazaret/workspace_scan.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <openssl/evp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -66,6 +68,27 @@ std::string ProcFd(int fd) { return absl::StrCat("/proc/self/fd/", fd); }
 std::string Join(const std::string& root, const std::string& rel) {
   if (rel.empty() || rel == ".") return root;
   return absl::StrCat(root, "/", rel);
+}
+
+// "alice (uid 1000, gid 1000)", "uid 1000", "group staff (gid 50)": who a
+// root's entries are handed back to.
+std::string OwnerName(const ScanRoot& root) {
+  std::vector<std::string> ids;
+  std::string name;
+  if (root.owner_uid.has_value()) {
+    ids.push_back(absl::StrCat("uid ", *root.owner_uid));
+    if (const passwd* pw = getpwuid(*root.owner_uid); pw != nullptr) name = pw->pw_name;
+  }
+  if (root.owner_gid.has_value()) {
+    ids.push_back(absl::StrCat("gid ", *root.owner_gid));
+    if (!root.owner_uid.has_value()) {
+      if (const group* gr = getgrgid(*root.owner_gid); gr != nullptr) {
+        name = absl::StrCat("group ", gr->gr_name);
+      }
+    }
+  }
+  const std::string joined = absl::StrJoin(ids, ", ");
+  return name.empty() ? joined : absl::StrCat(name, " (", joined, ")");
 }
 
 // Reads a regular file below `dir` for a fingerprint, never changing its
@@ -191,9 +214,18 @@ class Walk {
 
   absl::Status Run() {
     LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root_.path));
+    if (HandsBack()) {
+      // The root itself: the agent can chown /workspace too.
+      struct stat st {};
+      if (fstat(dir.get(), &st) == 0 && NotBefore(st.st_ctim, since_) && NotTheOwners(st)) {
+        GiveBack(dir.get(), root_.path, &st);
+      }
+    }
     (void)Dir(dir, "", 0, false);
     return absl::OkStatus();
   }
+
+  uint64_t handed_back() const { return handed_back_; }
 
   bool complete() const { return complete_; }
   std::vector<FoundGitDir>& git_dirs() { return git_dirs_; }
@@ -204,6 +236,67 @@ class Walk {
  private:
   bool FindsGitDirs() const { return purpose_ != Purpose::kStrip; }
   bool Strips() const { return purpose_ != Purpose::kSnapshot; }
+  bool HandsBack() const {
+    return Strips() && root_.hand_back_ownership &&
+           (root_.owner_uid.has_value() || root_.owner_gid.has_value());
+  }
+  bool NotTheOwners(const struct stat& st) const {
+    return (root_.owner_uid.has_value() && st.st_uid != *root_.owner_uid) ||
+           (root_.owner_gid.has_value() && st.st_gid != *root_.owner_gid);
+  }
+
+  // Gives the inode `fd` refers to (an O_PATH descriptor, or the root's own
+  // directory descriptor) to the root's owner; `st` is that descriptor's
+  // own fstat, and is refreshed. AT_EMPTY_PATH on an O_PATH descriptor of a
+  // symlink changes the symlink itself (lchown), never its target. The
+  // kernel clears setuid/setgid bits and file capabilities of a regular
+  // file it chowns; that is reported like the strip would have.
+  void GiveBack(int fd, const std::string& path, struct stat* st) {
+    const uid_t uid = root_.owner_uid.value_or(static_cast<uid_t>(-1));
+    const gid_t gid = root_.owner_gid.value_or(static_cast<gid_t>(-1));
+    const bool had_caps = S_ISREG(st->st_mode) && (st->st_mode & 0111) != 0 &&
+                          getxattr(ProcFd(fd).c_str(), kCapabilityXattr, nullptr, 0) >= 0;
+    if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0) {
+      problems_.push_back(absl::StrCat(path, ": could not be given to ", OwnerName(root_), ": ",
+                                       std::strerror(errno), "; it stays owned by uid ", st->st_uid,
+                                       ", gid ", st->st_gid));
+      return;
+    }
+    ++handed_back_;
+    const mode_t before = st->st_mode & 07777;
+    if (fstat(fd, st) != 0) return;
+    const mode_t after = st->st_mode & 07777;
+    std::vector<std::string> what;
+    if ((before & ~after & (S_ISUID | S_ISGID)) != 0) {
+      std::vector<std::string> bits;
+      if (before & ~after & S_ISUID) bits.push_back("setuid");
+      if (before & ~after & S_ISGID) bits.push_back("setgid");
+      what.push_back(absl::StrFormat("%s bit%s (mode %04o -> %04o)", absl::StrJoin(bits, "+"),
+                                     bits.size() > 1 ? "s" : "", before, after));
+    }
+    if (had_caps && getxattr(ProcFd(fd).c_str(), kCapabilityXattr, nullptr, 0) < 0) {
+      what.push_back("file capabilities (security.capability)");
+    }
+    if (!what.empty() && stripped_ != nullptr) {
+      stripped_->push_back(absl::StrCat(path, ": removed ", absl::StrJoin(what, "; "),
+                                        " by giving it to ", OwnerName(root_)));
+    }
+  }
+
+  // What the session created or changed and someone else owns (host root,
+  // or any uid the agent chose) goes to the root's owner.
+  void MaybeGiveBack(const DirFd& dir, const std::string& name, const std::string& rel,
+                     struct stat* st) {
+    if (!HandsBack() || !NotBefore(st->st_ctim, since_) || !NotTheOwners(*st)) return;
+    const int fd = openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    ScopedFd guard(fd);
+    // Only this inode from here on: its own fstat decides.
+    struct stat fst {};
+    if (fstat(fd, &fst) != 0 || !NotTheOwners(fst)) return;
+    GiveBack(fd, Join(root_.path, rel), &fst);
+    *st = fst;
+  }
 
   static bool Exists(const DirFd& dir, const char* name, struct stat* st) {
     return fstatat(dir.get(), name, st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -327,7 +420,10 @@ class Walk {
         f.print = GitFileFingerprint(dir, st);
         git_dirs_.push_back(std::move(f));
       }
-      if (Strips()) MaybeStrip(dir, name, crel, st);
+      if (Strips()) {
+        MaybeGiveBack(dir, name, crel, &st);
+        MaybeStrip(dir, name, crel, st);
+      }
       if (S_ISDIR(st.st_mode)) {
         // The snapshot does not need the Git Shadow's own repository; the
         // strip does (the agent writes its objects and refs).
@@ -361,6 +457,7 @@ class Walk {
   const ScanLimits& limits_;
   const int max_depth_;
   std::vector<std::string>* stripped_;
+  uint64_t handed_back_ = 0;
   uint64_t entries_ = 0;
   bool entries_reported_ = false;
   bool complete_ = true;
@@ -498,6 +595,12 @@ absl::StatusOr<GitDirSnapshot> TakeGitDirSnapshot(const std::string& session_id,
     if (r.root_git_protected && lstat(absl::StrCat(r.path, "/.git").c_str(), &st) != 0) {
       r.root_git_protected = false;  // a .git the agent makes there is its own
     }
+    r.owner_uid.reset();
+    r.owner_gid.reset();
+    if (r.hand_back_ownership) {
+      if (st.st_uid != 0) r.owner_uid = st.st_uid;
+      if (st.st_gid != 0) r.owner_gid = st.st_gid;
+    }
     snap.roots.push_back(std::move(r));
   }
   for (size_t i = 0; i < snap.roots.size(); ++i) {
@@ -518,6 +621,13 @@ std::string SerializeSnapshot(const GitDirSnapshot& s) {
   absl::StrAppend(&out, "complete ", s.complete ? 1 : 0, "\n");
   for (const ScanRoot& r : s.roots) {
     absl::StrAppend(&out, "root ", r.root_git_protected ? 1 : 0, " ", absl::CEscape(r.path), "\n");
+  }
+  for (size_t i = 0; i < s.roots.size(); ++i) {
+    const ScanRoot& r = s.roots[i];
+    if (!r.hand_back_ownership) continue;
+    absl::StrAppend(&out, "owner ", i, " ",
+                    r.owner_uid.has_value() ? absl::StrCat(*r.owner_uid) : std::string("-"), " ",
+                    r.owner_gid.has_value() ? absl::StrCat(*r.owner_gid) : std::string("-"), "\n");
   }
   for (const auto& [key, print] : s.prints) {
     absl::StrAppend(&out, "git ", key.first, " ", print, " ", absl::CEscape(key.second), "\n");
@@ -549,6 +659,18 @@ absl::StatusOr<GitDirSnapshot> ParseSnapshot(const std::string& text) {
       std::string rest = line.substr(7), path;
       if (!absl::CUnescape(rest, &path) || path.empty() || path[0] != '/') return bad(line);
       s.roots.push_back({path, f[1] == "1"});
+    } else if (f[0] == "owner" && f.size() == 4) {
+      size_t index = 0;
+      uint32_t uid = 0, gid = 0;
+      if (!absl::SimpleAtoi(f[1], &index) || index >= s.roots.size() ||
+          (f[2] != "-" && !absl::SimpleAtoi(f[2], &uid)) ||
+          (f[3] != "-" && !absl::SimpleAtoi(f[3], &gid))) {
+        return bad(line);
+      }
+      ScanRoot& r = s.roots[index];
+      r.hand_back_ownership = true;
+      if (f[2] != "-") r.owner_uid = static_cast<uid_t>(uid);
+      if (f[3] != "-") r.owner_gid = static_cast<gid_t>(gid);
     } else if (f[0] == "git" && f.size() == 4) {
       size_t index = 0;
       std::string rel;
@@ -579,6 +701,7 @@ absl::StatusOr<ScanReport> ScanAtSessionEnd(const GitDirSnapshot& snap, const Sc
           absl::StrCat(root.path, " could not be checked at all: ", s.message()));
       continue;
     }
+    if (w.handed_back() > 0) report.handed_back[OwnerName(root)] += w.handed_back();
     for (auto& p : w.problems()) report.problems.push_back(std::move(p));
     for (auto& e : w.editor_files()) report.editor_files.push_back(std::move(e));
 
@@ -636,12 +759,16 @@ absl::StatusOr<ScanReport> ScanAtSessionEnd(const GitDirSnapshot& snap, const Sc
 }
 
 absl::Status StripPrivilegeBits(const std::vector<ScanRoot>& roots, const timespec& since,
-                                const ScanLimits& limits, std::vector<std::string>* stripped) {
+                                const ScanLimits& limits, std::vector<std::string>* stripped,
+                                std::map<std::string, uint64_t>* handed_back) {
   const int depth = AffordableDepth(limits.max_depth);
   absl::Status status;
   for (const ScanRoot& root : roots) {
     Walk w(Purpose::kStrip, root, since, limits, depth, stripped);
     status.Update(w.Run());
+    if (handed_back != nullptr && w.handed_back() > 0) {
+      (*handed_back)[OwnerName(root)] += w.handed_back();
+    }
   }
   return status;
 }
@@ -671,6 +798,12 @@ std::vector<std::string> ReportLines(const ScanReport& r) {
                        "git there; inspect it first: ",
                        p.inspect));
     }
+  }
+  for (const auto& [owner, n] : r.handed_back) {
+    out.push_back(absl::StrCat("gave ", n, n == 1 ? " file" : " files",
+                               " the session created or changed (owned by host root or another "
+                               "user) back to ",
+                               owner, ", the owner of the workspace or volume"));
   }
   if (!r.stripped.empty()) {
     out.push_back(absl::StrCat("removed privilege bits the session set on ", r.stripped.size(),

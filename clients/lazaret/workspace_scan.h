@@ -15,6 +15,10 @@
 // act cannot redirect the change. Nothing the agent did not write is
 // changed: no mode, owner or time of the developer's own files (the one
 // exception: a rename in a directory restores that directory's times).
+// Rootful (the agent is host root), what the session created or changed is
+// handed back to the owner each root directory had when the sandbox
+// started, through the same O_PATH descriptor (a symlink itself, never its
+// target).
 // Whether the agent "wrote" something is judged by ctime, which no one can
 // set, against the moment the sandbox started; a git directory counts as
 // changed when it was not in the start snapshot or its fingerprint (config,
@@ -22,10 +26,12 @@
 #ifndef LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_
 #define LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_
 
+#include <sys/types.h>
 #include <time.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +55,15 @@ struct ScanRoot {
   // workspace of a session with a Git Shadow, and only if it existed when
   // the sandbox started.
   bool root_git_protected = false;
+  // Rootful only (the caller decides): every entry the session created or
+  // changed that is not owned by the root directory's owner is given to
+  // that owner. TakeGitDirSnapshot records the owner before the sandbox
+  // starts (so an agent that chowns the root cannot change it); a root
+  // owned by uid 0 (gid 0) leaves uids (gids) alone. Rootless podman maps
+  // the agent's root to the developer already, so this stays false there.
+  bool hand_back_ownership = false;
+  std::optional<uid_t> owner_uid = std::nullopt;  // recorded by TakeGitDirSnapshot
+  std::optional<gid_t> owner_gid = std::nullopt;
 };
 
 // The git directories found in the roots when the sandbox started, by root
@@ -99,6 +114,9 @@ struct ScanReport {
   // a folder is opened, created or changed by the session (absolute paths;
   // directories end in '/').
   std::vector<std::string> editor_files;
+  // Entries handed back to a root's owner (rootful), by owner ("alice (uid
+  // 1000, gid 1000)").
+  std::map<std::string, uint64_t> handed_back;
   // Loud problems: what could not be checked, and what was done about it.
   std::vector<std::string> problems;
 };
@@ -106,8 +124,9 @@ struct ScanReport {
 // The suffix a quarantined git entry gets: ".lazaret-quarantine-<session>".
 std::string QuarantineSuffix(const std::string& session_id);
 
-// The end-of-session scan (sandbox gone). Strips setuid/setgid bits and file
-// capabilities from what the session wrote, neutralises every git directory
+// The end-of-session scan (sandbox gone). Hands what the session wrote back
+// to the root's owner (ScanRoot::hand_back_ownership), strips setuid/setgid
+// bits and file capabilities from it, neutralises every git directory
 // that is not in the snapshot unchanged (unless the profile opted out, in
 // which case they are only reported), moves aside directories deeper than
 // the limit, and lists editor files. `snapshot.complete == false` makes
@@ -115,12 +134,14 @@ std::string QuarantineSuffix(const std::string& session_id);
 absl::StatusOr<ScanReport> ScanAtSessionEnd(const GitDirSnapshot& snapshot,
                                             const ScanLimits& limits = {});
 
-// The periodic sweep while the sandbox runs: strips setuid/setgid bits and
-// file capabilities from entries changed at or after `since`. Appends to
-// `stripped`. Bounded by `limits`; cheap when nothing changed (one fstatat
-// per entry).
+// The periodic sweep while the sandbox runs: hands entries changed at or
+// after `since` back to the root's owner (ScanRoot::hand_back_ownership;
+// counted in `handed_back` when it is not null) and strips setuid/setgid
+// bits and file capabilities from them. Appends to `stripped`. Bounded by
+// `limits`; cheap when nothing changed (one fstatat per entry).
 absl::Status StripPrivilegeBits(const std::vector<ScanRoot>& roots, const timespec& since,
-                                const ScanLimits& limits, std::vector<std::string>* stripped);
+                                const ScanLimits& limits, std::vector<std::string>* stripped,
+                                std::map<std::string, uint64_t>* handed_back = nullptr);
 
 // The report as lines for the terminal (without a prefix).
 std::vector<std::string> ReportLines(const ScanReport& report);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,8 +18,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -1218,6 +1221,74 @@ TEST_F(RunE2eTest, SetuidSetgidAndCapabilitiesAreStrippedAndReported) {
   if (out.find("CAP-SET") != std::string::npos) {
     EXPECT_THAT(out, HasSubstr(ws_->path() + "/capped: removed file capabilities")) << out;
   }
+}
+
+// Issue 7 C2: what the agent creates in the workspace belongs to the
+// workspace's owner, not host root. Rootful (the agent is host root and no
+// uid mapping works with podman 4.3's storage here) the workspace sweep
+// gives it back (docs/operations.md "Rootful file ownership"); rootless,
+// podman's mapping makes it the developer's already. The workspace is a
+// repository owned by a non-root user; the agent makes a file, a directory
+// with a file in it, a symlink and a commit.
+TEST_F(RunE2eTest, FilesTheAgentCreatesBelongToTheWorkspaceOwner) {
+  uid_t uid = Env().uid;
+  gid_t gid = Env().gid;
+  std::map<std::string, std::string> sudo;
+  const std::string repo = ws_->path();
+  ASSERT_EQ(RunAs(repo, {"sh", "-c",
+                         "git init -q -b main . && echo a > a.txt && git add a.txt && "
+                         "git -c user.name=D -c user.email=d@x commit -qm 'first commit'"})
+                .exit_code,
+            0);
+  if (!IsRootless()) {
+    // The rootless test user when it exists, else a uid without an account
+    // (ownership does not need one).
+    const char* name = std::getenv("LAZARET_E2E_USER");
+    const passwd* pw = getpwnam(name != nullptr && *name != '\0' ? name : LAZARET_E2E_USER_DEFAULT);
+    uid = pw != nullptr ? pw->pw_uid : 4242;
+    gid = pw != nullptr ? pw->pw_gid : 4242;
+    ASSERT_EQ(
+        test::Run({"chown", "-R", std::to_string(uid) + ":" + std::to_string(gid), repo}).exit_code,
+        0);
+    // As `sudo lazaret run` in the developer's repository: host git (as
+    // root) trusts the repository of SUDO_UID and no other.
+    sudo["SUDO_UID"] = std::to_string(uid);
+  }
+  CommandResult r =
+      Run({"run", "--", "sh", "-c",
+           "cd /workspace && echo x > made.txt && mkdir -p dir/sub && echo y > dir/sub/inner.txt "
+           "&& ln -s made.txt link && git add made.txt dir link && "
+           "git -c user.name=A -c user.email=a@x commit -qm agent-files && id -u"},
+          sudo);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Trim(r.out), "0") << "the agent is root inside";
+  auto owner = [](const std::string& p) {
+    struct stat st {};
+    return lstat(p.c_str(), &st) == 0 ? std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid)
+                                      : "missing";
+  };
+  const std::string want = std::to_string(uid) + ":" + std::to_string(gid);
+  for (const char* rel : {"made.txt", "dir", "dir/sub", "dir/sub/inner.txt", "link"}) {
+    EXPECT_EQ(owner(repo + "/" + rel), want) << rel;
+  }
+  struct stat st {};
+  ASSERT_EQ(lstat((repo + "/link").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  // Nothing anywhere in the workspace (its .git included, where the import
+  // wrote the agent's commit) is left to host root or anyone else.
+  CommandResult stray = test::Run({"find", repo, "(", "!", "-uid", std::to_string(uid), "-o", "!",
+                                   "-gid", std::to_string(gid), ")", "-print"});
+  EXPECT_EQ(Trim(stray.out), "") << "not the workspace owner's";
+  if (!IsRootless()) {
+    EXPECT_THAT(r.err, HasSubstr("workspace: gave "));
+    EXPECT_THAT(r.err, HasSubstr("uid " + std::to_string(uid) + ", gid " + std::to_string(gid)));
+  }
+  // The commit was imported: host git (as root rootful, trusting the
+  // developer's repository for this one command) sees the agent branch.
+  CommandResult g = RunAs(
+      repo, {"git", "-c", "safe.directory=*", "log", "-1", "--format=%s", "lazaret/agent-default"});
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(Trim(g.out), "agent-files");
 }
 
 // Files that editors and shells act on when the folder is opened, created
