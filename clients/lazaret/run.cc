@@ -818,11 +818,10 @@ int Runner::Run() {
   for (const BindMount& v : ProfileVolumes(profile_)) {
     if (absl::Status s = CheckNoSymlinkComponents(v.host); !s.ok()) return Fail(s);
   }
-  if (absl::Status s = RecheckProfileHostPaths(
-          git_.has_value() && !git_->workspace_host_dir.empty() ? git_->workspace_host_dir : cwd_);
-      !s.ok()) {
-    return Fail(s);
-  }
+  // Against the directory the developer named, as configd checked it (in
+  // --worktree mode the mounted workspace is Lazaret's own worktree under
+  // the profile directory).
+  if (absl::Status s = RecheckProfileHostPaths(cwd_); !s.ok()) return Fail(s);
   if (absl::Status s = SnapshotWorkspace(); !s.ok()) {
     return Fail(absl::Status(s.code(), absl::StrCat("recording the workspace's git directories "
                                                     "before the session: ",
