@@ -392,6 +392,7 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
                     });
   AddCapabilities(&a, kSandboxCapabilities);
   for (auto& f : PinnedIsolationArgs(s.rootless)) a.push_back(std::move(f));
+  a.push_back(absl::StrCat("--ulimit=nproc=", kSandboxTaskLimit, ":", kSandboxTaskLimit));
   if (!s.rootless) {
     a.push_back(absl::StrCat("--pids-limit=", kSandboxPidsLimit));
     a.push_back(absl::StrCat("--memory=", kSandboxMemory));

@@ -26,7 +26,12 @@ inline constexpr int kRunFailed = 125;  // Lazaret or podman failed; the command
 // When `lazaret run` itself is stopped by SIGINT, SIGTERM or SIGHUP it tears
 // the session down and exits with 128+signal (130, 143, 129).
 
-// Resource limits of a rootful session (rootless: see docs/operations.md).
+// Resource limits of a session. The task limit is RLIMIT_NPROC of the
+// sandbox's processes, which gVisor's kernel enforces itself, rootful and
+// rootless, and which the agent (no CAP_SYS_RESOURCE or CAP_SYS_ADMIN) can
+// lower but never raise. The cgroup limits below apply rootful only (a
+// cgroup v1 host delegates no cgroup to a rootless user; docs/operations.md).
+inline constexpr int kSandboxTaskLimit = 4096;
 inline constexpr int kSandboxPidsLimit = 4096;
 inline constexpr char kSandboxMemory[] = "8g";
 inline constexpr int kSidecarPidsLimit = 64;

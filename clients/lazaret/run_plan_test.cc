@@ -229,6 +229,9 @@ TEST(SandboxArgvTest, GvisorFlagsAreDeliberate) {
   EXPECT_TRUE(Has(*rootless, "--runtime-flag=ignore-cgroups"));
   EXPECT_FALSE(Has(*rootless, "--tty"));
   EXPECT_FALSE(Has(*rootless, "--pids-limit=4096"));
+  // The task limit gVisor enforces itself holds in both modes.
+  EXPECT_TRUE(Has(*rootful, "--ulimit=nproc=4096:4096"));
+  EXPECT_TRUE(Has(*rootless, "--ulimit=nproc=4096:4096"));
 }
 
 TEST(SandboxArgvTest, EntrypointIsSandboxInitThenInitArgsThenCommand) {
