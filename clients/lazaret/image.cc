@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include "clients/lazaret/podman.h"
 #include "clients/lazaret/session.h"
 #include "clients/lazaret/subprocess.h"
+#include "services/common/sha256.h"
 #include "services/common/status_util.h"
 #include "services/configd/embedded_default.h"
 
@@ -48,31 +48,6 @@ constexpr size_t kTagHashLength = 16;
 constexpr char kImageUsage[] =
     "usage: lazaret image build [sandbox|sidecar|all] [--mirror URL] [--force]\n"
     "       lazaret image tag sandbox|sidecar [--mirror URL]\n";
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(const void* data, size_t n) { EVP_DigestUpdate(ctx_, data, n); }
-  void Update(const std::string& s) { Update(s.data(), s.size()); }
-  std::string Hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, md, &n);
-    static const char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned int i = 0; i < n; ++i) {
-      out += kHex[md[i] >> 4];
-      out += kHex[md[i] & 15];
-    }
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -434,9 +409,9 @@ std::string SandboxInputsHash(const std::vector<std::string>& packages, const st
   h.Update(absl::StrCat(kSandboxRecipe, "\n"));
   for (const auto& a : SandboxBuildArgv(packages, mirror, "OUT.tar")) {
     h.Update(a);
-    h.Update("\n", 1);
+    h.Update("\n");
   }
-  return h.Hex();
+  return h.HexDigest();
 }
 
 absl::StatusOr<std::vector<ImageFile>> ParseLddOutput(const std::string& text) {
@@ -503,7 +478,7 @@ absl::StatusOr<std::string> SidecarInputsHash(const std::vector<ImageFile>& file
     h.Update(absl::StrCat("file ", f.dest, " ", bytes.size(), "\n"));
     h.Update(bytes);
   }
-  return h.Hex();
+  return h.HexDigest();
 }
 
 absl::StatusOr<std::string> SandboxImageTag(const std::string& mirror_override) {

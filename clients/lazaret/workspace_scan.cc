@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <openssl/evp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -24,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/git_shadow_fs.h"
 #include "clients/lazaret/subprocess.h"
+#include "services/common/sha256.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli {
@@ -34,30 +34,6 @@ constexpr uint64_t kMaxFingerprintFileBytes = 4ull << 20;
 constexpr size_t kMaxHooks = 4096;
 constexpr size_t kMaxEditorFilesShown = 50;
 constexpr char kSnapshotMagic[] = "lazaret-workspace-scan 1";
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  // Length-prefixed, so that field boundaries cannot be shifted.
-  void Field(const std::string& s) {
-    const std::string len = absl::StrCat(s.size(), ":");
-    EVP_DigestUpdate(ctx_, len.data(), len.size());
-    EVP_DigestUpdate(ctx_, s.data(), s.size());
-  }
-  std::string Hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, md, &n);
-    return absl::BytesToHexString(
-        absl::string_view(reinterpret_cast<const char*>(md), static_cast<size_t>(n)));
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 bool NotBefore(const timespec& t, const timespec& since) {
   return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
@@ -138,34 +114,34 @@ std::string FileField(const DirFd& dir, const std::string& name) {
 std::string GitDirFingerprint(const DirFd& gitdir) {
   Sha256 h;
   struct stat st {};
-  if (fstat(gitdir.get(), &st) == 0) h.Field(absl::StrCat("dir ", st.st_dev, ":", st.st_ino));
+  if (fstat(gitdir.get(), &st) == 0) h.UpdateField(absl::StrCat("dir ", st.st_dev, ":", st.st_ino));
   for (const char* name : {"config", "config.worktree", "commondir", "gitdir"}) {
-    h.Field(name);
-    h.Field(FileField(gitdir, name));
+    h.UpdateField(name);
+    h.UpdateField(FileField(gitdir, name));
   }
-  h.Field("hooks");
-  h.Field(FileField(gitdir, "hooks"));
+  h.UpdateField("hooks");
+  h.UpdateField(FileField(gitdir, "hooks"));
   if (auto hooks = gitdir.OpenChild("hooks"); hooks.ok()) {
     auto names = ListNames(*hooks);
     if (!names.ok()) {
-      h.Field("unlistable");
+      h.UpdateField("unlistable");
     } else {
       std::sort(names->begin(), names->end());
       if (names->size() > kMaxHooks) names->resize(kMaxHooks);
       for (const auto& n : *names) {
-        h.Field(n);
-        h.Field(FileField(*hooks, n));
+        h.UpdateField(n);
+        h.UpdateField(FileField(*hooks, n));
       }
     }
   }
-  return h.Hex();
+  return h.HexDigest();
 }
 
 std::string GitFileFingerprint(const DirFd& parent, const struct stat& st) {
   Sha256 h;
-  h.Field(absl::StrCat("gitfile ", st.st_dev, ":", st.st_ino));
-  h.Field(FileField(parent, ".git"));
-  return h.Hex();
+  h.UpdateField(absl::StrCat("gitfile ", st.st_dev, ":", st.st_ino));
+  h.UpdateField(FileField(parent, ".git"));
+  return h.HexDigest();
 }
 
 // Raises the soft descriptor limit so a walk can hold one directory
