@@ -3,11 +3,14 @@
 // terminal; reads host files and runs version queries, changes nothing.
 // Exits 1 when any check fails (warnings do not fail).
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -174,6 +177,29 @@ int CmdDoctor(const Context& ctx, const std::vector<std::string>& args) {
   program("fuse-overlayfs", {"fuse-overlayfs", "--version"}, "apt-get install fuse-overlayfs");
   program("slirp4netns", {"slirp4netns", "--version"}, "apt-get install slirp4netns");
   program("mmdebstrap", {"mmdebstrap", "--version"}, "apt-get install mmdebstrap");
+  // The session registry identifies each `lazaret run` by a pidfd the
+  // kernel takes from the socket (SO_PEERPIDFD, Linux 6.5): asked of a real
+  // socket pair, not guessed from the version.
+  {
+    int sv[2];
+    int pidfd = -1;
+    socklen_t len = sizeof(pidfd);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      d.Report(Verdict::kFail, "kernel", absl::StrCat("socketpair: ", strerror(errno)), "");
+    } else {
+      if (getsockopt(sv[0], SOL_SOCKET, kSoPeerPidfd, &pidfd, &len) == 0 && pidfd >= 0) {
+        d.Report(Verdict::kOk, "kernel", "SO_PEERPIDFD (session registry)");
+        close(pidfd);
+      } else {
+        d.Report(Verdict::kFail, "kernel",
+                 absl::StrCat("no SO_PEERPIDFD (", strerror(errno),
+                              "): the session registry needs Linux 6.5 or newer"),
+                 "boot a newer kernel (Debian 12: the bookworm-backports linux-image)");
+      }
+      close(sv[0]);
+      close(sv[1]);
+    }
+  }
   absl::StatusOr<std::string> git = VersionOf({"git", "--version"});
   if (!git.ok()) {
     d.Report(Verdict::kFail, "git", std::string(git.status().message()), "apt-get install git");
