@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/git_shadow_fs.h"
 #include "clients/lazaret/subprocess.h"
+#include "lazaret/common/v1/common.pb.h"
 #include "services/common/sha256.h"
 #include "services/common/status_util.h"
 
@@ -33,7 +34,6 @@ constexpr char kCapabilityXattr[] = "security.capability";
 constexpr uint64_t kMaxFingerprintFileBytes = 4ull << 20;
 constexpr size_t kMaxHooks = 4096;
 constexpr size_t kMaxEditorFilesShown = 50;
-constexpr char kSnapshotMagic[] = "lazaret-workspace-scan 1";
 
 bool NotBefore(const timespec& t, const timespec& since) {
   return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
@@ -521,16 +521,6 @@ void Neutralise(const ScanRoot& root, const FoundGitDir& f, const std::string& s
   }
 }
 
-absl::Status ParseTime(absl::string_view sec, absl::string_view nsec, timespec* out) {
-  int64_t s = 0, ns = 0;
-  if (!absl::SimpleAtoi(sec, &s) || !absl::SimpleAtoi(nsec, &ns) || ns < 0 || ns >= 1000000000) {
-    return absl::InvalidArgumentError("bad time");
-  }
-  out->tv_sec = static_cast<time_t>(s);
-  out->tv_nsec = static_cast<long>(ns);
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 bool IsEditorActedOnName(const std::string& name) {
@@ -589,78 +579,58 @@ absl::StatusOr<GitDirSnapshot> TakeGitDirSnapshot(const std::string& session_id,
 }
 
 std::string SerializeSnapshot(const GitDirSnapshot& s) {
-  std::string out = absl::StrCat(kSnapshotMagic, "\n");
-  absl::StrAppend(&out, "session ", s.session_id, "\n");
-  absl::StrAppend(&out, "since ", static_cast<int64_t>(s.since.tv_sec), " ",
-                  static_cast<int64_t>(s.since.tv_nsec), "\n");
-  absl::StrAppend(&out, "quarantine ", s.quarantine ? 1 : 0, "\n");
-  absl::StrAppend(&out, "complete ", s.complete ? 1 : 0, "\n");
+  common::v1::WorkspaceSnapshot m;
+  m.set_session_id(s.session_id);
+  m.set_since_seconds(static_cast<int64_t>(s.since.tv_sec));
+  m.set_since_nanos(static_cast<int32_t>(s.since.tv_nsec));
+  m.set_quarantine(s.quarantine);
+  m.set_complete(s.complete);
   for (const ScanRoot& r : s.roots) {
-    absl::StrAppend(&out, "root ", r.root_git_protected ? 1 : 0, " ", absl::CEscape(r.path), "\n");
-  }
-  for (size_t i = 0; i < s.roots.size(); ++i) {
-    const ScanRoot& r = s.roots[i];
-    if (!r.hand_back_ownership) continue;
-    absl::StrAppend(&out, "owner ", i, " ",
-                    r.owner_uid.has_value() ? absl::StrCat(*r.owner_uid) : std::string("-"), " ",
-                    r.owner_gid.has_value() ? absl::StrCat(*r.owner_gid) : std::string("-"), "\n");
+    common::v1::WorkspaceSnapshot::Root* root = m.add_roots();
+    root->set_path(r.path);
+    root->set_root_git_protected(r.root_git_protected);
+    root->set_hand_back_ownership(r.hand_back_ownership);
+    if (r.owner_uid.has_value()) root->set_owner_uid(*r.owner_uid);
+    if (r.owner_gid.has_value()) root->set_owner_gid(*r.owner_gid);
   }
   for (const auto& [key, print] : s.prints) {
-    absl::StrAppend(&out, "git ", key.first, " ", print, " ", absl::CEscape(key.second), "\n");
+    common::v1::WorkspaceSnapshot::GitDir* g = m.add_git_dirs();
+    g->set_root(static_cast<uint32_t>(key.first));
+    g->set_path(key.second);
+    g->set_fingerprint(print);
   }
-  return out;
+  return m.SerializeAsString();
 }
 
-absl::StatusOr<GitDirSnapshot> ParseSnapshot(const std::string& text) {
-  GitDirSnapshot s;
-  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  if (lines.empty() || lines[0] != kSnapshotMagic) {
-    return absl::InvalidArgumentError("not a workspace scan snapshot");
-  }
-  auto bad = [](const std::string& line) {
-    return absl::InvalidArgumentError(absl::StrCat("bad snapshot line: ", absl::CEscape(line)));
-  };
-  bool have_since = false;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(' ', 3));
-    if (f[0] == "session" && f.size() == 2) {
-      s.session_id = f[1];
-    } else if (f[0] == "since" && f.size() == 3) {
-      if (!ParseTime(f[1], f[2], &s.since).ok()) return bad(line);
-      have_since = true;
-    } else if ((f[0] == "quarantine" || f[0] == "complete") && f.size() == 2) {
-      (f[0] == "quarantine" ? s.quarantine : s.complete) = f[1] == "1";
-    } else if (f[0] == "root" && f.size() >= 3) {
-      std::string rest = line.substr(7), path;
-      if (!absl::CUnescape(rest, &path) || path.empty() || path[0] != '/') return bad(line);
-      s.roots.push_back({path, f[1] == "1"});
-    } else if (f[0] == "owner" && f.size() == 4) {
-      size_t index = 0;
-      uint32_t uid = 0, gid = 0;
-      if (!absl::SimpleAtoi(f[1], &index) || index >= s.roots.size() ||
-          (f[2] != "-" && !absl::SimpleAtoi(f[2], &uid)) ||
-          (f[3] != "-" && !absl::SimpleAtoi(f[3], &gid))) {
-        return bad(line);
-      }
-      ScanRoot& r = s.roots[index];
-      r.hand_back_ownership = true;
-      if (f[2] != "-") r.owner_uid = static_cast<uid_t>(uid);
-      if (f[3] != "-") r.owner_gid = static_cast<gid_t>(gid);
-    } else if (f[0] == "git" && f.size() == 4) {
-      size_t index = 0;
-      std::string rel;
-      if (!absl::SimpleAtoi(f[1], &index) || index >= s.roots.size() ||
-          !absl::CUnescape(f[3], &rel)) {
-        return bad(line);
-      }
-      s.prints[{index, rel}] = f[2];
-    } else {
-      return bad(line);
-    }
-  }
-  if (!have_since || s.session_id.empty()) {
+absl::StatusOr<GitDirSnapshot> ParseSnapshot(const std::string& bytes) {
+  common::v1::WorkspaceSnapshot m;
+  if (!m.ParseFromString(bytes)) return absl::InvalidArgumentError("not a workspace scan snapshot");
+  if (m.session_id().empty() || m.since_seconds() <= 0 || m.since_nanos() < 0 ||
+      m.since_nanos() >= 1000000000) {
     return absl::InvalidArgumentError("the snapshot has no session or start time");
+  }
+  GitDirSnapshot s;
+  s.session_id = m.session_id();
+  s.since.tv_sec = static_cast<time_t>(m.since_seconds());
+  s.since.tv_nsec = m.since_nanos();
+  s.quarantine = m.quarantine();
+  s.complete = m.complete();
+  for (const common::v1::WorkspaceSnapshot::Root& r : m.roots()) {
+    if (r.path().empty() || r.path()[0] != '/' || r.path().find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError("the snapshot names a root that is not an absolute path");
+    }
+    ScanRoot root{r.path(), r.root_git_protected()};
+    root.hand_back_ownership = r.hand_back_ownership();
+    if (r.has_owner_uid()) root.owner_uid = static_cast<uid_t>(r.owner_uid());
+    if (r.has_owner_gid()) root.owner_gid = static_cast<gid_t>(r.owner_gid());
+    s.roots.push_back(std::move(root));
+  }
+  for (const common::v1::WorkspaceSnapshot::GitDir& g : m.git_dirs()) {
+    if (g.root() >= s.roots.size() || g.path().empty() || g.path()[0] == '/' ||
+        g.path().find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError("the snapshot names a git directory outside its roots");
+    }
+    s.prints[{g.root(), g.path()}] = g.fingerprint();
   }
   return s;
 }

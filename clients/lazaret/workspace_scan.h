@@ -88,7 +88,8 @@ absl::StatusOr<GitDirSnapshot> TakeGitDirSnapshot(const std::string& session_id,
                                                   std::vector<ScanRoot> roots, bool quarantine,
                                                   const ScanLimits& limits = {});
 
-// The snapshot as a text file (in the session directory, for `clean`).
+// The snapshot as the bytes of its file in the session directory (for the
+// reap of a killed session): lazaret.common.v1.WorkspaceSnapshot.
 std::string SerializeSnapshot(const GitDirSnapshot& snapshot);
 absl::StatusOr<GitDirSnapshot> ParseSnapshot(const std::string& text);
 
