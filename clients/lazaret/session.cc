@@ -117,14 +117,6 @@ std::string NewSessionId() {
   return id;
 }
 
-bool IsValidSessionId(const std::string& id) {
-  if (id.size() != 12) return false;
-  for (char c : id) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 std::string SidecarName(const std::string& id) { return absl::StrCat("lazaret-", id, "-sidecar"); }
 std::string SandboxName(const std::string& id) { return absl::StrCat("lazaret-", id, "-sandbox"); }
 std::string SessionsDir(const std::string& runtime_dir) {

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "services/common/session_id.h"
 
 namespace lazaret::cli {
 
@@ -43,7 +44,7 @@ inline constexpr char kSidecarRouterSocket[] = "/run/lazaret/router/router.sock"
 
 // 12 lowercase hex digits from getrandom().
 std::string NewSessionId();
-bool IsValidSessionId(const std::string& id);
+using ::lazaret::IsValidSessionId;  // services/common/session_id.h
 
 std::string SidecarName(const std::string& id);  // lazaret-<id>-sidecar
 std::string SandboxName(const std::string& id);  // lazaret-<id>-sandbox

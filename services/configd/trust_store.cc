@@ -1,7 +1,6 @@
 #include "services/configd/trust_store.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "services/common/sha256.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::config {
@@ -73,17 +73,9 @@ class StoreLock {
 }  // namespace
 
 std::string Sha256Hex(absl::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
+  Sha256 h;
+  h.Update(data);
+  return h.HexDigest();
 }
 
 absl::StatusOr<std::vector<TrustStore::Entry>> TrustStore::Read() const {

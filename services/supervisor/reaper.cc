@@ -86,14 +86,6 @@ int RunOne(char* const* argv, char* const* envp) {
 
 }  // namespace
 
-bool IsValidSessionId(std::string_view id) {
-  if (id.size() != 12) return false;
-  for (char c : id) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 std::string EncodeReapRequest(std::string_view id) { return std::string(id) + "\n"; }
 
 std::optional<std::string> ParseReapRequest(std::string_view bytes) {

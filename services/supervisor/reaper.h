@@ -33,11 +33,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "services/common/session_id.h"
 
 namespace lazaret::supervisor {
 
 // 12 lowercase hex digits, as `lazaret run` makes them.
-bool IsValidSessionId(std::string_view id);
+using ::lazaret::IsValidSessionId;  // services/common/session_id.h
 
 inline constexpr size_t kReapRequestSize = 13;  // id + '\n'
 inline constexpr size_t kReapResultSize = 17;   // id + ' ' + 3 digits + '\n'
