@@ -29,7 +29,7 @@
 #include "clients/lazaret/subprocess.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
-#include "services/configd/embedded_default.h"
+#include "services/common/constants.h"
 
 namespace lazaret::cli {
 namespace {
@@ -268,10 +268,10 @@ int CmdDoctor(const Context& ctx, const std::vector<std::string>& args) {
       d.Report(Verdict::kOk, "podman storage", *driver);
     }
     // Images.
-    if (ImageExists(config::kDefaultImage)) {
-      d.Report(Verdict::kOk, "sandbox image", config::kDefaultImage);
+    if (ImageExists(kDefaultSandboxImage)) {
+      d.Report(Verdict::kOk, "sandbox image", kDefaultSandboxImage);
     } else {
-      d.Report(Verdict::kFail, "sandbox image", absl::StrCat(config::kDefaultImage, " missing"),
+      d.Report(Verdict::kFail, "sandbox image", absl::StrCat(kDefaultSandboxImage, " missing"),
                "lazaret image build sandbox");
     }
     if (!ImageExists(kSidecarImage)) {

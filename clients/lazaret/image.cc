@@ -27,7 +27,7 @@
 #include "clients/lazaret/subprocess.h"
 #include "services/common/sha256.h"
 #include "services/common/status_util.h"
-#include "services/configd/embedded_default.h"
+#include "services/common/constants.h"
 
 #ifndef LAZARET_SOURCE_IMAGES_DIR
 #define LAZARET_SOURCE_IMAGES_DIR ""
@@ -246,8 +246,8 @@ absl::Status BuildSandbox(const std::string& mirror_override, bool force) {
     std::printf(
         "lazaret image build: sandbox %s is up to date (inputs unchanged); not rebuilding\n",
         tag.c_str());
-    LAZ_RETURN_IF_ERROR(Tag(tag, config::kDefaultImage));
-    std::printf("lazaret image build: sandbox tagged %s\n", config::kDefaultImage);
+    LAZ_RETURN_IF_ERROR(Tag(tag, kDefaultSandboxImage));
+    std::printf("lazaret image build: sandbox tagged %s\n", kDefaultSandboxImage);
     return absl::OkStatus();
   }
   if (!FindProgram("mmdebstrap").ok()) {
@@ -278,8 +278,8 @@ absl::Status BuildSandbox(const std::string& mirror_override, bool force) {
       Import(tar, tag,
              {"CMD [\"/bin/bash\"]", absl::StrCat("LABEL ", kImageInputsLabel, "=", hash),
               "LABEL io.lazaret.image=sandbox"}));
-  Step("sandbox", 3, 3, absl::StrCat("tag ", config::kDefaultImage));
-  LAZ_RETURN_IF_ERROR(Tag(tag, config::kDefaultImage));
+  Step("sandbox", 3, 3, absl::StrCat("tag ", kDefaultSandboxImage));
+  LAZ_RETURN_IF_ERROR(Tag(tag, kDefaultSandboxImage));
   std::printf("lazaret image build: sandbox %s built in %s\n", tag.c_str(), Seconds(t0).c_str());
   return absl::OkStatus();
 }

@@ -6,7 +6,7 @@
 //   sandbox  Debian trixie, mmdebstrap --variant=minbase with
 //            deploy/images/sandbox/packages.txt, `podman import`ed;
 //            tagged localhost/lazaret-sandbox:trixie-<inputs hash> and
-//            config::kDefaultImage (what the embedded default profile runs).
+//            kDefaultSandboxImage (what the embedded default profile runs).
 //   sidecar  FROM scratch: /lazaret-netrouter plus exactly the shared
 //            libraries `ldd` lists and the loader; no shell, nothing else;
 //            tagged localhost/lazaret-sidecar:<inputs hash> and kSidecarImage.

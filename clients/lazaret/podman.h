@@ -17,7 +17,7 @@ namespace lazaret::cli {
 
 // The network sidecar image `lazaret image build sidecar` tags; `run` uses
 // it. (The sandbox image comes from the profile; the embedded default
-// profile names config::kDefaultImage.)
+// profile names kDefaultSandboxImage.)
 inline constexpr char kSidecarImage[] = "localhost/lazaret-sidecar:current";
 inline constexpr char kSidecarRepository[] = "localhost/lazaret-sidecar";
 inline constexpr char kSandboxRepository[] = "localhost/lazaret-sandbox";

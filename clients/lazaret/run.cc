@@ -64,7 +64,7 @@
 #include "services/common/unix_server.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/profile_check.h"
-#include "services/supervisor/registry.h"
+#include "services/common/router_hold.h"
 
 namespace lazaret::cli {
 namespace {
@@ -292,7 +292,7 @@ class Runner {
 
   std::unique_ptr<SessionDir> dir_;
   std::unique_ptr<SessionRegistration> registration_;
-  std::unique_ptr<supervisor::RouterHold> hold_;
+  std::unique_ptr<RouterHold> hold_;
   bool supervisor_lost_ = false;
   bool sidecar_created_ = false;
   WriteBackLog write_back_log_;
@@ -799,8 +799,8 @@ int Runner::Run() {
   router_pidfd_ = OpenRouterPidfd(dir_->router_socket());
   // Both holds before the sandbox exists: ours, then the supervisor's.
   {
-    absl::StatusOr<std::unique_ptr<supervisor::RouterHold>> hold =
-        supervisor::RouterHold::Open(dir_->router_socket(), "cli", std::chrono::seconds(5));
+    absl::StatusOr<std::unique_ptr<RouterHold>> hold =
+        RouterHold::Open(dir_->router_socket(), "cli", std::chrono::seconds(5));
     if (!hold.ok()) return Fail(hold.status());
     hold_ = *std::move(hold);
   }

@@ -23,8 +23,8 @@
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
-#include "services/supervisor/environment.h"
-#include "services/supervisor/supervisor.h"
+#include "services/common/service_environment.h"
+#include "services/common/constants.h"
 
 extern char** environ;
 
@@ -40,7 +40,7 @@ constexpr auto kUpTimeout = std::chrono::seconds(30);
 constexpr auto kDownTimeout = std::chrono::seconds(90);
 
 std::string SupervisorSocket(const Context& ctx) {
-  return SocketPath(ctx.runtime_dir, supervisor::kSocketName);
+  return SocketPath(ctx.runtime_dir, kSupervisorSocketName);
 }
 
 absl::StatusOr<pb::GetStatusResponse> QueryStatus(const Context& ctx, int timeout_ms) {
@@ -85,7 +85,7 @@ void PrintStatusTable(const pb::GetStatusResponse& st) {
 
 // True while some process holds the supervisor lock.
 bool SupervisorLockHeld(const Context& ctx) {
-  const std::string path = absl::StrCat(ctx.runtime_dir, "/", supervisor::kLockFile);
+  const std::string path = absl::StrCat(ctx.runtime_dir, "/", kSupervisorLockFile);
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
   const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
@@ -134,9 +134,9 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
   std::string a1 = absl::StrCat("--runtime-dir=", ctx.runtime_dir);
   std::string a2 = absl::StrCat("--libexec-dir=", ctx.libexec_dir);
   char* argv[] = {binary.data(), a1.data(), a2.data(), nullptr};
-  // Only the variables the services and the reaper need (environment.h),
+  // Only the variables the services and the reaper need (service_environment.h),
   // never the whole environment of the shell that ran `lazaret up`.
-  std::vector<std::string> env_storage = supervisor::ServiceEnvironment(environ);
+  std::vector<std::string> env_storage = ServiceEnvironment(environ);
   std::vector<char*> envp;
   for (auto& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -146,7 +146,7 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
     return 1;
   }
 
-  const std::string log_path = absl::StrCat(ctx.runtime_dir, "/", supervisor::kLogFile);
+  const std::string log_path = absl::StrCat(ctx.runtime_dir, "/", kSupervisorLogFile);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -223,7 +223,7 @@ int CmdDown(const Context& ctx, const std::vector<std::string>& args) {
                  "lazaret down: the supervisor holds its lock but does not answer on %s "
                  "(%s); see %s/%s\n",
                  SupervisorSocket(ctx).c_str(), s.error_message().c_str(), ctx.runtime_dir.c_str(),
-                 supervisor::kLogFile);
+                 kSupervisorLogFile);
     return 1;
   }
   const auto deadline = Clock::now() + kDownTimeout;

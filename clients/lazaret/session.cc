@@ -20,7 +20,7 @@
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
-#include "services/supervisor/supervisor.h"
+#include "services/common/constants.h"
 
 namespace lazaret::cli {
 namespace {
@@ -182,7 +182,7 @@ void SetDeadline(grpc::ClientContext& cc, int seconds) {
 
 absl::StatusOr<std::unique_ptr<SessionRegistration>> SessionRegistration::Register(
     const std::string& runtime_dir, const SessionRecord& record) {
-  const std::string socket = SocketPath(runtime_dir, supervisor::kSocketName);
+  const std::string socket = SocketPath(runtime_dir, kSupervisorSocketName);
   spb::RegisterSessionRequest req;
   common::v1::SessionRecord* m = req.mutable_record();
   m->set_id(record.id);
@@ -246,7 +246,7 @@ absl::Status SessionRegistration::Unregister() {
 }
 
 absl::StatusOr<int> StopRegisteredSession(const std::string& runtime_dir, const std::string& id) {
-  const std::string socket = SocketPath(runtime_dir, supervisor::kSocketName);
+  const std::string socket = SocketPath(runtime_dir, kSupervisorSocketName);
   spb::StopSessionRequest req;
   req.set_id(id);
   spb::StopSessionResponse resp;

@@ -30,7 +30,7 @@
 #include "clients/lazaret/podman.h"
 #include "clients/lazaret/session.h"
 #include "clients/lazaret/workspace_scan.h"
-#include "services/supervisor/reaper.h"
+#include "services/common/constants.h"
 
 namespace lazaret::cli {
 namespace {
@@ -302,7 +302,7 @@ int CmdStop(const Context& ctx, const std::vector<std::string>& args) {
 // order that keeps the agent's work: containers first (fast: by name, one
 // podman call for the sidecar and everything in its namespace), then the
 // Git Shadow write-back, and the session directory last - so a reap cut
-// short is simply done again. Exit 4 (kCleanOwnerAlive) for a live owner.
+// short is simply done again. Exit 4 (kCleanOwnerAliveExitCode) for a live owner.
 int CleanOneSession(const Context& ctx, const std::string& id) {
   if (!IsValidSessionId(id)) {
     std::fprintf(stderr,
@@ -317,7 +317,7 @@ int CleanOneSession(const Context& ctx, const std::string& id) {
                  "lazaret clean: session %s belongs to a live lazaret run; refusing to reap it "
                  "(lazaret stop %s ends it)\n",
                  id.c_str(), id.c_str());
-    return supervisor::kCleanOwnerAlive;
+    return kCleanOwnerAliveExitCode;
   }
   absl::StatusOr<std::vector<FoundSession>> dirs = FindSessionDirs(ctx.runtime_dir);
   if (!dirs.ok()) {
@@ -344,7 +344,7 @@ int CleanOneSession(const Context& ctx, const std::string& id) {
   }
   if (dir->owner_alive) {
     std::fprintf(stderr, "lazaret clean: session %s belongs to a live lazaret run\n", id.c_str());
-    return supervisor::kCleanOwnerAlive;
+    return kCleanOwnerAliveExitCode;
   }
   SessionView view;
   view.id = id;

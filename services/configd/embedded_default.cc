@@ -51,7 +51,7 @@ auto_approve = []
 [profiles.)toml",
                                                                        kDefaultProfileName, R"toml(]
 image = ")toml",
-                                                                       kDefaultImage, R"toml("
+                                                                       kDefaultSandboxImage, R"toml("
 )toml"));
   return *kText;
 }

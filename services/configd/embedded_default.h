@@ -5,16 +5,12 @@
 #define LAZARET_SERVICES_CONFIGD_EMBEDDED_DEFAULT_H_
 
 #include <string>
+#include "services/common/constants.h"
 
 namespace lazaret::config {
 
-// The sandbox image built locally from deploy/images/sandbox. The one
-// place the default image name is written.
-inline constexpr char kDefaultImage[] = "localhost/lazaret-sandbox:trixie";
-
-// The name of the profile the embedded default defines.
-inline constexpr char kDefaultProfileName[] = "default";
-
+// The default image and profile names (kDefaultSandboxImage,
+// kDefaultProfileName) are in services/common/constants.h.
 // The embedded default layer as TOML text.
 const std::string& EmbeddedDefaultToml();
 

@@ -15,6 +15,7 @@
 #include "services/configd/layer_files.h"
 #include "services/configd/test_util.h"
 #include "services/configd/trust_store.h"
+#include "services/common/constants.h"
 
 namespace lazaret::config {
 namespace {
@@ -84,7 +85,7 @@ TEST(LoaderTest, EmbeddedDefaultAloneGivesAWorkingDefaultProfile) {
   absl::StatusOr<ResolvedProfile> p = c.Profile("");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->name, "default");
-  EXPECT_EQ(p->image, kDefaultImage);
+  EXPECT_EQ(p->image, kDefaultSandboxImage);
   EXPECT_EQ(p->data_root, s.Path("home/.local/share/lazaret"));
   EXPECT_EQ(p->profile_dir, s.Path("home/.local/share/lazaret/default"));
   EXPECT_EQ(p->socket_dir, s.Path("run/escalation"));
@@ -156,7 +157,7 @@ TEST(LoaderTest, ProfilesMergeKeyByKeyAcrossLayers) {
                         "[profiles.extra]\nimage = \"localhost/x:1\"\n");
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   ResolvedProfile p = *c.Profile("default");
-  EXPECT_EQ(p.image, kDefaultImage);  // from the embedded default
+  EXPECT_EQ(p.image, kDefaultSandboxImage);  // from the embedded default
   EXPECT_THAT(p.persistent_dirs, ElementsAre("/root"));
   EXPECT_TRUE(c.Profile("extra").ok());
 }

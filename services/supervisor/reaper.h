@@ -50,8 +50,6 @@ std::optional<std::string> ParseReapRequest(std::string_view bytes);
 std::string EncodeReapResult(std::string_view id, int exit_code);
 std::optional<std::pair<std::string, int>> ParseReapResult(std::string_view bytes);
 
-// `lazaret clean --session` exit codes the supervisor distinguishes.
-inline constexpr int kCleanOwnerAlive = 4;
 // How long one reap may take before the reaper kills it.
 inline constexpr std::chrono::seconds kReapTimeout{180};
 

@@ -25,28 +25,10 @@
 #include "absl/status/statusor.h"
 #include "lazaret/common/v1/common.pb.h"
 #include "lazaret/supervisor/v1/supervisor.pb.h"
+#include "services/common/router_hold.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::supervisor {
-
-// One Hold on a session's router (NetRouterService.Hold), ended by
-// destruction (or by the holder's death). The supervisor keeps one per
-// attached session; `lazaret run` keeps its own for the session's life.
-class RouterHold {
- public:
-  // Opens the hold and waits (at most `timeout`) for the router to confirm.
-  static absl::StatusOr<std::unique_ptr<RouterHold>> Open(const std::string& socket,
-                                                          const std::string& holder,
-                                                          std::chrono::milliseconds timeout);
-  ~RouterHold();
-  RouterHold(const RouterHold&) = delete;
-  RouterHold& operator=(const RouterHold&) = delete;
-
- private:
-  struct State;
-  explicit RouterHold(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  std::shared_ptr<State> state_;
-};
 
 // Validates a record sent to RegisterSession; the message says what is wrong.
 absl::Status ValidateSessionRecord(const common::v1::SessionRecord& record);

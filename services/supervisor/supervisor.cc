@@ -33,9 +33,10 @@
 #include "services/configd/configd.h"
 #include "services/netpolicyd/netpolicyd.h"
 #include "services/supervisor/backoff.h"
-#include "services/supervisor/environment.h"
+#include "services/common/service_environment.h"
 #include "services/supervisor/reaper.h"
 #include "services/supervisor/registry.h"
+#include "services/common/constants.h"
 
 extern char** environ;
 
@@ -385,7 +386,7 @@ class Supervisor final : public pb::SupervisorService::Service {
     const auto& [id, code] = *result;
     if (code == 0) {
       LAZ_LOG_INFO << "session " << id << " reaped (containers removed, git written back)";
-    } else if (code == kCleanOwnerAlive) {
+    } else if (code == kCleanOwnerAliveExitCode) {
       LAZ_LOG_INFO << "session " << id << ": its owner is alive; left alone";
     } else {
       LAZ_LOG_ERROR << "session " << id << ": reaping failed (lazaret clean --session exit "
@@ -521,7 +522,7 @@ class Supervisor final : public pb::SupervisorService::Service {
   const int registry_wake_fd_;
   ReaperProcess reaper_;  // loop thread only
   bool reaper_lost_ = false;  // loop thread only
-  // The services' environment (environment.h), built once before any fork.
+  // The services' environment (service_environment.h), built once before any fork.
   std::vector<std::string> env_storage_;
   std::vector<char*> envp_;
   std::mutex mu_;
@@ -622,9 +623,9 @@ absl::Status Run(const Options& options) {
   }
 
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<LockFile> lock,
-                       LockFile::Acquire(absl::StrCat(runtime_dir, "/", kLockFile)));
+                       LockFile::Acquire(absl::StrCat(runtime_dir, "/", kSupervisorLockFile)));
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<UnixListener> listener,
-                       UnixListener::Bind(SocketPath(runtime_dir, kSocketName)));
+                       UnixListener::Bind(SocketPath(runtime_dir, kSupervisorSocketName)));
 
   // The reaper, forked before the drop so it keeps what `lazaret up` had
   // (reaper.h). Without one, no session could be reaped: refuse to start.

@@ -50,11 +50,6 @@ struct Options {
 // signals are blocked (BlockTerminationSignals) and no threads exist.
 absl::Status Run(const Options& options);
 
-// File names inside the runtime directory.
-inline constexpr char kLockFile[] = "supervisor.lock";
-inline constexpr char kLogFile[] = "supervisor.log";
-inline constexpr char kSocketName[] = "supervisor";
-
 }  // namespace lazaret::supervisor
 
 #endif  // LAZARET_SERVICES_SUPERVISOR_SUPERVISOR_H_

@@ -36,6 +36,7 @@
 #include "services/supervisor/supervisor.h"
 #include "sidecar/netrouter.h"
 #include "tests/support/test_support.h"
+#include "services/common/constants.h"
 
 namespace lazaret {
 namespace {
@@ -144,7 +145,7 @@ class ServiceSetTest : public ::testing::Test {
     closedir(d);
     // The lock file stays (it is never replaced, see LockFileIsNeverReplaced)
     // but nobody holds it.
-    const int fd = open((rt_ + "/" + supervisor::kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = open((rt_ + "/" + kSupervisorLockFile).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
       EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "the supervisor lock is still held";
       close(fd);
@@ -219,7 +220,7 @@ TEST_F(ServiceSetTest, SigkilledServiceIsRestartedBySupervisor) {
       },
       seconds(15)));
   EXPECT_TRUE(CheckHealth(rt_ + "/configd.sock", 2000).ok());
-  const std::string log = test::ReadFile(rt_ + "/" + supervisor::kLogFile);
+  const std::string log = test::ReadFile(rt_ + "/" + kSupervisorLogFile);
   EXPECT_NE(log.find("configd (pid " + std::to_string(old_pid) + ") killed by"), std::string::npos)
       << log;
 }
@@ -285,7 +286,7 @@ TEST_F(ServiceSetTest, SigintToAServiceStopsItCleanlyAndItIsRestarted) {
         return b->pid() != pid && b->state() == sv::SERVICE_STATE_HEALTHY;
       },
       seconds(15)));
-  const std::string log = test::ReadFile(rt_ + "/" + supervisor::kLogFile);
+  const std::string log = test::ReadFile(rt_ + "/" + kSupervisorLogFile);
   EXPECT_NE(log.find("brokerd (pid " + std::to_string(pid) + ") exited with status 0"),
             std::string::npos)
       << log;
@@ -414,7 +415,7 @@ TEST_F(ServiceSetTest, RegistrationFromAnotherUidIsRefused) {
           {{"LAZARET_TEST_SUPERVISOR_SOCKET", socket}});
   EXPECT_NE(child.out.find("REGISTER-REFUSED"), std::string::npos) << child.out << child.err;
   EXPECT_TRUE(ListSessions(socket).empty());
-  const std::string log = test::ReadFile(rt_ + "/" + supervisor::kLogFile);
+  const std::string log = test::ReadFile(rt_ + "/" + kSupervisorLogFile);
   EXPECT_NE(log.find("refused connection on " + socket + " from uid 65534"), std::string::npos)
       << log;
 }
@@ -428,7 +429,7 @@ TEST_F(ServiceSetTest, RegistrationFromAnotherUidIsRefused) {
 // the shutdown) still held the old one - two supervisors.
 TEST_F(ServiceSetTest, LockFileIsNeverReplaced) {
   ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
-  const std::string lock = rt_ + "/" + supervisor::kLockFile;
+  const std::string lock = rt_ + "/" + kSupervisorLockFile;
   // A late starter opens the lock file while the first still runs...
   const int late = open(lock.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(late, 0);

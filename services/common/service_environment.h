@@ -3,13 +3,13 @@
 // (for every child), so that neither the user's whole environment nor
 // anything set in the shell that ran `lazaret up` reaches a service: only
 // the variables named here pass, each as it was.
-#ifndef LAZARET_SERVICES_SUPERVISOR_ENVIRONMENT_H_
-#define LAZARET_SERVICES_SUPERVISOR_ENVIRONMENT_H_
+#ifndef LAZARET_SERVICES_COMMON_SERVICE_ENVIRONMENT_H_
+#define LAZARET_SERVICES_COMMON_SERVICE_ENVIRONMENT_H_
 
 #include <string>
 #include <vector>
 
-namespace lazaret::supervisor {
+namespace lazaret {
 
 // True for the names that pass: identity and locale (HOME, USER, LOGNAME,
 // LANG, LANGUAGE, LC_*, TZ, TMPDIR, PATH), the XDG base directories,
@@ -23,6 +23,6 @@ bool PassesToServices(const std::string& name);
 // whose name passes, in order; PATH gets a fixed default when unset.
 std::vector<std::string> ServiceEnvironment(char* const* envp);
 
-}  // namespace lazaret::supervisor
+}  // namespace lazaret
 
-#endif  // LAZARET_SERVICES_SUPERVISOR_ENVIRONMENT_H_
+#endif  // LAZARET_SERVICES_COMMON_SERVICE_ENVIRONMENT_H_

@@ -1,8 +1,8 @@
-#include "services/supervisor/environment.h"
+#include "services/common/service_environment.h"
 
 #include <gtest/gtest.h>
 
-namespace lazaret::supervisor {
+namespace lazaret {
 namespace {
 
 TEST(ServiceEnvironmentTest, OnlyNamedVariablesPass) {
@@ -24,4 +24,4 @@ TEST(ServiceEnvironmentTest, PathGetsADefaultWhenUnset) {
 }
 
 }  // namespace
-}  // namespace lazaret::supervisor
+}  // namespace lazaret

@@ -1,9 +1,9 @@
-#include "services/supervisor/environment.h"
+#include "services/common/service_environment.h"
 
 #include <array>
 #include <string_view>
 
-namespace lazaret::supervisor {
+namespace lazaret {
 namespace {
 
 constexpr std::array<std::string_view, 24> kPassed = {
@@ -61,4 +61,4 @@ std::vector<std::string> ServiceEnvironment(char* const* envp) {
   return out;
 }
 
-}  // namespace lazaret::supervisor
+}  // namespace lazaret
