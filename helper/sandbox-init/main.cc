@@ -9,13 +9,13 @@ int main(int argc, char** argv) {
   lazaret::sandbox_init::Options options;
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (auto r = lazaret::sandbox_init::ParseArgs(args, &options); !r.ok()) {
-    std::fprintf(stderr, "lazaret-sandbox-init: %s\n", r.message().c_str());
+    std::fprintf(stderr, "lazaret-sandbox-init: %s\n", std::string(r.message()).c_str());
     return kSetupFailedExitCode;
   }
   if (!options.git_dir.empty()) {
     if (auto r = lazaret::sandbox_init::BuildGitDir(options); !r.ok()) {
       std::fprintf(stderr, "lazaret-sandbox-init: setting up git failed: %s\n",
-                   r.message().c_str());
+                   std::string(r.message()).c_str());
       return kSetupFailedExitCode;
     }
   }

@@ -10,6 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/path.h"
+
 namespace lazaret::sandbox_init {
 namespace {
 
@@ -17,100 +22,40 @@ namespace {
 // dir that are not already mounted (config, packed-refs, info/, shallow).
 constexpr const char* kAllowedLinks[] = {"config", "packed-refs", "info", "shallow"};
 
-// Closes a descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
+// A git index of a large repository is tens of MiB; more is not an index.
+constexpr uint64_t kMaxIndexBytes = 1ull << 30;
 
- private:
-  int fd_;
-};
+// Setup failures are reported as one line; the code does not matter (the
+// exit code is kSetupFailedExitCode whatever failed).
+absl::Status Fail(absl::string_view message) { return absl::FailedPreconditionError(message); }
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+absl::Status Errno(const std::string& what) { return Fail(what + ": " + std::strerror(errno)); }
 
 bool StartsWith(const std::string& s, const char* prefix) {
   return s.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
-bool IsAbsoluteCleanPath(const std::string& p) {
-  if (p.empty() || p[0] != '/') return false;
-  for (char c : p) {
-    if (static_cast<unsigned char>(c) < 0x20) return false;
-  }
-  return p.find("/../") == std::string::npos && p.find("/./") == std::string::npos &&
-         p.find("//") == std::string::npos;
+// The host index is bound read-only by the runner; it is read through
+// descriptors all the same (never a FIFO or device node, never through a
+// symlink as its last component).
+absl::Status CopyIndex(const fs::DirFd& dir, const std::string& source) {
+  absl::StatusOr<std::string> data = fs::ReadRegularFile(source, kMaxIndexBytes);
+  if (!data.ok()) return Fail(absl::StrCat("reading the host index: ", data.status().message()));
+  return fs::WriteFileAtomicAt(dir, "index", *data);
 }
 
-Result WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Result::Fail(Errno("write"));
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Result::Ok();
-}
-
-// Creates `name` in `dir` through a temporary name and rename, never
-// following a symlink.
-Result WriteFileAt(int dir, const std::string& name, const std::string& contents) {
-  const std::string tmp = "." + name + ".lazaret-init";
-  unlinkat(dir, tmp.c_str(), 0);
-  const int fd =
-      openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return Result::Fail(Errno("creating " + name));
-  Fd out(fd);
-  if (Result r = WriteAll(fd, contents.data(), contents.size()); !r.ok()) return r;
-  if (renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) {
-    return Result::Fail(Errno("renaming " + name + " into place"));
-  }
-  return Result::Ok();
-}
-
-Result CopyIndex(int dir, const std::string& source) {
-  const int in_fd = open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (in_fd < 0) return Result::Fail(Errno("opening the host index " + source));
-  Fd in(in_fd);
-  struct stat st {};
-  if (fstat(in_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return Result::Fail("the host index " + source + " is not a regular file");
-  }
-  std::string data;
-  data.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = read(in_fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Result::Fail(Errno("reading the host index"));
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  return WriteFileAt(dir, "index", data);
-}
-
-Result ExpectDirectory(int dir, const char* name, const std::string& git_dir) {
+absl::Status ExpectDirectory(int dir, const char* name, const std::string& git_dir) {
   struct stat st {};
   if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
-    return Result::Fail(git_dir + "/" + name +
-                        " is missing: the sandbox was started without the Git Shadow mounts");
+    return Fail(git_dir + "/" + name +
+                " is missing: the sandbox was started without the Git Shadow mounts");
   }
-  return Result::Ok();
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-Result ParseArgs(const std::vector<std::string>& args, Options* options) {
+absl::Status ParseArgs(const std::vector<std::string>& args, Options* options) {
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -120,7 +65,7 @@ Result ParseArgs(const std::vector<std::string>& args, Options* options) {
     }
     const size_t eq = a.find('=');
     if (!StartsWith(a, "--") || eq == std::string::npos) {
-      return Result::Fail("unexpected argument '" + a + "' (options are --name=value, then --)");
+      return Fail("unexpected argument '" + a + "' (options are --name=value, then --)");
     }
     const std::string name = a.substr(2, eq - 2);
     const std::string value = a.substr(eq + 1);
@@ -137,83 +82,84 @@ Result ParseArgs(const std::vector<std::string>& args, Options* options) {
     } else if (name == "git-link") {
       bool allowed = false;
       for (const char* l : kAllowedLinks) allowed = allowed || value == l;
-      if (!allowed) return Result::Fail("--git-link=" + value + " is not a known git file");
+      if (!allowed) return Fail("--git-link=" + value + " is not a known git file");
       options->git_links.push_back(value);
     } else {
-      return Result::Fail("unknown option --" + name);
+      return Fail("unknown option --" + name);
     }
   }
   options->command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (options->git_dir.empty()) {
     if (!options->git_shadow.empty() || !options->git_head.empty() || !options->git_index.empty() ||
         !options->git_packed_refs.empty() || !options->git_links.empty()) {
-      return Result::Fail("--git-* options need --git-dir");
+      return Fail("--git-* options need --git-dir");
     }
-    return Result::Ok();
+    return absl::OkStatus();
   }
   for (const std::string* p : {&options->git_dir, &options->git_shadow}) {
-    if (!IsAbsoluteCleanPath(*p)) {
-      return Result::Fail("--git-dir and --git-shadow must be clean absolute paths");
+    if (!fs::IsCleanAbsolutePath(*p)) {
+      return Fail("--git-dir and --git-shadow must be clean absolute paths");
     }
   }
   for (const std::string* p : {&options->git_index, &options->git_packed_refs}) {
-    if (!p->empty() && !IsAbsoluteCleanPath(*p)) {
-      return Result::Fail("--git-index and --git-packed-refs must be clean absolute paths");
+    if (!p->empty() && !fs::IsCleanAbsolutePath(*p)) {
+      return Fail("--git-index and --git-packed-refs must be clean absolute paths");
     }
   }
   for (const auto& link : options->git_links) {
     if (link == "packed-refs" && !options->git_packed_refs.empty()) {
-      return Result::Fail("--git-link=packed-refs and --git-packed-refs exclude each other");
+      return Fail("--git-link=packed-refs and --git-packed-refs exclude each other");
     }
   }
   const std::string& head = options->git_head;
   if (!StartsWith(head, "refs/heads/") || head.size() <= std::strlen("refs/heads/") ||
       head.find_first_of(" \t\r\n~^:?*[\\") != std::string::npos) {
-    return Result::Fail("--git-head must be a branch ref (refs/heads/...)");
+    return Fail("--git-head must be a branch ref (refs/heads/...)");
   }
-  return Result::Ok();
+  return absl::OkStatus();
 }
 
-Result BuildGitDir(const Options& options) {
+absl::Status BuildGitDir(const Options& options) {
   const std::string& g = options.git_dir;
   // Only ever write into a tmpfs: if the runner forgot to mount it, g is the
   // host's own .git seen through the read-write /workspace bind.
-  struct statfs fs {};
-  if (statfs(g.c_str(), &fs) != 0) return Result::Fail(Errno("inspecting " + g));
-  if (fs.f_type != TMPFS_MAGIC) {
-    return Result::Fail(g + " is not a tmpfs; refusing to write into what may be the host's .git");
+  struct statfs fs_info {};
+  if (statfs(g.c_str(), &fs_info) != 0) return Errno("inspecting " + g);
+  if (fs_info.f_type != TMPFS_MAGIC) {
+    return Fail(g + " is not a tmpfs; refusing to write into what may be the host's .git");
   }
-  const int dir_fd = open(g.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dir_fd < 0) return Result::Fail(Errno("opening " + g));
-  Fd dir(dir_fd);
+  absl::StatusOr<fs::DirFd> opened = fs::DirFd::Open(g);
+  if (!opened.ok()) return Fail(opened.status().message());
+  const fs::DirFd& dir = *opened;
   for (const char* mounted : {"refs", "objects"}) {
-    if (Result r = ExpectDirectory(dir.get(), mounted, g); !r.ok()) return r;
+    if (absl::Status r = ExpectDirectory(dir.get(), mounted, g); !r.ok()) return r;
   }
-  if (Result r = WriteFileAt(dir.get(), "HEAD", "ref: " + options.git_head + "\n"); !r.ok()) {
+  if (absl::Status r = fs::WriteFileAtomicAt(dir, "HEAD", "ref: " + options.git_head + "\n");
+      !r.ok()) {
     return r;
   }
   for (const auto& name : options.git_links) {
     const std::string target = options.git_shadow + "/" + name;
     if (unlinkat(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
-      return Result::Fail(Errno("replacing " + g + "/" + name));
+      return Errno("replacing " + g + "/" + name);
     }
     if (symlinkat(target.c_str(), dir.get(), name.c_str()) != 0) {
-      return Result::Fail(Errno("linking " + g + "/" + name + " to " + target));
+      return Errno("linking " + g + "/" + name + " to " + target);
     }
   }
   if (!options.git_packed_refs.empty()) {
     unlinkat(dir.get(), "packed-refs", 0);
     if (symlinkat(options.git_packed_refs.c_str(), dir.get(), "packed-refs") != 0) {
-      return Result::Fail(Errno("linking " + g + "/packed-refs to " + options.git_packed_refs));
+      return Errno("linking " + g + "/packed-refs to " + options.git_packed_refs);
     }
   }
   if (mkdirat(dir.get(), "hooks", 0755) != 0 && errno != EEXIST) {
-    return Result::Fail(Errno("creating " + g + "/hooks"));
+    return Errno("creating " + g + "/hooks");
   }
   if (!options.git_index.empty()) {
-    if (Result r = CopyIndex(dir.get(), options.git_index); !r.ok()) return r;
+    if (absl::Status r = CopyIndex(dir, options.git_index); !r.ok()) return r;
   }
-  return Result::Ok();
+  return absl::OkStatus();
 }
 
 std::string DefaultShell() {

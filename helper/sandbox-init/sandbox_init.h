@@ -10,33 +10,21 @@
 // writes into really is a tmpfs (so a missing mount can never make it write
 // into the host's .git through the /workspace bind), that the bind mount
 // points it expects exist, and that every name it creates is one of a fixed
-// set. It is linked statically and uses only libc and the C++ standard
-// library so it runs in any image.
+// set. It is linked statically (libc, the C++ standard library, Abseil's
+// status types and lazaret_fs) so it runs in any image.
 #ifndef LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
 #define LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
 
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace lazaret::sandbox_init {
 
 // Exit code when setting up fails; the command never starts then (the same
 // code podman uses for its own failures).
 inline constexpr int kSetupFailedExitCode = 125;
-
-// The outcome of one step: success, or the message saying what failed.
-// (No Abseil here: the binary is static and tiny.)
-class [[nodiscard]] Result {
- public:
-  static Result Ok() { return Result(""); }
-  static Result Fail(std::string message) { return Result(std::move(message)); }
-  bool ok() const { return message_.empty(); }
-  const std::string& message() const { return message_; }
-
- private:
-  explicit Result(std::string message) : message_(std::move(message)) {}
-  std::string message_;
-};
 
 struct Options {
   // Git Shadow; all empty when the workspace has no repository.
@@ -52,10 +40,10 @@ struct Options {
 
 // Parses `--flag=value` options up to "--"; everything after it is the
 // command.
-Result ParseArgs(const std::vector<std::string>& args, Options* options);
+absl::Status ParseArgs(const std::vector<std::string>& args, Options* options);
 
 // Fills options.git_dir. Precondition: options.git_dir is non-empty.
-Result BuildGitDir(const Options& options);
+absl::Status BuildGitDir(const Options& options);
 
 // The program to run when no command is given: $SHELL if it is an absolute
 // path to an executable, else /bin/bash, else /bin/sh.

@@ -81,7 +81,7 @@ TEST_F(BuildGitDirTest, RefusesADirectoryThatIsNotATmpfs) {
   mkdir((disk + "/refs").c_str(), 0755);
   mkdir((disk + "/objects").c_str(), 0755);
   options_.git_dir = disk;
-  const Result r = BuildGitDir(options_);
+  const absl::Status r = BuildGitDir(options_);
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.message().find("not a tmpfs"), std::string::npos) << r.message();
   struct stat st {};
@@ -91,7 +91,7 @@ TEST_F(BuildGitDirTest, RefusesADirectoryThatIsNotATmpfs) {
 
 TEST_F(BuildGitDirTest, RefusesWhenTheRefsMountIsMissing) {
   ASSERT_EQ(rmdir((git_dir_ + "/refs").c_str()), 0);
-  const Result r = BuildGitDir(options_);
+  const absl::Status r = BuildGitDir(options_);
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.message().find("refs is missing"), std::string::npos) << r.message();
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "services/common/fs/path.h"
 
 namespace lazaret::config {
 namespace {
@@ -121,27 +123,20 @@ absl::StatusOr<std::string> Walk(absl::string_view tmpl, unsigned allowed,
 
 bool LstatExists(const std::string& p, struct stat* st) { return lstat(p.c_str(), st) == 0; }
 
-// Absolute, no empty, "." or ".." segment, no trailing slash, no control
-// character.
+// fs::IsCleanAbsolutePath, with the reason when it is not.
 absl::Status CheckCleanAbsolute(const std::string& path, absl::string_view what) {
+  if (fs::IsCleanAbsolutePath(path)) return absl::OkStatus();
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " \"", path, "\" is not an absolute path"));
   }
-  for (char c : path) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " contains a control character"));
-    }
+  if (std::any_of(path.begin(), path.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+      })) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " contains a control character"));
   }
-  if (path == "/") return absl::OkStatus();
-  for (absl::string_view seg : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
-    if (seg.empty() || seg == "." || seg == "..") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " \"", path, "\" is not a clean path (it has an empty, '.' or '..' segment)"));
-    }
-  }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " \"", path, "\" is not a clean path (it has an empty, '.' or '..' segment)"));
 }
 
 // Walks `path` (clean, absolute) from / one component at a time with

@@ -12,13 +12,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/fs/path.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 #include "services/supervisor/reaper.h"
 
 namespace lazaret::supervisor {
 namespace {
-
 
 // The pid a pidfd refers to (-1 once that process has exited), from
 // /proc/self/fdinfo.
@@ -35,13 +35,6 @@ int PidOfPidfd(int pidfd) {
 bool Exited(int pidfd) {
   pollfd p{pidfd, POLLIN, 0};
   return poll(&p, 1, 0) > 0;
-}
-
-bool IsCleanAbsolutePath(const std::string& p) {
-  if (p.empty() || p[0] != '/' || p.find('\0') != std::string::npos) return false;
-  if (p.size() > 1 && p.back() == '/') return false;
-  return p.find("/./") == std::string::npos && p.find("/../") == std::string::npos &&
-         p.find("//") == std::string::npos && !p.ends_with("/..") && !p.ends_with("/.");
 }
 
 bool IsProfileName(const std::string& n) {
@@ -62,10 +55,10 @@ absl::Status ValidateSessionRecord(const common::v1::SessionRecord& r) {
   if (!IsProfileName(r.profile())) {
     return absl::InvalidArgumentError("the record's profile is not a valid profile name");
   }
-  if (!IsCleanAbsolutePath(r.workspace())) {
+  if (!fs::IsCleanAbsolutePath(r.workspace())) {
     return absl::InvalidArgumentError("the record's workspace is not a clean absolute path");
   }
-  if (!IsCleanAbsolutePath(r.git_state_dir())) {
+  if (!fs::IsCleanAbsolutePath(r.git_state_dir())) {
     return absl::InvalidArgumentError("the record's git_state_dir is not a clean absolute path");
   }
   if (r.pid() <= 0) return absl::InvalidArgumentError("the record has no owner pid");
@@ -112,8 +105,7 @@ absl::StatusOr<v1::SessionInfo> SessionRegistry::Register(const common::v1::Sess
   const int pidfd = peer.pidfd;
   auto refuse = [&](absl::Status s) {
     if (pidfd >= 0) close(pidfd);
-    LAZ_LOG_WARNING << "refused session registration from pid " << peer.pid << ": "
-                    << s.message();
+    LAZ_LOG_WARNING << "refused session registration from pid " << peer.pid << ": " << s.message();
     return s;
   };
   if (absl::Status s = ValidateSessionRecord(record); !s.ok()) return refuse(s);
@@ -121,15 +113,15 @@ absl::StatusOr<v1::SessionInfo> SessionRegistry::Register(const common::v1::Sess
   // must name the pid the record claims, and that process must be alive.
   const int pidfd_pid = pidfd >= 0 ? PidOfPidfd(pidfd) : 0;
   if (pidfd_pid <= 0 || pidfd_pid != peer.pid || record.pid() != peer.pid) {
-    return refuse(absl::PermissionDeniedError(absl::StrCat(
-        "a session is registered by its own lazaret run: the record names pid ", record.pid(),
-        " but the caller is pid ", peer.pid)));
+    return refuse(absl::PermissionDeniedError(
+        absl::StrCat("a session is registered by its own lazaret run: the record names pid ",
+                     record.pid(), " but the caller is pid ", peer.pid)));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (shutdown_) return refuse(absl::UnavailableError("the supervisor is shutting down"));
   if (sessions_.count(record.id()) != 0) {
-    return refuse(absl::AlreadyExistsError(
-        absl::StrCat("session ", record.id(), " is already registered")));
+    return refuse(
+        absl::AlreadyExistsError(absl::StrCat("session ", record.id(), " is already registered")));
   }
   Entry& e = sessions_[record.id()];
   e.info = InfoFor(record);

@@ -1,8 +1,8 @@
-#include "services/common/sha256.h"
+#include "services/common/fs/sha256.h"
 
 #include <gtest/gtest.h>
 
-namespace lazaret {
+namespace lazaret::fs {
 namespace {
 
 TEST(Sha256Test, KnownDigests) {
@@ -25,4 +25,4 @@ TEST(Sha256Test, FieldBoundariesCannotBeShifted) {
 }
 
 }  // namespace
-}  // namespace lazaret
+}  // namespace lazaret::fs

@@ -1,11 +1,11 @@
-#include "services/common/sha256.h"
+#include "services/common/fs/sha256.h"
 
 #include <openssl/evp.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
-namespace lazaret {
+namespace lazaret::fs {
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
 
@@ -26,4 +26,4 @@ std::string Sha256::HexDigest() {
       absl::string_view(reinterpret_cast<const char*>(md), static_cast<size_t>(n)));
 }
 
-}  // namespace lazaret
+}  // namespace lazaret::fs
