@@ -10,7 +10,9 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/host_paths.cc
   ${CMAKE_CURRENT_LIST_DIR}/loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema.cc
+  ${CMAKE_CURRENT_LIST_DIR}/schema_values.cc
   ${CMAKE_CURRENT_LIST_DIR}/shell_words.cc
+  ${CMAKE_CURRENT_LIST_DIR}/toml_reader.cc
 )
 set(LAZARET_CONFIG_TOML_DEFINITIONS TOML_EXCEPTIONS=0 TOML_HEADER_ONLY=1 TOML_ENABLE_FORMATTERS=0)
 set(LAZARET_CONFIG_ABSL_LIBS absl::status absl::statusor absl::strings absl::str_format)
