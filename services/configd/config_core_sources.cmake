@@ -9,6 +9,8 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/embedded_default.cc
   ${CMAKE_CURRENT_LIST_DIR}/host_paths.cc
   ${CMAKE_CURRENT_LIST_DIR}/loader.cc
+  ${CMAKE_CURRENT_LIST_DIR}/narrowing.cc
+  ${CMAKE_CURRENT_LIST_DIR}/resolve.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema_values.cc
   ${CMAKE_CURRENT_LIST_DIR}/shell_words.cc
