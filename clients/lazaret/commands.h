@@ -30,7 +30,7 @@ int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 // image.cc: Lazaret's local images (sandbox, sidecar).
 int CmdImage(const Context& ctx, const std::vector<std::string>& args);
 
-// doctor.cc: host checks.
+// doctor_cmd.cc: host checks (doctor/).
 int CmdDoctor(const Context& ctx, const std::vector<std::string>& args);
 
 }  // namespace lazaret::cli

@@ -11,7 +11,8 @@
 // [profiles.<name>]) merge key by key. The workspace layer, unless its
 // exact content is trusted, must only narrow the merge of the user's own
 // layers (embedded default, user file and --config): see CheckNarrowing in
-// loader.cc and docs/configuration.md for the rule of each key.
+// narrowing.h and docs/configuration.md for the rule of each key. The
+// expansion and checks of each profile are in resolve.h.
 #ifndef LAZARET_SERVICES_CONFIGD_LOADER_H_
 #define LAZARET_SERVICES_CONFIGD_LOADER_H_
 

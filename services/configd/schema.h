@@ -2,7 +2,8 @@
 // in lazaret-configd and the loader fuzzer). The text is untrusted: the
 // workspace layer is written by whoever controls the workspace, including
 // the agent. Everything that can be checked within one file is checked
-// here; what needs other layers (merge, narrowing, expansion) is in loader.h.
+// here (single values in schema_values.h, typed reads in toml_reader.h);
+// what needs other layers (merge, narrowing, expansion) is in loader.h.
 #ifndef LAZARET_SERVICES_CONFIGD_SCHEMA_H_
 #define LAZARET_SERVICES_CONFIGD_SCHEMA_H_
 
@@ -16,6 +17,7 @@
 #include "services/configd/cidr.h"
 #include "services/configd/diagnostics.h"
 #include "services/configd/host_paths.h"
+#include "services/configd/schema_values.h"
 
 namespace lazaret::config {
 
@@ -41,9 +43,6 @@ struct EnvValue {
   bool host_pull = false;
   std::string value;  // the literal, or VAR for a pull
 };
-
-enum class Access { kReadOnly, kReadWrite };
-enum class SelinuxLabel { kNone, kShared, kPrivate };  // "", z, Z
 
 // One [[profiles.<name>.volumes]] entry, syntax-checked. `host` is still a
 // template; it is expanded and canonicalised when a profile is resolved.
@@ -94,26 +93,6 @@ inline constexpr unsigned kVolumeHostTokens =
 // Callers must not use the layer when diags has errors.
 LayerConfig ParseLayer(Layer layer, const std::string& file, absl::string_view text,
                        Diagnostics& diags);
-
-// ^[a-z0-9_-]{2,32}$
-bool IsValidProfileName(absl::string_view name);
-
-// ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 bytes)
-bool IsValidEnvName(absl::string_view name);
-
-// Parses a volume mode: comma-separated options from {ro, rw, z, Z}, at most
-// one of ro/rw and one of z/Z, no repeats. Empty means "ro".
-absl::Status ParseVolumeMode(absl::string_view mode, Access* access, SelinuxLabel* selinux);
-
-// An OCI image reference: [registry/]path[:tag][@sha256:<64 hex>]. Errors
-// for malformed references (including a leading '-', which podman would
-// read as an option); sets `warning` when the image is not pinned (no
-// digest and no tag or ":latest") or not fully qualified.
-absl::Status CheckImageReference(absl::string_view image, std::string* warning);
-
-// The known key closest to `unknown` within a small edit distance
-// (transpositions count once), or empty when none is close.
-std::string SuggestKey(absl::string_view unknown, const std::vector<absl::string_view>& known);
 
 }  // namespace lazaret::config
 

@@ -1,0 +1,115 @@
+#include "clients/lazaret/config/print.h"
+
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/configd/diagnostics.h"
+
+namespace lazaret::cli::config {
+namespace {
+
+namespace pb = ::lazaret::config::v1;
+namespace cpb = ::lazaret::common::v1;
+
+std::string AccessText(const pb::Volume& v) {
+  std::string m = v.access() == pb::MOUNT_ACCESS_READ_WRITE ? "rw" : "ro";
+  if (v.selinux() == pb::SELINUX_LABEL_SHARED) m += ",z";
+  if (v.selinux() == pb::SELINUX_LABEL_PRIVATE) m += ",Z";
+  return m;
+}
+
+}  // namespace
+
+const char* LayerText(cpb::ConfigLayer l) {
+  switch (l) {
+    case cpb::CONFIG_LAYER_EMBEDDED_DEFAULT:
+      return "embedded default";
+    case cpb::CONFIG_LAYER_USER:
+      return "user";
+    case cpb::CONFIG_LAYER_WORKSPACE:
+      return "workspace";
+    case cpb::CONFIG_LAYER_EXPLICIT:
+      return "--config";
+    default:
+      return "?";
+  }
+}
+
+std::string FormatDiagnostic(const pb::Diagnostic& d) {
+  return ::lazaret::config::FormatDiagnostic(::lazaret::config::Diagnostic{
+      d.file(), d.key_path(), d.line(), d.column(), d.message(), d.hint(), d.widening()});
+}
+
+void PrintLayers(const google::protobuf::RepeatedPtrField<pb::LayerInfo>& layers) {
+  std::printf("Configuration layers (lowest first):\n");
+  for (const pb::LayerInfo& l : layers) {
+    std::string note;
+    if (!l.sha256().empty()) note = absl::StrCat("  sha256:", l.sha256().substr(0, 12));
+    if (l.layer() == cpb::CONFIG_LAYER_WORKSPACE) {
+      absl::StrAppend(&note,
+                      l.trusted() ? "  trusted (lazaret trust)" : "  not trusted: may only narrow");
+    }
+    std::printf("  %-17s %s%s\n", LayerText(l.layer()), l.path().c_str(), note.c_str());
+  }
+}
+
+void PrintDiagnostics(const char* kind,
+                      const google::protobuf::RepeatedPtrField<pb::Diagnostic>& ds, FILE* out) {
+  for (const pb::Diagnostic& d : ds) {
+    std::fprintf(out, "%s: %s\n", kind, FormatDiagnostic(d).c_str());
+  }
+}
+
+void PrintProfile(const pb::ResolveProfileResponse& resp) {
+  const pb::ResolvedProfile& p = resp.profile();
+  std::map<std::string, std::string> from;
+  for (const pb::KeySource& k : p.key_sources()) {
+    from[k.key_path()] = k.layer() == cpb::CONFIG_LAYER_EMBEDDED_DEFAULT
+                             ? "[embedded default]"
+                             : absl::StrCat("[", LayerText(k.layer()), ": ", k.file(), "]");
+  }
+  const std::string base = absl::StrCat("profiles.", p.name(), ".");
+  auto row = [&](const char* label, const std::string& value, const std::string& key) {
+    std::printf("  %-16s %s%s%s\n", label, value.c_str(), key.empty() ? "" : "   ",
+                key.empty() ? "" : from[key].c_str());
+  };
+  std::printf("Profile %s\n", p.name().c_str());
+  row("image", p.image(), base + "image");
+  row("data_root", p.data_root(), "storage.data_root");
+  row("profile_dir", p.profile_dir(), "");
+  row("persistent_dirs",
+      p.persistent_dirs().empty() ? "(none)" : absl::StrJoin(p.persistent_dirs(), " "),
+      p.persistent_dirs().empty() ? "" : base + "persistent_dirs");
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+  for (const auto& c : p.network().allow()) allow.push_back(c.prefix());
+  for (const auto& c : p.network().deny()) deny.push_back(c.prefix());
+  row("network allow", absl::StrJoin(allow, " "), "");
+  row("network deny", absl::StrJoin(deny, " "), "network.default_deny");
+  if (p.env().empty()) row("env", "(none)", "");
+  for (int i = 0; i < p.env_size(); ++i) {
+    const pb::EnvVar& e = p.env(i);
+    // Values are never printed: a literal may be a secret too.
+    const std::string what = e.has_host_var()
+                                 ? absl::StrCat(e.name(), " <- host $", e.host_var())
+                                 : absl::StrCat(e.name(), " (literal, value not shown)");
+    std::printf("  %-16s %s   [%s]\n", i == 0 ? "env" : "", what.c_str(), LayerText(e.source()));
+  }
+  if (p.volumes().empty()) row("volumes", "(none)", "");
+  for (int i = 0; i < p.volumes_size(); ++i) {
+    const pb::Volume& v = p.volumes(i);
+    std::printf("  %-16s %s -> %s (%s)   [%s]\n", i == 0 ? "volumes" : "", v.host().c_str(),
+                v.container().c_str(), AccessText(v).c_str(), LayerText(v.source()));
+  }
+  row("escalation", p.escalation().enabled() ? "enabled" : "disabled", "escalation.enabled");
+  row("socket_dir", p.escalation().socket_dir(), "escalation.socket_dir");
+  if (p.escalation().auto_approve().empty()) row("auto_approve", "(none)", "");
+  for (int i = 0; i < p.escalation().auto_approve_size(); ++i) {
+    std::printf("  %-16s %s\n", i == 0 ? "auto_approve" : "",
+                absl::StrJoin(p.escalation().auto_approve(i).argv(), " ").c_str());
+  }
+}
+
+}  // namespace lazaret::cli::config

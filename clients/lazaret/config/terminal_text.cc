@@ -1,0 +1,34 @@
+#include "clients/lazaret/config/terminal_text.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace lazaret::cli::config {
+
+std::string EscapeForTerminal(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out.push_back(c);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
+std::string SourceLine(absl::string_view text, uint32_t line) {
+  if (line == 0) return "";
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  if (line > lines.size()) return "";
+  absl::string_view l = lines[line - 1];
+  if (l.size() > 200) return absl::StrCat(l.substr(0, 200), "...");
+  return std::string(l);
+}
+
+}  // namespace lazaret::cli::config

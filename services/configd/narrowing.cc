@@ -1,0 +1,287 @@
+#include "services/configd/narrowing.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace lazaret::config {
+namespace {
+
+std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+// The hint attached to every refused widening.
+std::string TrustHint(const std::string& file) {
+  return absl::StrCat(
+      "a workspace lazaret.toml can be written by the agent, so it may only narrow what your own "
+      "configuration grants. Remove this from ",
+      file,
+      ", put it in your own config.toml, or - if you wrote this exact file - review it and run: "
+      "lazaret trust ",
+      file);
+}
+
+// A volume's canonical host path with the spec that asked for it.
+struct Granted {
+  std::string host;
+  const VolumeSpec* spec;
+};
+
+// The most specific volume covering `path`: the longest canonical host path
+// that equals it or is a component-wise ancestor of it (~/d covers ~/d/x,
+// not ~/dd). Where several volumes name that same path, the read-only one
+// wins with `ties_to_read_only` (a grant), the read-write one without (a
+// request). Null when none covers it. The order of the list never matters.
+const Granted* MostSpecificVolume(const std::vector<Granted>& volumes, const std::string& path,
+                                  bool ties_to_read_only) {
+  const Granted* best = nullptr;
+  for (const Granted& u : volumes) {
+    if (!PathIsWithin(path, u.host)) continue;
+    if (best == nullptr || u.host.size() > best->host.size()) {
+      best = &u;
+      continue;
+    }
+    if (u.host.size() == best->host.size() && u.spec->access != best->spec->access) {
+      const Access wanted = ties_to_read_only ? Access::kReadOnly : Access::kReadWrite;
+      if (u.spec->access == wanted) best = &u;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool CoveredBy(const Cidr& c, const std::vector<Setting<Cidr>>& nets) {
+  return std::any_of(nets.begin(), nets.end(),
+                     [&](const Setting<Cidr>& n) { return n.value.Covers(c); });
+}
+
+void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContext& g,
+                    Diagnostics& diags) {
+  const std::string hint = TrustHint(w.file);
+  if (w.default_profile && c.default_profile &&
+      w.default_profile->value != c.default_profile->value) {
+    diags.Widening(w.default_profile->origin,
+                   absl::StrCat("changes the default profile from ", Q(c.default_profile->value),
+                                " to ", Q(w.default_profile->value)),
+                   hint);
+  }
+  auto same_path = [&](const Setting<std::string>& a, const Setting<std::string>& b,
+                       unsigned tokens) {
+    absl::StatusOr<std::string> ea = ExpandGlobal(a, tokens, *g.host);
+    absl::StatusOr<std::string> eb = ExpandGlobal(b, tokens, *g.host);
+    return ea.ok() && eb.ok() ? *ea == *eb : a.value == b.value;
+  };
+  if (w.data_root && c.data_root && !same_path(*w.data_root, *c.data_root, kDataRootTokens)) {
+    diags.Widening(w.data_root->origin,
+                   absl::StrCat("changes data_root from ", Q(c.data_root->value), " to ",
+                                Q(w.data_root->value)),
+                   hint);
+  }
+  if (w.socket_dir && c.socket_dir && !same_path(*w.socket_dir, *c.socket_dir, kSocketDirTokens)) {
+    diags.Widening(w.socket_dir->origin,
+                   absl::StrCat("changes escalation.socket_dir from ", Q(c.socket_dir->value),
+                                " to ", Q(w.socket_dir->value)),
+                   hint);
+  }
+  if (w.escalation_enabled && c.escalation_enabled && w.escalation_enabled->value &&
+      !c.escalation_enabled->value) {
+    diags.Widening(w.escalation_enabled->origin,
+                   "turns host escalation on; your configuration turns it off", hint);
+  }
+  // Allow and deny lists are handed to the network policy, which may decide
+  // by longest prefix. So a workspace keeps every deny entry exactly (a
+  // broader deny can lose to a more specific allow), and an allow entry must
+  // be one the user granted, or lie inside one and overlap no deny entry.
+  const std::vector<Setting<Cidr>>& deny =
+      w.default_deny ? w.default_deny->value : c.default_deny->value;
+  auto allow_is_narrower = [&](const Cidr& n, const std::vector<Setting<Cidr>>& granted) {
+    const bool exact = std::any_of(granted.begin(), granted.end(),
+                                   [&](const Setting<Cidr>& g) { return g.value == n; });
+    if (exact) return true;
+    const bool overlaps_deny = std::any_of(
+        deny.begin(), deny.end(), [&](const Setting<Cidr>& d) { return d.value.Overlaps(n); });
+    return CoveredBy(n, granted) && !overlaps_deny;
+  };
+  if (w.default_allow && c.default_allow) {
+    for (const Setting<Cidr>& n : w.default_allow->value) {
+      if (!allow_is_narrower(n.value, c.default_allow->value)) {
+        diags.Widening(n.origin,
+                       absl::StrCat("allows ", Q(n.value.ToString()),
+                                    ", which is neither an entry of network.default_allow in "
+                                    "your configuration nor a part of one that avoids every "
+                                    "denied range"),
+                       hint);
+      }
+    }
+  }
+  if (w.default_deny && c.default_deny) {
+    for (const Setting<Cidr>& n : c.default_deny->value) {
+      const bool kept = std::any_of(w.default_deny->value.begin(), w.default_deny->value.end(),
+                                    [&](const Setting<Cidr>& d) { return d.value == n.value; });
+      if (!kept) {
+        diags.Widening(
+            w.default_deny->origin,
+            absl::StrCat("drops ", Q(n.value.ToString()), " from network.default_deny (denied by ",
+                         LayerName(n.origin.layer), " ", n.origin.file,
+                         "); a workspace file may add deny entries, not remove or "
+                         "replace them"),
+            hint);
+      }
+    }
+  }
+  if (w.auto_approve) {
+    for (const Setting<CommandPrefix>& e : w.auto_approve->value) {
+      const bool covered =
+          c.auto_approve && std::any_of(c.auto_approve->value.begin(), c.auto_approve->value.end(),
+                                        [&](const Setting<CommandPrefix>& u) {
+                                          return IsArgvPrefix(u.value.argv, e.value.argv);
+                                        });
+      if (!covered) {
+        diags.Widening(e.origin,
+                       absl::StrCat("auto-approves ", Q(e.value.text),
+                                    ", which no escalation.auto_approve entry of your "
+                                    "configuration covers"),
+                       hint);
+      }
+    }
+  }
+  for (const auto& [name, wp] : w.profiles) {
+    auto it = c.profiles.find(name);
+    if (it == c.profiles.end()) {
+      diags.Widening(
+          wp.origin,
+          absl::StrCat("defines profile ", Q(name), ", which your configuration does not have"),
+          hint);
+      continue;
+    }
+    const ProfileLayer& cp = it->second;
+    const std::string base = absl::StrCat("profiles.", name);
+    if (wp.image && (!cp.image || wp.image->value != cp.image->value)) {
+      diags.Widening(
+          wp.image->origin,
+          absl::StrCat("changes the image to ", Q(wp.image->value),
+                       cp.image ? absl::StrCat(" (your configuration: ", Q(cp.image->value), ")")
+                                : std::string()),
+          hint);
+    }
+    if (wp.keep_planted_repositories && wp.keep_planted_repositories->value &&
+        !(cp.keep_planted_repositories && cp.keep_planted_repositories->value)) {
+      diags.Widening(wp.keep_planted_repositories->origin,
+                     absl::StrCat("keeps the git repositories a session plants armed, which ", base,
+                                  ".keep_planted_repositories of your configuration does not"),
+                     hint);
+    }
+    if (wp.persistent_dirs) {
+      for (const Setting<std::string>& d : wp.persistent_dirs->value) {
+        const bool granted =
+            cp.persistent_dirs &&
+            std::any_of(cp.persistent_dirs->value.begin(), cp.persistent_dirs->value.end(),
+                        [&](const Setting<std::string>& u) { return u.value == d.value; });
+        if (!granted) {
+          diags.Widening(d.origin,
+                         absl::StrCat("persists ", Q(d.value), ", which ", base,
+                                      ".persistent_dirs of your configuration does not"),
+                         hint);
+        }
+      }
+    }
+    if (wp.allow_egress) {
+      for (const Setting<Cidr>& n : wp.allow_egress->value) {
+        if (!cp.allow_egress || !allow_is_narrower(n.value, cp.allow_egress->value)) {
+          diags.Widening(n.origin,
+                         absl::StrCat("allows egress to ", Q(n.value.ToString()),
+                                      ", which is neither an entry of ", base,
+                                      ".allow_egress in your configuration nor a part of one "
+                                      "that avoids every denied range"),
+                         hint);
+        }
+      }
+    }
+    if (wp.env) {
+      for (const Setting<EnvValue>& e : wp.env->value) {
+        if (!e.value.host_pull) continue;  // literals only reach the sandbox
+        const bool granted = cp.env && std::any_of(cp.env->value.begin(), cp.env->value.end(),
+                                                   [&](const Setting<EnvValue>& u) {
+                                                     return u.value.host_pull &&
+                                                            u.value.name == e.value.name &&
+                                                            u.value.value == e.value.value;
+                                                   });
+        if (!granted) {
+          diags.Widening(e.origin,
+                         absl::StrCat("pulls host variable $", e.value.value, " into ",
+                                      e.value.name, ", which your configuration does not"),
+                         hint);
+        }
+      }
+    }
+    if (wp.volumes) {
+      // Compare canonical host paths under the user's own data_root.
+      std::optional<std::string> profile_dir;
+      if (!g.data_root.empty()) {
+        Diagnostics ignored;
+        profile_dir = ResolveProfileDir(name, wp.origin, g, ignored);
+      }
+      std::vector<Granted> granted;
+      if (cp.volumes && profile_dir) {
+        for (const Setting<VolumeSpec>& u : cp.volumes->value) {
+          if (auto h = ResolveVolumeHost(u.value, name, *profile_dir, g, nullptr)) {
+            granted.push_back({*h, &u.value});
+          }
+        }
+      }
+      // The workspace's own volumes, resolved, for the rw-over-ro check.
+      std::vector<Granted> asked;
+      for (const Setting<VolumeSpec>& v : wp.volumes->value) {
+        std::optional<std::string> h;
+        if (profile_dir) h = ResolveVolumeHost(v.value, name, *profile_dir, g, &diags);
+        if (h) asked.push_back({*h, &v.value});
+      }
+      for (const Setting<VolumeSpec>& v : wp.volumes->value) {
+        auto self = std::find_if(asked.begin(), asked.end(),
+                                 [&](const Granted& a) { return a.spec == &v.value; });
+        if (self == asked.end()) continue;
+        const std::string& h = self->host;
+        const Granted* match = MostSpecificVolume(granted, h, /*ties_to_read_only=*/true);
+        if (match == nullptr) {
+          diags.Widening(v.value.host.origin,
+                         absl::StrCat("mounts ", Q(h), ", which no volume of ", base,
+                                      " in your configuration grants"),
+                         hint);
+          continue;
+        }
+        if (v.value.access == Access::kReadWrite && match->spec->access == Access::kReadOnly) {
+          diags.Widening(v.origin,
+                         absl::StrCat("mounts ", Q(h), " read-write; your configuration grants ",
+                                      match->host == h ? "it" : Q(match->host), " read-only"),
+                         hint);
+          continue;
+        }
+        if (v.value.selinux != SelinuxLabel::kNone && v.value.selinux != match->spec->selinux) {
+          diags.Widening(v.origin,
+                         absl::StrCat("relabels ", Q(h), " with mode ", Q(v.value.mode_text),
+                                      ", which your configuration does not"),
+                         hint);
+        }
+        if (v.value.access != Access::kReadWrite) continue;
+        // A read-write mount also exposes everything below it: a read-only
+        // grant below `h` must stay read-only, which only a more specific
+        // read-only volume of this same file can ensure.
+        for (const Granted& u : granted) {
+          if (u.spec->access != Access::kReadOnly || u.host == h || !PathIsWithin(u.host, h)) {
+            continue;
+          }
+          const Granted* inner = MostSpecificVolume(asked, u.host, /*ties_to_read_only=*/false);
+          if (inner != nullptr && inner->spec->access == Access::kReadOnly) continue;
+          diags.Widening(v.origin,
+                         absl::StrCat("mounts ", Q(h), " read-write, which includes ", Q(u.host),
+                                      " that your configuration grants read-only"),
+                         hint);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace lazaret::config

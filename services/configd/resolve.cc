@@ -1,0 +1,231 @@
+#include "services/configd/resolve.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace lazaret::config {
+namespace {
+
+std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
+
+// What differs between the two global host directories.
+struct GlobalDirRules {
+  unsigned tokens;             // expansion tokens allowed (schema.h)
+  const char* expand_hint;     // when expansion fails
+  const char* workspace_hint;  // when it lands inside the workspace
+};
+
+// Expands and canonicalises a global directory setting and refuses one
+// inside the workspace (which the agent can write).
+std::optional<std::string> ResolveGlobalDir(const Setting<std::string>& s, const LoadContext& g,
+                                            const GlobalDirRules& rules, Diagnostics& diags) {
+  absl::StatusOr<std::string> expanded = ExpandGlobal(s, rules.tokens, *g.host);
+  if (!expanded.ok()) {
+    diags.Error(s.origin, absl::StrCat(Q(s.value), " ", expanded.status().message()),
+                rules.expand_hint);
+    return std::nullopt;
+  }
+  absl::StatusOr<std::string> canon = CanonicalizeHostPath(*expanded);
+  if (!canon.ok()) {
+    diags.Error(s.origin, std::string(canon.status().message()));
+    return std::nullopt;
+  }
+  if (!g.workspace_dir.empty() && PathIsWithin(*canon, g.workspace_dir)) {
+    diags.Error(s.origin,
+                absl::StrCat("resolves to ", Q(*canon), ", inside the workspace ",
+                             Q(g.workspace_dir), ", which the agent can write"),
+                rules.workspace_hint);
+    return std::nullopt;
+  }
+  return *std::move(canon);
+}
+
+void AddSource(ResolvedProfile& p, const std::string& key, const Origin& o) {
+  p.sources.push_back({key, o.layer, o.file});
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExpandGlobal(const Setting<std::string>& s, unsigned tokens,
+                                         const HostContext& host) {
+  ExpansionValues v;
+  v.home = host.home;
+  v.runtime_dir = host.runtime_dir;
+  return ExpandHostPath(View(s.value), tokens, v);
+}
+
+std::optional<std::string> ResolveDataRoot(const Setting<std::string>& s, const LoadContext& g,
+                                           Diagnostics& diags) {
+  std::optional<std::string> canon =
+      ResolveGlobalDir(s, g,
+                       {kDataRootTokens, "data_root is an absolute path or starts with ~/",
+                        "keep persistent data outside any workspace, e.g. ~/.local/share/lazaret"},
+                       diags);
+  if (!canon) return std::nullopt;
+  if (absl::Status st = CheckNotSensitive(*canon, g.sensitive, /*refuse_ancestors=*/false);
+      !st.ok()) {
+    diags.Error(s.origin, std::string(st.message()),
+                "choose a directory of its own, e.g. ~/.local/share/lazaret");
+    return std::nullopt;
+  }
+  return canon;
+}
+
+std::optional<std::string> ResolveSocketDir(const Setting<std::string>& s, const LoadContext& g,
+                                            Diagnostics& diags) {
+  std::optional<std::string> canon =
+      ResolveGlobalDir(s, g,
+                       {kSocketDirTokens, "the default is \"{runtime_dir}/escalation\"",
+                        "escalation sockets live in a private host directory such as "
+                        "\"{runtime_dir}/escalation\""},
+                       diags);
+  if (!canon) return std::nullopt;
+  if (!g.data_root.empty() && PathIsWithin(*canon, g.data_root)) {
+    diags.Error(s.origin,
+                absl::StrCat("resolves to ", Q(*canon),
+                             ", inside data_root, whose directories are mounted into sandboxes"),
+                "use a private host directory such as \"{runtime_dir}/escalation\"");
+    return std::nullopt;
+  }
+  return canon;
+}
+
+std::optional<std::string> ResolveProfileDir(const std::string& name, const Origin& at,
+                                             const LoadContext& g, Diagnostics& diags) {
+  absl::StatusOr<std::string> canon = CanonicalizeHostPath(absl::StrCat(g.data_root, "/", name));
+  if (!canon.ok()) {
+    diags.Error(at, absl::StrCat("profile directory: ", canon.status().message()));
+    return std::nullopt;
+  }
+  if (!PathIsWithin(*canon, g.data_root) || *canon == g.data_root) {
+    diags.Error(at,
+                absl::StrCat("profile directory ", g.data_root, "/", name, " resolves to ",
+                             Q(*canon), ", outside data_root ", Q(g.data_root)),
+                absl::StrCat("remove the symlink at ", g.data_root, "/", name));
+    return std::nullopt;
+  }
+  if (absl::Status st = CheckNotSensitive(*canon, g.sensitive, /*refuse_ancestors=*/true);
+      !st.ok()) {
+    diags.Error(at, absl::StrCat("profile directory ", st.message()));
+    return std::nullopt;
+  }
+  return *std::move(canon);
+}
+
+std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::string& name,
+                                             const std::string& profile_dir, const LoadContext& g,
+                                             Diagnostics* diags) {
+  ExpansionValues values;
+  values.home = g.host->home;
+  values.profile_name = name;
+  values.profile_dir = profile_dir;
+  values.workspace_dir = g.workspace_dir;
+  auto fail = [&](std::string msg, std::string hint) -> std::optional<std::string> {
+    if (diags != nullptr) diags->Error(v.host.origin, std::move(msg), std::move(hint));
+    return std::nullopt;
+  };
+  absl::StatusOr<std::string> expanded =
+      ExpandHostPath(View(v.host.value), kVolumeHostTokens, values);
+  if (!expanded.ok()) {
+    return fail(absl::StrCat(Q(v.host.value), " ", expanded.status().message()),
+                "volume hosts are absolute, or start with ~/, {profile_dir} or {workspace_dir}");
+  }
+  absl::StatusOr<std::string> canon = CanonicalizeHostPath(*expanded);
+  if (!canon.ok()) return fail(std::string(canon.status().message()), "");
+  const std::string shown =
+      *canon == *expanded ? Q(*canon) : absl::StrCat(Q(*expanded), " (canonical ", Q(*canon), ")");
+  if (absl::Status st = CheckNotSensitive(*canon, g.sensitive, /*refuse_ancestors=*/true);
+      !st.ok()) {
+    return fail(absl::StrCat("volume ", Q(v.host.value), " ", st.message()),
+                "volumes may not expose credentials, Lazaret's own files or the workspace's "
+                "git directory; mount a narrower directory");
+  }
+  if (absl::Status st = CheckVolumePlacement(*canon, g.data_root, profile_dir); !st.ok()) {
+    return fail(absl::StrCat("volume ", shown, ": ", st.message()), "");
+  }
+  return *std::move(canon);
+}
+
+std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::string& name,
+                                              const ProfileLayer& pl, const LoadContext& g,
+                                              Diagnostics& diags) {
+  const std::string base = absl::StrCat("profiles.", name);
+  ResolvedProfile p;
+  p.name = name;
+  bool ok = true;
+  if (!pl.image) {
+    Origin at = pl.origin;
+    at.key_path = base;
+    diags.Error(at, absl::StrCat("profile ", Q(name), " has no image"),
+                absl::StrCat("add image = \"<registry>/<name>:<tag>\" to [", base, "]"));
+    ok = false;
+  } else {
+    p.image = pl.image->value;
+    AddSource(p, base + ".image", pl.image->origin);
+  }
+  p.data_root = g.data_root;
+  AddSource(p, "storage.data_root", m.data_root->origin);
+  std::optional<std::string> profile_dir;
+  if (!g.data_root.empty()) profile_dir = ResolveProfileDir(name, pl.origin, g, diags);
+  if (!profile_dir) {
+    ok = false;
+  } else {
+    p.profile_dir = *profile_dir;
+  }
+  if (pl.persistent_dirs) {
+    for (const Setting<std::string>& d : pl.persistent_dirs->value) {
+      p.persistent_dirs.push_back(d.value);
+    }
+    AddSource(p, base + ".persistent_dirs", pl.persistent_dirs->origin);
+  }
+  if (pl.keep_planted_repositories) {
+    p.keep_planted_repositories = pl.keep_planted_repositories->value;
+    AddSource(p, base + ".keep_planted_repositories", pl.keep_planted_repositories->origin);
+  }
+  for (const Setting<Cidr>& n : m.default_allow->value) p.allow.push_back(n.value);
+  AddSource(p, "network.default_allow", m.default_allow->origin);
+  if (pl.allow_egress) {
+    for (const Setting<Cidr>& n : pl.allow_egress->value) {
+      if (std::find(p.allow.begin(), p.allow.end(), n.value) == p.allow.end()) {
+        p.allow.push_back(n.value);
+      }
+    }
+    AddSource(p, base + ".allow_egress", pl.allow_egress->origin);
+  }
+  for (const Setting<Cidr>& n : m.default_deny->value) p.deny.push_back(n.value);
+  AddSource(p, "network.default_deny", m.default_deny->origin);
+  if (pl.env) {
+    for (const Setting<EnvValue>& e : pl.env->value) {
+      p.env.push_back({e.value.name, e.value.host_pull, e.value.value, e.origin.layer});
+    }
+    AddSource(p, base + ".env", pl.env->origin);
+  }
+  if (pl.volumes) {
+    for (const Setting<VolumeSpec>& v : pl.volumes->value) {
+      if (!profile_dir) break;
+      std::optional<std::string> host = ResolveVolumeHost(v.value, name, *profile_dir, g, &diags);
+      if (!host) {
+        ok = false;
+        continue;
+      }
+      p.volumes.push_back(
+          {*host, v.value.container.value, v.value.access, v.value.selinux, v.origin.layer});
+    }
+    AddSource(p, base + ".volumes", pl.volumes->origin);
+  }
+  p.escalation_enabled = m.escalation_enabled->value;
+  AddSource(p, "escalation.enabled", m.escalation_enabled->origin);
+  AddSource(p, "escalation.socket_dir", m.socket_dir->origin);
+  if (m.auto_approve) {
+    for (const Setting<CommandPrefix>& e : m.auto_approve->value) p.auto_approve.push_back(e.value);
+    AddSource(p, "escalation.auto_approve", m.auto_approve->origin);
+  }
+  if (!ok) return std::nullopt;
+  return p;
+}
+
+}  // namespace lazaret::config

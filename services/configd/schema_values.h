@@ -1,0 +1,42 @@
+// The syntax of single values in a configuration layer: profile and
+// environment variable names, volume modes, image references, and the
+// suggestion offered for a mistyped key. Part of lazaret_config (runs in
+// lazaret-configd and the loader fuzzer). Every value is untrusted text
+// from a layer, possibly written by the agent.
+#ifndef LAZARET_SERVICES_CONFIGD_SCHEMA_VALUES_H_
+#define LAZARET_SERVICES_CONFIGD_SCHEMA_VALUES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace lazaret::config {
+
+enum class Access { kReadOnly, kReadWrite };
+enum class SelinuxLabel { kNone, kShared, kPrivate };  // "", z, Z
+
+// ^[a-z0-9_-]{2,32}$
+bool IsValidProfileName(absl::string_view name);
+
+// ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 bytes)
+bool IsValidEnvName(absl::string_view name);
+
+// Parses a volume mode: comma-separated options from {ro, rw, z, Z}, at most
+// one of ro/rw and one of z/Z, no repeats. Empty means "ro".
+absl::Status ParseVolumeMode(absl::string_view mode, Access* access, SelinuxLabel* selinux);
+
+// An OCI image reference: [registry/]path[:tag][@sha256:<64 hex>]. Errors
+// for malformed references (including a leading '-', which podman would
+// read as an option); sets `warning` when the image is not pinned (no
+// digest and no tag or ":latest") or not fully qualified.
+absl::Status CheckImageReference(absl::string_view image, std::string* warning);
+
+// The known key closest to `unknown` within a small edit distance
+// (transpositions count once), or empty when none is close.
+std::string SuggestKey(absl::string_view unknown, const std::vector<absl::string_view>& known);
+
+}  // namespace lazaret::config
+
+#endif  // LAZARET_SERVICES_CONFIGD_SCHEMA_VALUES_H_

@@ -1,0 +1,200 @@
+#include "services/configd/toml_reader.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "services/configd/host_paths.h"
+
+namespace lazaret::config {
+namespace {
+
+const char* TypeName(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
+  }
+}
+
+bool HasControlChar(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
+
+std::string QuoteValue(absl::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20 || c == 0x7f) {
+      absl::StrAppend(&out, "\\u00", absl::string_view("0123456789abcdef").substr(c >> 4, 1),
+                      absl::string_view("0123456789abcdef").substr(c & 15, 1));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+Origin TomlReader::At(const std::string& key_path, uint32_t line, uint32_t column) const {
+  return Origin{layer_, file_, key_path, line, column};
+}
+
+Origin TomlReader::At(const std::string& key_path, const toml::node& n) const {
+  return At(key_path, n.source().begin.line, n.source().begin.column);
+}
+
+void TomlReader::TypeError(const toml::node& n, const std::string& path, const char* expected) {
+  diags_.Error(At(path, n), absl::StrCat("expected ", expected, ", found ", TypeName(n)));
+}
+
+const toml::table* TomlReader::Table(const toml::table& parent, const char* key,
+                                     const std::string& path) {
+  const toml::node* n = parent.get(key);
+  if (n == nullptr) return nullptr;
+  if (const toml::table* t = n->as_table()) return t;
+  TypeError(*n, path, "a table");
+  return nullptr;
+}
+
+std::optional<Setting<std::string>> TomlReader::String(const toml::node& n,
+                                                       const std::string& path) {
+  const auto* s = n.as_string();
+  if (s == nullptr) {
+    TypeError(n, path, "a string");
+    return std::nullopt;
+  }
+  const std::string& v = s->get();
+  if (v.size() > kMaxStringBytes) {
+    diags_.Error(At(path, n),
+                 absl::StrCat("the string is longer than ", kMaxStringBytes, " bytes"));
+    return std::nullopt;
+  }
+  if (v.find('\0') != std::string::npos) {
+    diags_.Error(At(path, n), "the string contains a NUL character");
+    return std::nullopt;
+  }
+  return Setting<std::string>{v, At(path, n)};
+}
+
+const toml::array* TomlReader::Array(const toml::node& n, const std::string& path) {
+  const toml::array* a = n.as_array();
+  if (a == nullptr) {
+    TypeError(n, path, "an array");
+    return nullptr;
+  }
+  if (a->size() > kMaxListEntries) {
+    diags_.Error(At(path, n), absl::StrCat("more than ", kMaxListEntries, " entries"));
+    return nullptr;
+  }
+  return a;
+}
+
+std::optional<Setting<std::string>> TomlReader::PathTemplate(const toml::node& n,
+                                                             const std::string& path,
+                                                             unsigned tokens) {
+  auto s = String(n, path);
+  if (!s) return std::nullopt;
+  if (s->value.empty()) {
+    diags_.Error(s->origin, "the path is empty");
+    return std::nullopt;
+  }
+  if (HasControlChar(s->value)) {
+    diags_.Error(s->origin, "the path contains a control character");
+    return std::nullopt;
+  }
+  if (absl::Status st = CheckPathTemplate(View(s->value), tokens); !st.ok()) {
+    diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), " ", st.message()),
+                 "paths may start with ~/ and use only the tokens listed; see "
+                 "docs/configuration.md#expansion");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<SettingList<Cidr>> TomlReader::CidrList(const toml::node& n,
+                                                      const std::string& path) {
+  const toml::array* a = Array(n, path);
+  if (a == nullptr) return std::nullopt;
+  SettingList<Cidr> out{{}, At(path, n)};
+  bool ok = true;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const std::string ep = absl::StrCat(path, "[", i, "]");
+    auto s = String(*a->get(i), ep);
+    if (!s) {
+      ok = false;
+      continue;
+    }
+    absl::StatusOr<Cidr> c = Cidr::Parse(View(s->value));
+    if (!c.ok()) {
+      diags_.Error(s->origin, std::string(c.status().message()),
+                   "write a network in CIDR form with its host bits zero, e.g. "
+                   "\"192.0.2.0/24\" or \"2001:db8::/32\"");
+      ok = false;
+      continue;
+    }
+    out.value.push_back({*c, s->origin});
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,
+                                                                  const std::string& path) {
+  const toml::array* a = Array(n, path);
+  if (a == nullptr) return std::nullopt;
+  SettingList<CommandPrefix> out{{}, At(path, n)};
+  bool ok = true;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const std::string ep = absl::StrCat(path, "[", i, "]");
+    auto s = String(*a->get(i), ep);
+    if (!s) {
+      ok = false;
+      continue;
+    }
+    std::vector<std::string> warnings;
+    absl::StatusOr<CommandPrefix> p = CheckAutoApproveEntry(View(s->value), &warnings);
+    if (!p.ok()) {
+      diags_.Error(s->origin,
+                   absl::StrCat(QuoteValue(s->value), " is refused: ", p.status().message()),
+                   "remove it and let the agent ask each time, or approve a narrower, "
+                   "read-only command (see docs/configuration.md#auto_approve)");
+      ok = false;
+      continue;
+    }
+    for (std::string& w : warnings) diags_.Warning(s->origin, std::move(w));
+    out.value.push_back({*std::move(p), s->origin});
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+}  // namespace lazaret::config

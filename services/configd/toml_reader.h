@@ -1,0 +1,62 @@
+// Typed, bounded reads from one parsed configuration layer, for the schema
+// (schema.cc): each read checks type, size and content and reports every
+// problem to Diagnostics with the file, key path and position. Part of
+// lazaret_config (runs in lazaret-configd and the loader fuzzer). The table
+// comes from untrusted text, so nothing is returned that was not checked.
+#ifndef LAZARET_SERVICES_CONFIGD_TOML_READER_H_
+#define LAZARET_SERVICES_CONFIGD_TOML_READER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "services/configd/auto_approve.h"
+#include "services/configd/cidr.h"
+#include "services/configd/diagnostics.h"
+#include "services/configd/schema.h"
+#include "services/configd/toml.h"
+
+namespace lazaret::config {
+
+// `s` in double quotes for a diagnostic, with '"' and '\' escaped and
+// control characters written as \u00XX.
+std::string QuoteValue(absl::string_view s);
+
+class TomlReader {
+ public:
+  // `file` and `diags` must outlive the reader.
+  TomlReader(Layer layer, const std::string& file, Diagnostics& diags)
+      : layer_(layer), file_(file), diags_(diags) {}
+
+  Origin At(const std::string& key_path, uint32_t line, uint32_t column) const;
+  Origin At(const std::string& key_path, const toml::node& n) const;
+
+  // "expected <expected>, found <the node's type>".
+  void TypeError(const toml::node& n, const std::string& path, const char* expected);
+
+  // Each returns nothing (after reporting why) for a value that fails.
+  // parent[key] when it is a table; null when absent.
+  const toml::table* Table(const toml::table& parent, const char* key, const std::string& path);
+  // At most kMaxStringBytes, no NUL.
+  std::optional<Setting<std::string>> String(const toml::node& n, const std::string& path);
+  // At most kMaxListEntries entries.
+  const toml::array* Array(const toml::node& n, const std::string& path);
+  // A host path template using only `tokens` (host_paths.h).
+  std::optional<Setting<std::string>> PathTemplate(const toml::node& n, const std::string& path,
+                                                   unsigned tokens);
+  // A list of networks in CIDR form.
+  std::optional<SettingList<Cidr>> CidrList(const toml::node& n, const std::string& path);
+  // escalation.auto_approve: each entry passes CheckAutoApproveEntry.
+  std::optional<SettingList<CommandPrefix>> AutoApprove(const toml::node& n,
+                                                        const std::string& path);
+
+ private:
+  Layer layer_;
+  const std::string& file_;
+  Diagnostics& diags_;
+};
+
+}  // namespace lazaret::config
+
+#endif  // LAZARET_SERVICES_CONFIGD_TOML_READER_H_
