@@ -1,7 +1,6 @@
 #include "services/supervisor/lock_file.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,28 +11,23 @@
 namespace lazaret::supervisor {
 
 absl::StatusOr<std::unique_ptr<LockFile>> LockFile::Acquire(const std::string& path) {
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("opening ", path), errno);
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
+  fs::LockOptions options;
+  options.wait = false;
+  absl::StatusOr<fs::FileLock> lock = fs::FileLock::Acquire(path, options);
+  if (absl::IsUnavailable(lock.status())) {
     char buf[32] = {};
-    (void)!pread(fd, buf, sizeof(buf) - 1, 0);
-    close(fd);
-    if (e == EWOULDBLOCK) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("Lazaret is already up (supervisor pid ", buf, ")"));
+    if (fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)); fd.valid()) {
+      (void)!pread(fd.get(), buf, sizeof(buf) - 1, 0);
     }
-    return ErrnoStatus(absl::StrCat("locking ", path), e);
+    return absl::AlreadyExistsError(
+        absl::StrCat("Lazaret is already up (supervisor pid ", buf, ")"));
   }
-  std::string pid = absl::StrCat(getpid());
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-    const int e = errno;
-    close(fd);
-    return ErrnoStatus(absl::StrCat("writing ", path), e);
+  if (!lock.ok()) return lock.status();
+  const std::string pid = absl::StrCat(getpid());
+  if (ftruncate(lock->fd(), 0) != 0 || pwrite(lock->fd(), pid.data(), pid.size(), 0) < 0) {
+    return ErrnoStatus(absl::StrCat("writing ", path), errno);
   }
-  return std::unique_ptr<LockFile>(new LockFile(fd));
+  return std::unique_ptr<LockFile>(new LockFile(*std::move(lock)));
 }
-
-LockFile::~LockFile() { close(fd_); }
 
 }  // namespace lazaret::supervisor

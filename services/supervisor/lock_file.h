@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "services/common/fs/lock.h"
 
 namespace lazaret::supervisor {
 
@@ -23,14 +24,13 @@ class LockFile {
  public:
   // AlreadyExists (naming the holder's pid) when another process holds it.
   static absl::StatusOr<std::unique_ptr<LockFile>> Acquire(const std::string& path);
-  ~LockFile();
 
   LockFile(const LockFile&) = delete;
   LockFile& operator=(const LockFile&) = delete;
 
  private:
-  explicit LockFile(int fd) : fd_(fd) {}
-  int fd_;
+  explicit LockFile(fs::FileLock lock) : lock_(std::move(lock)) {}
+  fs::FileLock lock_;
 };
 
 }  // namespace lazaret::supervisor
