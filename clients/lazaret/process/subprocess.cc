@@ -1,4 +1,4 @@
-#include "clients/lazaret/subprocess.h"
+#include "clients/lazaret/process/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
