@@ -3,54 +3,41 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "services/common/status_util.h"
-
-extern char** environ;
 
 namespace lazaret::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// argv as the char* array execve wants; `storage` owns the strings.
-std::vector<char*> CArgv(std::vector<std::string>& storage) {
-  std::vector<char*> out;
-  out.reserve(storage.size() + 1);
-  for (auto& s : storage) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+absl::StatusOr<pid_t> StartChild(ChildSpec spec) {
+  LAZ_ASSIGN_OR_RETURN(PreparedChild child, PreparedChild::Create(std::move(spec)));
+  return Spawn(child);
 }
 
-// Signals the CLI blocks or handles; every child gets them back at default.
-void DefaultSignalSet(sigset_t* set) {
-  sigemptyset(set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU}) {
-    sigaddset(set, s);
+absl::StatusOr<int> WaitExitCode(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ErrnoStatus("waitpid", errno);
   }
+  return ExitCodeOf(status);
 }
 
-// Starts argv with stdout/stderr on fresh pipes; returns pid and read ends.
-// With options.stdin_data, stdin is one end of a socket pair and *in_fd the
-// other (a socket, so writing after the child exited gives EPIPE through
-// MSG_NOSIGNAL instead of a SIGPIPE that would kill the CLI).
+// Starts argv with stdout/stderr on fresh pipes, in a process group of its
+// own; returns pid and read ends. With options.stdin_data, stdin is one end
+// of a socket pair and *in_fd the other (a socket, so writing after the
+// child exited gives EPIPE through MSG_NOSIGNAL instead of a SIGPIPE that
+// would kill the CLI).
 absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOptions& options,
                             pid_t* pid, int* out_fd, int* err_fd, int* in_fd) {
-  if (argv.empty()) return absl::InvalidArgumentError("empty command");
-  LAZ_ASSIGN_OR_RETURN(std::string path, FindProgram(argv[0]));
   int out[2], err[2], in[2] = {-1, -1};
   if (pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
   if (pipe2(err, O_CLOEXEC) != 0) {
@@ -65,52 +52,28 @@ absl::Status SpawnCapturing(const std::vector<std::string>& argv, const SpawnOpt
     for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
     return ErrnoStatus("socketpair", e);
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (in[0] >= 0) {
-    posix_spawn_file_actions_adddup2(&fa, in[1], 0);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  }
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, options.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  DefaultSignalSet(&defaults);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<std::string> storage = argv;
-  std::vector<char*> args = CArgv(storage);
-  std::vector<std::string> env_storage;
-  std::vector<char*> env;
-  if (options.env != nullptr) {
-    env_storage = *options.env;
-    env = CArgv(env_storage);
-  }
-  const int rc = posix_spawn(pid, path.c_str(), &fa, &attr, args.data(),
-                             options.env != nullptr ? env.data() : environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  ChildSpec spec;
+  spec.argv = argv;
+  if (options.env != nullptr) spec.env = *options.env;
+  spec.cwd = options.cwd;
+  spec.group = ChildGroup::kOwnGroup;
+  spec.stdin_fd = in[0] >= 0 ? ChildStdio::Fd(in[1]) : ChildStdio::DevNull();
+  spec.stdout_fd = ChildStdio::Fd(out[1]);
+  spec.stderr_fd = ChildStdio::Fd(err[1]);
+  absl::StatusOr<pid_t> started = StartChild(std::move(spec));
   close(out[1]);
   close(err[1]);
   if (in[1] >= 0) {
     close(in[1]);
     shutdown(in[0], SHUT_RD);
   }
-  if (rc != 0) {
+  if (!started.ok()) {
     close(out[0]);
     close(err[0]);
     if (in[0] >= 0) close(in[0]);
-    return ErrnoStatus(absl::StrCat("starting ", argv[0],
-                                    options.cwd.empty() ? "" : absl::StrCat(" in ", options.cwd)),
-                       rc);
+    return started.status();
   }
+  *pid = *started;
   *out_fd = out[0];
   *err_fd = err[0];
   if (in_fd != nullptr) *in_fd = in[0];
@@ -129,11 +92,11 @@ bool TerminationSignalPending() {
 }
 
 // Writes `input` to in_fd (then closes it) while reading both pipes to EOF,
-// until the deadline; then reaps the child. On timeout the child's process
-// group is killed.
+// until the deadline; then reaps the child. On timeout, or once a stream
+// goes past `max_output`, the child's process group is killed.
 absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
-                                 std::chrono::milliseconds timeout, int in_fd = -1,
-                                 const std::string* input = nullptr) {
+                                 std::chrono::milliseconds timeout, size_t max_output,
+                                 int in_fd = -1, const std::string* input = nullptr) {
   Captured r;
   const auto deadline = Clock::now() + timeout;
   pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
@@ -146,8 +109,9 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
   int open_fds = 2;
   bool timed_out = false;
   bool cancelled = false;
+  const char* overflowed = nullptr;  // the stream that went past max_output
   char buf[8192];
-  while (open_fds > 0) {
+  while (open_fds > 0 && overflowed == nullptr) {
     int wait_ms = -1;
     if (timeout.count() > 0) {
       const auto left =
@@ -184,7 +148,12 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
       if (f.fd < 0 || f.revents == 0) continue;
       const ssize_t got = read(f.fd, buf, sizeof(buf));
       if (got > 0) {
-        (f.fd == out_fd ? r.out : r.err).append(buf, got);
+        std::string& into = f.fd == out_fd ? r.out : r.err;
+        if (static_cast<size_t>(got) > max_output - into.size()) {
+          overflowed = f.fd == out_fd ? "stdout" : "stderr";
+          break;
+        }
+        into.append(buf, got);
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         f.fd = -1;
         --open_fds;
@@ -194,22 +163,23 @@ absl::StatusOr<Captured> Collect(pid_t pid, int out_fd, int err_fd,
   close_input();
   close(out_fd);
   close(err_fd);
-  if (timed_out || cancelled) {
+  if (timed_out || cancelled || overflowed != nullptr) {
     // The child leads its own process group (POSIX_SPAWN_SETPGROUP).
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoStatus("waitpid", errno);
-  }
+  LAZ_ASSIGN_OR_RETURN(const int exit_code, WaitExitCode(pid));
   if (cancelled) {
     return absl::CancelledError("abandoned: a termination signal is pending");
   }
   if (timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("timed out after ", timeout.count(), " ms"));
   }
-  r.exit_code = ExitCodeOf(status);
+  if (overflowed != nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("wrote more than ", max_output, " bytes to ", overflowed, " and was killed"));
+  }
+  r.exit_code = exit_code;
   return r;
 }
 
@@ -220,22 +190,6 @@ InterruptibleBySignals::InterruptibleBySignals() : previous_(interruptible_by_si
 }
 
 InterruptibleBySignals::~InterruptibleBySignals() { interruptible_by_signals = previous_; }
-
-absl::StatusOr<std::string> FindProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) {
-    if (access(program.c_str(), X_OK) == 0) return program;
-    return absl::NotFoundError(absl::StrCat(program, ": ", std::strerror(errno)));
-  }
-  const char* path_env = std::getenv("PATH");
-  const std::string path = path_env != nullptr && *path_env != '\0'
-                               ? path_env
-                               : "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    std::string candidate = absl::StrCat(dir, "/", program);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return absl::NotFoundError(absl::StrCat(program, " not found in PATH (", path, ")"));
-}
 
 absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
                                      std::chrono::milliseconds timeout) {
@@ -249,7 +203,8 @@ absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
   pid_t pid = -1;
   int out_fd = -1, err_fd = -1, in_fd = -1;
   LAZ_RETURN_IF_ERROR(SpawnCapturing(argv, options, &pid, &out_fd, &err_fd, &in_fd));
-  return Collect(pid, out_fd, err_fd, options.timeout, in_fd, options.stdin_data);
+  return Collect(pid, out_fd, err_fd, options.timeout, options.max_output_bytes, in_fd,
+                 options.stdin_data);
 }
 
 absl::StatusOr<AsyncCapture> AsyncCapture::Start(const std::vector<std::string>& argv) {
@@ -274,91 +229,21 @@ absl::StatusOr<Captured> AsyncCapture::Wait() {
   if (pid_ <= 0) return absl::FailedPreconditionError("already collected");
   const pid_t pid = pid_;
   pid_ = -1;
-  return Collect(pid, out_fd_, err_fd_, std::chrono::milliseconds(0));
+  return Collect(pid, out_fd_, err_fd_, std::chrono::milliseconds(0), kDefaultMaxOutputBytes);
 }
 
 absl::StatusOr<pid_t> SpawnAttached(const std::vector<std::string>& argv) {
-  if (argv.empty()) return absl::InvalidArgumentError("empty command");
-  LAZ_ASSIGN_OR_RETURN(std::string path, FindProgram(argv[0]));
-  // Everything the child needs is built here, before fork (no allocation
-  // between fork and execve).
-  std::vector<std::string> storage = argv;
-  std::vector<char*> args = CArgv(storage);
-  sigset_t none;
-  sigemptyset(&none);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return ErrnoStatus("fork", errno);
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(125);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU}) {
-      signal(s, SIG_DFL);
-    }
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(path.c_str(), args.data(), environ);
-    _exit(127);
-  }
-  return pid;
+  ChildSpec spec;
+  spec.argv = argv;
+  spec.die_with_parent = true;
+  return StartChild(std::move(spec));
 }
 
 absl::StatusOr<int> RunInherited(const std::vector<std::string>& argv) {
-  if (argv.empty()) return absl::InvalidArgumentError("empty command");
-  LAZ_ASSIGN_OR_RETURN(std::string path, FindProgram(argv[0]));
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  DefaultSignalSet(&defaults);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> storage = argv;
-  std::vector<char*> args = CArgv(storage);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, path.c_str(), nullptr, &attr, args.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return ErrnoStatus(absl::StrCat("starting ", argv[0]), rc);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoStatus("waitpid", errno);
-  }
-  return ExitCodeOf(status);
-}
-
-int ExitCodeOf(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 125;
-}
-
-std::string ShellQuote(const std::string& arg) {
-  if (arg.empty()) return "''";
-  bool plain = true;
-  for (char c : arg) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("@%+=:,./_-", c) != nullptr)) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) return arg;
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += "'";
-  return out;
-}
-
-std::string CommandLine(const std::vector<std::string>& argv) {
-  std::vector<std::string> quoted;
-  quoted.reserve(argv.size());
-  for (const auto& a : argv) quoted.push_back(ShellQuote(a));
-  return absl::StrJoin(quoted, " ");
+  ChildSpec spec;
+  spec.argv = argv;
+  LAZ_ASSIGN_OR_RETURN(const pid_t pid, StartChild(std::move(spec)));
+  return WaitExitCode(pid);
 }
 
 }  // namespace lazaret::cli

@@ -1,16 +1,22 @@
 // Running host programs (podman, mmdebstrap, git, ldd) from the `lazaret`
 // CLI. Runs in the CLI, as the user. The argv is always built by Lazaret
-// itself from checked values; nothing here goes through a shell.
+// itself from checked values; nothing here goes through a shell. Every child
+// is started by the one spawn core (spawn.h). What a child writes is
+// untrusted in size (git reads what the sandbox wrote): captured output is
+// bounded.
 #ifndef LAZARET_CLIENTS_LAZARET_PROCESS_SUBPROCESS_H_
 #define LAZARET_CLIENTS_LAZARET_PROCESS_SUBPROCESS_H_
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "clients/lazaret/process/command_line.h"  // IWYU pragma: export
+#include "clients/lazaret/process/spawn.h"         // IWYU pragma: export
 
 namespace lazaret::cli {
 
@@ -20,9 +26,11 @@ struct Captured {
   std::string err;
 };
 
-// `program` found in $PATH (or the absolute path itself when it has a
-// slash and is executable); NotFound otherwise.
-absl::StatusOr<std::string> FindProgram(const std::string& program);
+// How much a captured child may write to stdout, and separately to stderr,
+// by default: far more than any query Lazaret runs prints (the index of a
+// very large repository listed by `git ls-files --stage` fits), and little
+// enough that a child cannot make the CLI run out of memory.
+inline constexpr size_t kDefaultMaxOutputBytes = size_t{64} << 20;
 
 // Runs argv (argv[0] looked up in $PATH) with stdin on /dev/null and stdout
 // and stderr captured, in a process group of its own (so a Ctrl-C in the
@@ -30,7 +38,8 @@ absl::StatusOr<std::string> FindProgram(const std::string& program);
 // with an empty signal mask and default dispositions. A `timeout` of zero
 // waits forever; on timeout the child's whole process group gets SIGKILL
 // (so a grandchild holding the pipes cannot keep the caller waiting) and the
-// result is DeadlineExceeded.
+// result is DeadlineExceeded. Output beyond kDefaultMaxOutputBytes ends the
+// run as SpawnOptions::max_output_bytes says.
 absl::StatusOr<Captured> RunCaptured(
     const std::vector<std::string>& argv,
     std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
@@ -44,13 +53,20 @@ struct SpawnOptions {
   // Written while its output is read, within the same timeout, so a child
   // that never reads cannot block the caller.
   const std::string* stdin_data = nullptr;
+  // Bound on the bytes captured from stdout, and separately from stderr.
+  // A child that writes more is not read further: its whole process group
+  // gets SIGKILL and the result is ResourceExhausted, so a caller never
+  // takes cut-off output for the whole of it.
+  size_t max_output_bytes = kDefaultMaxOutputBytes;
 };
 
-// RunCaptured with a working directory and/or a replaced environment.
+// RunCaptured with a working directory, a replaced environment, stdin data
+// and/or another output bound.
 absl::StatusOr<Captured> RunCaptured(const std::vector<std::string>& argv,
                                      const SpawnOptions& options);
 
-// A child started with RunCapturedAsync; Wait() collects it.
+// A child started like RunCaptured without a timeout, collected by Wait()
+// (with kDefaultMaxOutputBytes).
 class AsyncCapture {
  public:
   static absl::StatusOr<AsyncCapture> Start(const std::vector<std::string>& argv);
@@ -94,14 +110,6 @@ class InterruptibleBySignals {
  private:
   bool previous_;
 };
-
-// The exit code a shell would report for a wait status.
-int ExitCodeOf(int wait_status);
-
-// One argument quoted for a POSIX shell, only when it needs quoting.
-std::string ShellQuote(const std::string& arg);
-// argv as one copy-pasteable shell line.
-std::string CommandLine(const std::vector<std::string>& argv);
 
 }  // namespace lazaret::cli
 
