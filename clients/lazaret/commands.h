@@ -10,7 +10,7 @@
 
 namespace lazaret::cli {
 
-// service_set.cc: the service set.
+// service_set_cmd.cc: the service set.
 int CmdUp(const Context& ctx, const std::vector<std::string>& args);
 int CmdDown(const Context& ctx, const std::vector<std::string>& args);
 int CmdStatus(const Context& ctx, const std::vector<std::string>& args);
