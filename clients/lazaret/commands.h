@@ -27,7 +27,7 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args);
 int CmdStop(const Context& ctx, const std::vector<std::string>& args);
 int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 
-// image.cc: Lazaret's local images (sandbox, sidecar).
+// image_cmd.cc: Lazaret's local images (sandbox, sidecar).
 int CmdImage(const Context& ctx, const std::vector<std::string>& args);
 
 // doctor.cc: host checks.
