@@ -76,8 +76,6 @@ class PreparedChild {
   PreparedChild(const PreparedChild&) = delete;
   ~PreparedChild();
 
-  const ChildSpec& spec() const { return spec_; }
-
  private:
   friend absl::StatusOr<pid_t> Spawn(const PreparedChild& child);
   explicit PreparedChild(ChildSpec spec) : spec_(std::move(spec)) {}
