@@ -10,7 +10,7 @@
 
 namespace lazaret::cli {
 
-// service_set.cc: the service set.
+// service_set_cmd.cc: the service set.
 int CmdUp(const Context& ctx, const std::vector<std::string>& args);
 int CmdDown(const Context& ctx, const std::vector<std::string>& args);
 int CmdStatus(const Context& ctx, const std::vector<std::string>& args);
@@ -27,7 +27,7 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args);
 int CmdStop(const Context& ctx, const std::vector<std::string>& args);
 int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 
-// image.cc: Lazaret's local images (sandbox, sidecar).
+// image_cmd.cc: Lazaret's local images (sandbox, sidecar).
 int CmdImage(const Context& ctx, const std::vector<std::string>& args);
 
 // doctor_cmd.cc: host checks (doctor/).

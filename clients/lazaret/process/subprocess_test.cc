@@ -1,18 +1,19 @@
 // RunCaptured's bounds: the deadline kills the child's whole process group,
-// and stdin data reaches the child without blocking or killing the caller.
-#include "clients/lazaret/subprocess.h"
+// output past its bound kills it too and is an error, and stdin data
+// reaches the child without blocking or killing the caller. The child gets
+// the environment and working directory asked for.
+#include "clients/lazaret/process/subprocess.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
-
-#include "clients/lazaret/git_shadow_git.h"
 
 namespace lazaret::cli {
 namespace {
@@ -114,13 +115,83 @@ TEST(SubprocessTest, ChildThatNeverReadsStdinDoesNotBlockOrKillTheCaller) {
   EXPECT_EQ(r->exit_code, 3);
 }
 
-TEST(SubprocessTest, HostGitRefusesToRunWithoutADeadline) {
-  absl::StatusOr<GitResult> r = RunGitRaw("/", {"--version"}, milliseconds(0));
+TEST(SubprocessTest, OutputPastTheBoundKillsTheChildAndIsAnError) {
+  SpawnOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.max_output_bytes = 64 << 10;
+  const auto start = std::chrono::steady_clock::now();
+  // `yes` never stops writing: only the bound ends it.
+  absl::StatusOr<Captured> r = RunCaptured({"yes"}, options);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  r = RunGitRaw("/", {"--version"}, kGitQueryTimeout);
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_NE(r.status().message().find("stdout"), std::string::npos) << r.status();
+
+  r = RunCaptured({"sh", "-c", "head -c 1000000 /dev/zero >&2"}, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_NE(r.status().message().find("stderr"), std::string::npos) << r.status();
+}
+
+TEST(SubprocessTest, OutputUpToTheBoundIsCapturedWhole) {
+  SpawnOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.max_output_bytes = 64 << 10;
+  absl::StatusOr<Captured> r =
+      RunCaptured({"sh", "-c", "head -c 65536 /dev/zero; head -c 65536 /dev/zero >&2"}, options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out.size(), 65536u);
+  EXPECT_EQ(r->err.size(), 65536u);
+}
+
+TEST(SubprocessTest, EnvironmentIsReplaced) {
+  const std::vector<std::string> env = {"LAZARET_SUBPROCESS_TEST=1"};
+  SpawnOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.env = &env;
+  absl::StatusOr<Captured> r = RunCaptured({"env"}, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->out, "LAZARET_SUBPROCESS_TEST=1\n");
+}
+
+TEST(SubprocessTest, RunsInTheWorkingDirectoryAsked) {
+  char tmpl[] = "/tmp/laz-sp-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  char resolved[PATH_MAX];
+  ASSERT_NE(realpath(tmpl, resolved), nullptr);
+  SpawnOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.cwd = tmpl;
+  absl::StatusOr<Captured> r = RunCaptured({"pwd"}, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->out, std::string(resolved) + "\n");
+  options.cwd = std::string(tmpl) + "/missing";
+  r = RunCaptured({"pwd"}, options);
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  rmdir(tmpl);
+}
+
+TEST(SubprocessTest, MissingProgramIsNotFound) {
+  absl::StatusOr<Captured> r = RunCaptured({"lazaret-no-such-program"}, milliseconds(10000));
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_TRUE(absl::IsNotFound(RunInherited({"lazaret-no-such-program"}).status()));
+}
+
+TEST(SubprocessTest, InheritedRunReportsTheExitCode) {
+  absl::StatusOr<int> rc = RunInherited({"sh", "-c", "exit 7"});
+  ASSERT_TRUE(rc.ok()) << rc.status();
+  EXPECT_EQ(*rc, 7);
+}
+
+TEST(SubprocessTest, AsyncCaptureCollectsTheOutput) {
+  absl::StatusOr<AsyncCapture> c = AsyncCapture::Start({"sh", "-c", "echo out; echo err >&2"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<Captured> r = c->Wait();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+  EXPECT_FALSE(c->Wait().ok());
 }
 
 }  // namespace
