@@ -20,9 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/doctor/host_facts.h"
-#include "clients/lazaret/image.h"
+#include "clients/lazaret/images/tags.h"
 #include "clients/lazaret/podman.h"
-#include "clients/lazaret/subprocess.h"
+#include "clients/lazaret/process/subprocess.h"
 #include "services/common/constants.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
@@ -212,7 +212,7 @@ void CheckPodmanStore(const Report& report, const std::string& libexec_dir) {
         "lazaret image build sidecar");
     return;
   }
-  absl::StatusOr<std::string> want = SidecarImageTag(libexec_dir);
+  absl::StatusOr<std::string> want = images::SidecarImageTag(libexec_dir);
   absl::StatusOr<std::string> have =
       VersionOf({"podman", "image", "inspect", "--format",
                  absl::StrCat("{{index .Labels \"", kImageInputsLabel, "\"}}"), kSidecarImage});
