@@ -13,14 +13,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/images/debian_mirror.h"
-#include "clients/lazaret/images/read_file.h"
 #include "clients/lazaret/images/sandbox_inputs.h"
 #include "clients/lazaret/images/sidecar_inputs.h"
 #include "clients/lazaret/images/tags.h"
 #include "clients/lazaret/podman.h"
 #include "clients/lazaret/process/subprocess.h"
-#include "clients/lazaret/session.h"
 #include "services/common/constants.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::images {
@@ -28,35 +29,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-absl::Status CopyFile(const std::string& from, const std::string& to, mode_t mode) {
-  LAZ_ASSIGN_OR_RETURN(std::string bytes, ReadFile(from));
-  const int fd = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("creating ", to), errno);
-  size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + off, bytes.size() - off);
-    if (n < 0) {
-      const int e = errno;
-      close(fd);
-      return ErrnoStatus(absl::StrCat("writing ", to), e);
-    }
-    off += static_cast<size_t>(n);
-  }
-  fchmod(fd, mode);
-  close(fd);
-  return absl::OkStatus();
-}
-
-absl::Status MakeParentDirs(const std::string& root, const std::string& rel_file) {
-  std::string path = root;
-  std::vector<std::string> parts = absl::StrSplit(rel_file, '/', absl::SkipEmpty());
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    absl::StrAppend(&path, "/", parts[i]);
-    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoStatus(absl::StrCat("creating ", path), errno);
-    }
-  }
-  return absl::OkStatus();
+// Copies a host file (read as ReadHostFile does) into the image root,
+// creating the directories it lands in.
+absl::Status CopyIntoRoot(const fs::DirFd& root, const std::string& from, const std::string& dest,
+                          mode_t mode) {
+  LAZ_ASSIGN_OR_RETURN(std::string bytes, fs::ReadHostFile(from));
+  const std::string rel = dest.substr(1);
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, fs::MakeDirsAt(root, fs::Dirname(rel), 0755));
+  return fs::WriteFileAtomicAt(dir, fs::Basename(rel), bytes, mode);
 }
 
 // A private scratch directory for one build; removed with everything in it.
@@ -72,7 +52,7 @@ class Scratch {
   Scratch(Scratch&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
   Scratch& operator=(Scratch&&) = delete;
   ~Scratch() {
-    if (!path_.empty()) (void)RemoveSessionTree(path_);
+    if (!path_.empty()) (void)fs::RemoveTree(path_);
   }
   const std::string& path() const { return path_; }
 
@@ -189,13 +169,12 @@ absl::Status BuildSidecar(const std::string& libexec_dir, bool force) {
   const auto t0 = Clock::now();
   LAZ_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Create());
   const std::string root = absl::StrCat(scratch.path(), "/root");
-  if (mkdir(root.c_str(), 0755) != 0) return ErrnoStatus("mkdir", errno);
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd root_dir, fs::MakeDirs(root, 0755));
   Step("sidecar", 1, 3,
        absl::StrCat("collect /", kSidecarBinary, " and ", files.size() - 1,
                     " shared objects (ldd)"));
   for (const ImageFile& f : files) {
-    LAZ_RETURN_IF_ERROR(MakeParentDirs(root, f.dest));
-    LAZ_RETURN_IF_ERROR(CopyFile(f.source, absl::StrCat(root, f.dest), 0755));
+    LAZ_RETURN_IF_ERROR(CopyIntoRoot(root_dir, f.source, f.dest, 0755));
   }
   const std::string tar = absl::StrCat(scratch.path(), "/sidecar.tar");
   LAZ_ASSIGN_OR_RETURN(Captured t,

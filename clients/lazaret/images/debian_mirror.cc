@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/images/read_file.h"
+#include "services/common/fs/file.h"
 
 namespace lazaret::cli::images {
 namespace {
@@ -81,7 +81,7 @@ std::string MirrorFromSourcesFile(const std::string& text) {
 }  // namespace
 
 std::string DetectDebianMirror(const std::string& apt_etc_dir) {
-  if (auto t = ReadFile(absl::StrCat(apt_etc_dir, "/sources.list")); t.ok()) {
+  if (auto t = fs::ReadHostFile(absl::StrCat(apt_etc_dir, "/sources.list")); t.ok()) {
     if (std::string m = MirrorFromListFile(*t); !m.empty()) return m;
   }
   const std::string d = absl::StrCat(apt_etc_dir, "/sources.list.d");
@@ -92,7 +92,7 @@ std::string DetectDebianMirror(const std::string& apt_etc_dir) {
   }
   std::sort(names.begin(), names.end());
   for (const auto& n : names) {
-    auto t = ReadFile(absl::StrCat(d, "/", n));
+    auto t = fs::ReadHostFile(absl::StrCat(d, "/", n));
     if (!t.ok()) continue;
     std::string m;
     if (absl::EndsWith(n, ".list")) m = MirrorFromListFile(*t);

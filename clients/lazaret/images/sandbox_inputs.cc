@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/images/read_file.h"
-#include "services/common/sha256.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/sha256.h"
 
 #ifndef LAZARET_SOURCE_IMAGES_DIR
 #define LAZARET_SOURCE_IMAGES_DIR ""
@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<std::string>> ParsePackageList(const std::string& tex
 
 absl::StatusOr<std::vector<std::string>> SandboxPackages(const std::string& images_dir) {
   const std::string path = absl::StrCat(images_dir, "/sandbox/packages.txt");
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = fs::ReadHostFile(path);
   if (!text.ok()) {
     return absl::NotFoundError(
         absl::StrCat("the sandbox image's package list ", path, " is missing (set ", kImagesDirEnv,
@@ -93,7 +93,7 @@ std::vector<std::string> SandboxBuildArgv(const std::vector<std::string>& packag
 }
 
 std::string SandboxInputsHash(const std::vector<std::string>& packages, const std::string& mirror) {
-  Sha256 h;
+  fs::Sha256 h;
   h.Update(absl::StrCat(kSandboxRecipe, "\n"));
   for (const auto& a : SandboxBuildArgv(packages, mirror, "OUT.tar")) {
     h.Update(a);

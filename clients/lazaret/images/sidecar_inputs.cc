@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/images/read_file.h"
 #include "clients/lazaret/process/subprocess.h"
-#include "services/common/sha256.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::images {
@@ -76,13 +76,13 @@ absl::StatusOr<std::vector<ImageFile>> SidecarFiles(const std::string& netrouter
 }
 
 absl::StatusOr<std::string> SidecarInputsHash(const std::vector<ImageFile>& files) {
-  Sha256 h;
+  fs::Sha256 h;
   h.Update(absl::StrCat(kSidecarRecipe, "\n"));
   std::vector<ImageFile> sorted = files;
   std::sort(sorted.begin(), sorted.end(),
             [](const ImageFile& a, const ImageFile& b) { return a.dest < b.dest; });
   for (const ImageFile& f : sorted) {
-    LAZ_ASSIGN_OR_RETURN(std::string bytes, ReadFile(f.source));
+    LAZ_ASSIGN_OR_RETURN(std::string bytes, fs::ReadHostFile(f.source));
     h.Update(absl::StrCat("file ", f.dest, " ", bytes.size(), "\n"));
     h.Update(bytes);
   }

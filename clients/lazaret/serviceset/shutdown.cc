@@ -1,7 +1,5 @@
 #include "clients/lazaret/serviceset/shutdown.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <thread>
@@ -10,6 +8,7 @@
 #include "clients/lazaret/serviceset/status.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/common/constants.h"
+#include "services/common/fs/lock.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::serviceset {
@@ -28,12 +27,7 @@ absl::Status RequestShutdown(const std::string& runtime_dir) {
 }
 
 bool SupervisorLockHeld(const std::string& runtime_dir) {
-  const std::string path = absl::StrCat(runtime_dir, "/", kSupervisorLockFile);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
-  close(fd);
-  return held;
+  return fs::IsLockHeld(absl::StrCat(runtime_dir, "/", kSupervisorLockFile));
 }
 
 bool WaitUntilStopped(const std::string& runtime_dir, std::chrono::milliseconds timeout) {

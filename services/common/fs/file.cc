@@ -106,6 +106,18 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t ma
   return ReadRegularFileAt(dir, name, max_bytes);
 }
 
+absl::StatusOr<std::string> ReadHostFile(const std::string& path, uint64_t max_bytes) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("opening ", path), errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("inspecting ", path), errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is a ", TypeName(st.st_mode), ", not a regular file"));
+  }
+  return ReadAll(fd.get(), max_bytes, path);
+}
+
 std::string TemporaryNameFor(const std::string& name) {
   return absl::StrCat(".lazaret-tmp-", getpid(), "-", name);
 }

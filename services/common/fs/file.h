@@ -50,6 +50,15 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t ma
 // state rewritten often that is rebuilt anyway.
 enum class Durability { kNoSync, kSync };
 
+// A file of the host that the user or the system provides (an apt sources
+// list, a shared library, /etc/subuid): `path` is looked up as any path is,
+// symlinks followed, and only a regular file is read (opened O_NONBLOCK
+// first, so a FIFO never blocks and nothing else is read). At most
+// `max_bytes`. Never for a file the sandbox can write.
+inline constexpr uint64_t kMaxHostFileBytes = 1ull << 30;
+absl::StatusOr<std::string> ReadHostFile(const std::string& path,
+                                         uint64_t max_bytes = kMaxHostFileBytes);
+
 // Creates or replaces `name` in `dir` (a directory the caller owns) with
 // `contents` and `mode`, through a temporary file created O_EXCL|O_NOFOLLOW
 // next to it and renamed over `name`.

@@ -60,6 +60,17 @@ TEST_F(FileTest, ReadsAnOwnFileTheAgentMadeUnreadable) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+TEST_F(FileTest, HostFilesAreReadThroughSymlinksButOnlyWhenRegular) {
+  Write("lib.so.1.2", "elf");
+  ASSERT_EQ(symlink(P("lib.so.1.2").c_str(), P("lib.so.1").c_str()), 0);
+  ASSERT_EQ(mkfifo(P("fifo").c_str(), 0644), 0);
+  EXPECT_EQ(ReadHostFile(P("lib.so.1"), 100).value_or(""), "elf");
+  EXPECT_EQ(ReadHostFile(P("fifo"), 100).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadHostFile(base_, 100).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadHostFile(P("lib.so.1"), 2).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::IsNotFound(ReadHostFile(P("missing"), 100).status()));
+}
+
 TEST_F(FileTest, AtomicWriteReplacesAndSetsTheMode) {
   Write("f", "old");
   auto d = DirFd::Open(base_);
