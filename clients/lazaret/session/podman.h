@@ -1,19 +1,22 @@
 // What the `lazaret` CLI asks of podman: the fixed image names, the
-// runtimes, and the few queries (list, inspect, remove) that session
-// management needs. Runs in the CLI, as the user; podman runs rootful when
-// the user is root and rootless otherwise. Output parsed here comes from
-// podman's own Go templates over labels Lazaret set itself.
-#ifndef LAZARET_CLIENTS_LAZARET_PODMAN_H_
-#define LAZARET_CLIENTS_LAZARET_PODMAN_H_
+// runtimes, Lazaret's containers.conf, and the few queries (list, inspect,
+// logs, remove) that session management needs; the command lines that
+// create a session's containers are composed in plan.h. Runs in the CLI,
+// as the user; podman runs rootful when the user is root and rootless
+// otherwise. Output parsed here comes from podman's own Go templates over
+// labels Lazaret set itself.
+#ifndef LAZARET_CLIENTS_LAZARET_SESSION_PODMAN_H_
+#define LAZARET_CLIENTS_LAZARET_SESSION_PODMAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 
 // The network sidecar image `lazaret image build sidecar` tags; `run` uses
 // it. (The sandbox image comes from the profile; the embedded default
@@ -94,6 +97,15 @@ absl::Status RemoveContainer(const std::string& name, int grace_seconds);
 // ignoring missing ones.
 absl::Status RemoveWithDependents(const std::string& name, int grace_seconds);
 
+// podman inspect's State.Status of `name` ("created", "running",
+// "exited", ...), or nullopt when podman inspect fails (no such
+// container). An error when podman could not be run at all.
+absl::StatusOr<std::optional<std::string>> ContainerStatus(const std::string& name);
+
+// The last `lines` lines `name` logged (stdout and stderr), or "" when
+// podman could not be run.
+std::string ContainerLogTail(const std::string& name, int lines);
+
 // True when `podman image exists IMAGE`.
 bool ImageExists(const std::string& image);
 
@@ -101,6 +113,6 @@ bool ImageExists(const std::string& image);
 // or pull it.
 std::string MissingImageHint(const std::string& image);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session
 
-#endif  // LAZARET_CLIENTS_LAZARET_PODMAN_H_
+#endif  // LAZARET_CLIENTS_LAZARET_SESSION_PODMAN_H_
