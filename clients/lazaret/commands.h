@@ -19,7 +19,7 @@ int CmdStatus(const Context& ctx, const std::vector<std::string>& args);
 int CmdConfig(const Context& ctx, const std::vector<std::string>& args);
 int CmdTrust(const Context& ctx, const std::vector<std::string>& args);
 
-// run.cc: one agent session (docs/operations.md, docs/architecture.md).
+// run_cmd.cc: one agent session (docs/operations.md, docs/architecture.md).
 int CmdRun(const Context& ctx, const std::vector<std::string>& args);
 
 // sessions_cmd.cc: the sessions of this runtime directory.

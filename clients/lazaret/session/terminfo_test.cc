@@ -1,4 +1,4 @@
-#include "clients/lazaret/terminfo.h"
+#include "clients/lazaret/session/terminfo.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 namespace {
 
 class TerminfoTest : public ::testing::Test {
@@ -84,4 +84,4 @@ TEST_F(TerminfoTest, RejectsNamesThatAreNotFileNames) {
 }
 
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session

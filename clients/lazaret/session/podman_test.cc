@@ -1,4 +1,4 @@
-#include "clients/lazaret/podman.h"
+#include "clients/lazaret/session/podman.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,10 +8,9 @@
 #include <sstream>
 #include <string>
 
-#include "clients/lazaret/run_plan.h"
 #include "services/configd/toml.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 namespace {
 
 using ::testing::ElementsAre;
@@ -86,5 +85,15 @@ TEST(ContainersConfTest, InstallWritesTheFileAndPointsPodmanAtIt) {
   (void)!std::system(("rm -rf " + rt).c_str());
 }
 
+TEST(ContainerLinesTest, ParsesPodmanTemplateOutput) {
+  auto c = ParseContainerLines(
+      "abc\tlazaret-0123456789ab-sidecar\trunning\t1700000000\t0123456789ab\tp1\tsidecar\t/rt\n"
+      "garbage line\n");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].role, "sidecar");
+  EXPECT_EQ(c[0].created_unix, 1700000000);
+  EXPECT_EQ(c[0].runtime_dir, "/rt");
+}
+
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session

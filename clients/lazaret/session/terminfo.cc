@@ -1,4 +1,4 @@
-#include "clients/lazaret/terminfo.h"
+#include "clients/lazaret/session/terminfo.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 namespace {
 
 std::string Env(const char* name) {
@@ -82,4 +82,4 @@ std::optional<TerminfoEntry> FindTerminfo(const std::string& term, const Terminf
   return std::nullopt;
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session

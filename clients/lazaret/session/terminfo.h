@@ -3,8 +3,8 @@
 // drives the user's terminal correctly (SPEC NFR-3). Runs in the `lazaret`
 // CLI on the host. $TERM and the search variables come from the user's own
 // environment; the name is checked before it becomes part of any path.
-#ifndef LAZARET_CLIENTS_LAZARET_TERMINFO_H_
-#define LAZARET_CLIENTS_LAZARET_TERMINFO_H_
+#ifndef LAZARET_CLIENTS_LAZARET_SESSION_TERMINFO_H_
+#define LAZARET_CLIENTS_LAZARET_SESSION_TERMINFO_H_
 
 #include <optional>
 #include <string>
@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 
 // The directory the entry is bound under inside the sandbox; TERMINFO
 // points there.
@@ -48,6 +48,6 @@ std::vector<std::string> TerminfoDirectories(const TerminfoSearch& search);
 // there is no entry or the name is not acceptable.
 std::optional<TerminfoEntry> FindTerminfo(const std::string& term, const TerminfoSearch& search);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session
 
-#endif  // LAZARET_CLIENTS_LAZARET_TERMINFO_H_
+#endif  // LAZARET_CLIENTS_LAZARET_SESSION_TERMINFO_H_

@@ -1,4 +1,4 @@
-#include "clients/lazaret/session.h"
+#include "clients/lazaret/session/session_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,9 +7,9 @@
 
 #include <cstdlib>
 
-#include "clients/lazaret/podman.h"
+#include "clients/lazaret/session/names.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 namespace {
 
 TEST(SessionIdTest, TwelveHexDigitsAndRandom) {
@@ -81,15 +81,5 @@ TEST(SessionDirTest, ADeadOwnersLockIsFree) {
   (void)!std::system(("rm -rf " + rt).c_str());
 }
 
-TEST(ContainerLinesTest, ParsesPodmanTemplateOutput) {
-  auto c = ParseContainerLines(
-      "abc\tlazaret-0123456789ab-sidecar\trunning\t1700000000\t0123456789ab\tp1\tsidecar\t/rt\n"
-      "garbage line\n");
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].role, "sidecar");
-  EXPECT_EQ(c[0].created_unix, 1700000000);
-  EXPECT_EQ(c[0].runtime_dir, "/rt");
-}
-
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session

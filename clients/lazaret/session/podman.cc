@@ -1,4 +1,4 @@
-#include "clients/lazaret/podman.h"
+#include "clients/lazaret/session/podman.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,12 +14,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/run_plan.h"
-#include "clients/lazaret/session.h"
+#include "clients/lazaret/session/names.h"
+#include "clients/lazaret/session/plan.h"
 #include "clients/lazaret/subprocess.h"
 #include "services/common/status_util.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 namespace {
 
 // podman's default search list for the runsc runtime (containers.conf).
@@ -253,6 +253,21 @@ absl::Status RemoveWithDependents(const std::string& name, int grace_seconds) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::optional<std::string>> ContainerStatus(const std::string& name) {
+  LAZ_ASSIGN_OR_RETURN(Captured state,
+                       RunCaptured({"podman", "inspect", "--format", "{{.State.Status}}", name},
+                                   std::chrono::seconds(30)));
+  if (state.exit_code != 0) return std::nullopt;
+  return std::string(absl::StripAsciiWhitespace(state.out));
+}
+
+std::string ContainerLogTail(const std::string& name, int lines) {
+  auto r = RunCaptured({"podman", "logs", absl::StrCat("--tail=", lines), name},
+                       std::chrono::seconds(20));
+  if (!r.ok()) return "";
+  return absl::StrCat(r->out, r->err);
+}
+
 bool ImageExists(const std::string& image) {
   auto r = RunCaptured({"podman", "image", "exists", image}, std::chrono::seconds(60));
   return r.ok() && r->exit_code == 0;
@@ -270,4 +285,4 @@ std::string MissingImageHint(const std::string& image) {
                       image, "   (or build Lazaret's default image: lazaret image build)");
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session

@@ -1,28 +1,23 @@
-#include "clients/lazaret/session.h"
+#include "clients/lazaret/session/session_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "services/common/runtime_dir.h"
 #include "lazaret/common/v1/common.pb.h"
-#include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
+#include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
-#include "services/common/unix_server.h"
-#include "services/common/constants.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::session {
 namespace {
 
 constexpr char kLockFile[] = "lock";
@@ -117,8 +112,6 @@ std::string NewSessionId() {
   return id;
 }
 
-std::string SidecarName(const std::string& id) { return absl::StrCat("lazaret-", id, "-sidecar"); }
-std::string SandboxName(const std::string& id) { return absl::StrCat("lazaret-", id, "-sandbox"); }
 std::string SessionsDir(const std::string& runtime_dir) {
   return absl::StrCat(runtime_dir, "/sessions");
 }
@@ -127,7 +120,7 @@ std::string SessionPath(const std::string& runtime_dir, const std::string& id) {
 }
 
 std::string SessionRecordJson(const SessionRecord& r) {
-  common::v1::SessionRecord m;
+  ::lazaret::common::v1::SessionRecord m;
   m.set_id(r.id);
   m.set_profile(r.profile);
   m.set_workspace(r.workspace);
@@ -146,7 +139,7 @@ std::string SessionRecordJson(const SessionRecord& r) {
 }
 
 absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& text) {
-  common::v1::SessionRecord m;
+  ::lazaret::common::v1::SessionRecord m;
   google::protobuf::util::JsonParseOptions o;
   o.ignore_unknown_fields = false;
   if (!google::protobuf::util::JsonStringToMessage(text, &m, o).ok()) {
@@ -164,105 +157,6 @@ absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& text) {
   r.pid = static_cast<pid_t>(m.pid());
   r.started_unix = m.started_unix();
   return r;
-}
-
-namespace {
-
-namespace spb = ::lazaret::supervisor::v1;
-
-std::unique_ptr<spb::SupervisorService::Stub> SupervisorStub(const std::string& socket) {
-  return spb::SupervisorService::NewStub(DialUnix(socket));
-}
-
-void SetDeadline(grpc::ClientContext& cc, int seconds) {
-  cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<SessionRegistration>> SessionRegistration::Register(
-    const std::string& runtime_dir, const SessionRecord& record) {
-  const std::string socket = SocketPath(runtime_dir, kSupervisorSocketName);
-  spb::RegisterSessionRequest req;
-  common::v1::SessionRecord* m = req.mutable_record();
-  m->set_id(record.id);
-  m->set_profile(record.profile);
-  m->set_workspace(record.workspace);
-  m->set_git_state_dir(record.git_state_dir);
-  m->set_pid(record.pid);
-  m->set_started_unix(record.started_unix);
-  spb::RegisterSessionResponse resp;
-  grpc::ClientContext cc;
-  SetDeadline(cc, 10);
-  const grpc::Status s = SupervisorStub(socket)->RegisterSession(&cc, req, &resp);
-  if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return absl::UnavailableError(absl::StrCat(
-          "refusing to start: the supervisor does not answer on ", socket,
-          ", and a sandbox never runs without a supervisor that would reap it if this lazaret "
-          "died. Start it: lazaret up"));
-    }
-    return absl::Status(FromGrpcStatus(s).code(),
-                        absl::StrCat("refusing to start: the supervisor did not register the "
-                                     "session: ",
-                                     s.error_message()));
-  }
-  return std::unique_ptr<SessionRegistration>(new SessionRegistration(socket, record.id));
-}
-
-absl::Status SessionRegistration::AttachRouter() {
-  spb::AttachSessionRouterRequest req;
-  req.set_id(id_);
-  spb::AttachSessionRouterResponse resp;
-  grpc::ClientContext cc;
-  SetDeadline(cc, 10);
-  const grpc::Status s = SupervisorStub(socket_)->AttachSessionRouter(&cc, req, &resp);
-  if (!s.ok()) {
-    return absl::Status(FromGrpcStatus(s).code(),
-                        absl::StrCat("refusing to start the sandbox: the supervisor could not "
-                                     "hold the session's router: ",
-                                     s.error_message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SessionRegistration::Check() {
-  spb::GetSessionRequest req;
-  req.set_id(id_);
-  spb::SessionInfo resp;
-  grpc::ClientContext cc;
-  SetDeadline(cc, 2);
-  return FromGrpcStatus(SupervisorStub(socket_)->GetSession(&cc, req, &resp));
-}
-
-absl::Status SessionRegistration::Unregister() {
-  spb::UnregisterSessionRequest req;
-  req.set_id(id_);
-  spb::UnregisterSessionResponse resp;
-  grpc::ClientContext cc;
-  SetDeadline(cc, 5);
-  return FromGrpcStatus(SupervisorStub(socket_)->UnregisterSession(&cc, req, &resp));
-}
-
-absl::StatusOr<int> StopRegisteredSession(const std::string& runtime_dir, const std::string& id) {
-  const std::string socket = SocketPath(runtime_dir, kSupervisorSocketName);
-  spb::StopSessionRequest req;
-  req.set_id(id);
-  spb::StopSessionResponse resp;
-  grpc::ClientContext cc;
-  SetDeadline(cc, 5);
-  const grpc::Status s = SupervisorStub(socket)->StopSession(&cc, req, &resp);
-  if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return absl::UnavailableError(absl::StrCat(
-          "the supervisor does not answer on ", socket,
-          "; a session whose supervisor is gone ends itself within seconds. Start it: lazaret "
-          "up"));
-    }
-    return FromGrpcStatus(s);
-  }
-  return resp.pid();
 }
 
 absl::StatusOr<std::unique_ptr<SessionDir>> SessionDir::Create(const std::string& runtime_dir,
@@ -369,4 +263,4 @@ absl::StatusOr<std::vector<FoundSession>> FindSessionDirs(const std::string& run
   return out;
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::session

@@ -1,0 +1,62 @@
+// `lazaret run [OPTIONS] [PROFILE] [--] [CMD...]`: one agent session in a
+// gVisor sandbox on the current directory (docs/operations.md,
+// docs/architecture.md). Runs in the user's terminal, as the user; parses
+// the arguments and hands the session to lazaret_session
+// (clients/lazaret/session/runner.h), which prints its own progress.
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "clients/lazaret/commands.h"
+#include "clients/lazaret/session/run_args.h"
+#include "clients/lazaret/session/runner.h"
+#include "clients/lazaret/session/signals.h"
+#include "services/common/status_util.h"
+
+namespace lazaret::cli {
+namespace {
+
+absl::StatusOr<std::string> CanonicalCwd() {
+  char buf[PATH_MAX];
+  if (getcwd(buf, sizeof(buf)) == nullptr) return ErrnoStatus("getcwd", errno);
+  char resolved[PATH_MAX];
+  if (realpath(buf, resolved) == nullptr) return ErrnoStatus("realpath of the cwd", errno);
+  return std::string(resolved);
+}
+
+}  // namespace
+
+int CmdRun(const Context& ctx, const std::vector<std::string>& args) {
+  // Before any thread exists (gRPC creates some on the first call).
+  session::BlockSessionSignals();
+
+  absl::StatusOr<std::string> cwd = CanonicalCwd();
+  if (!cwd.ok()) {
+    std::fprintf(stderr, "lazaret run: %s\n", std::string(cwd.status().message()).c_str());
+    return session::kRunFailed;
+  }
+  absl::StatusOr<session::RunArgs> parsed = session::ParseRunArgs(args, *cwd);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "lazaret run: %s\n%s", std::string(parsed.status().message()).c_str(),
+                 session::kRunUsage);
+    return session::kRunFailed;
+  }
+  if (parsed->help) {
+    std::printf("%s", session::kRunUsage);
+    return 0;
+  }
+  session::SessionOptions options;
+  options.runtime_dir = ctx.runtime_dir;
+  options.libexec_dir = ctx.libexec_dir;
+  options.workspace_dir = *std::move(cwd);
+  options.args = *std::move(parsed);
+  return session::RunSession(options);
+}
+
+}  // namespace lazaret::cli

@@ -1,0 +1,46 @@
+#include "clients/lazaret/session/dry_run.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "clients/lazaret/session/names.h"
+#include "clients/lazaret/session/podman.h"
+#include "clients/lazaret/session/teardown.h"
+#include "clients/lazaret/subprocess.h"
+
+namespace lazaret::cli::session {
+
+std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
+                       const std::function<bool(const std::string&)>& is_real_directory) {
+  std::vector<std::string> names;
+  for (const auto& e : plan.env) names.push_back(e.name);
+  std::string out;
+  absl::StrAppend(&out, "# lazaret run --dry-run: nothing is started. Session ", plan.id,
+                  ", profile ", plan.sandbox.profile,
+                  plan.sandbox.rootless ? ", rootless" : ", rootful", ".\n");
+  absl::StrAppend(&out, "# session directory ", plan.session_path, " (0700); env file ",
+                  plan.sandbox.env_file,
+                  " (0600) with: ", names.empty() ? "(empty)" : absl::StrJoin(names, " "),
+                  " (values not shown)\n");
+  for (const BindMount& p : plan.persistent) {
+    absl::StrAppend(&out, "# persistent ", p.container, ": ", p.host,
+                    is_real_directory(p.host) ? "" : " (first use: seeded from the image)", "\n");
+  }
+  absl::StrAppend(
+      &out, "# every podman below runs with CONTAINERS_CONF=", ContainersConfPath(runtime_dir),
+      " (Lazaret's own; no other containers.conf is read)\n");
+  absl::StrAppend(&out, CommandLine(plan.sidecar_argv), "\n");
+  absl::StrAppend(&out, "# wait until the router answers grpc.health.v1 on ", plan.session_path,
+                  "/router/router.sock\n");
+  absl::StrAppend(&out, "# egress policy: not applied yet (netpolicyd will push it here)\n");
+  absl::StrAppend(&out, CommandLine(plan.sandbox_argv), "\n");
+  absl::StrAppend(&out, "# when the command ends, or on SIGINT/SIGTERM/SIGHUP:\n");
+  absl::StrAppend(&out, "#   (on a signal first: ",
+                  CommandLine(RemoveArgv(SandboxName(plan.id), kSandboxStopGraceSeconds, false)),
+                  ")\n");
+  absl::StrAppend(&out, CommandLine(RemoveArgv(SidecarName(plan.id), 0, true)), "\n");
+  return out;
+}
+
+}  // namespace lazaret::cli::session

@@ -1,0 +1,47 @@
+// One running `lazaret run` session: its plan and every resource it holds,
+// in the order start.h acquires them; supervise.h watches them and
+// teardown.h releases them in the order that keeps the agent's work. Runs
+// in the `lazaret` CLI, as the user; only this process touches it.
+#ifndef LAZARET_CLIENTS_LAZARET_SESSION_LIVE_SESSION_H_
+#define LAZARET_CLIENTS_LAZARET_SESSION_LIVE_SESSION_H_
+
+#include <memory>
+#include <string>
+
+#include "clients/lazaret/session/plan.h"
+#include "clients/lazaret/session/registry_client.h"
+#include "clients/lazaret/session/router_watch.h"
+#include "clients/lazaret/session/sandbox_writes.h"
+#include "clients/lazaret/session/session_dir.h"
+#include "clients/lazaret/session/terminal.h"
+#include "lazaret/config/v1/config.pb.h"
+#include "services/common/router_hold.h"
+
+namespace lazaret::cli::session {
+
+struct LiveSession {
+  // What it was started from.
+  std::string runtime_dir;
+  std::string workspace_dir;    // the directory the developer named
+  std::string explicit_config;  // --config, for the host-path re-check
+  lazaret::config::v1::ResolvedProfile profile;
+  SessionPlan plan;
+
+  // What it holds, in the order it is acquired.
+  std::unique_ptr<SessionDir> dir;
+  std::unique_ptr<SessionRegistration> registration;
+  bool sidecar_created = false;  // teardown removes the sidecar (by name)
+  RouterProcess router;
+  std::unique_ptr<RouterHold> hold;
+  SavedTerminalMode terminal;
+  SandboxWrites writes;
+
+  // Why it ended before its command did (at most one is the cause).
+  int stop_signal = 0;
+  bool sidecar_lost = false;
+  bool supervisor_lost = false;
+};
+
+}  // namespace lazaret::cli::session
+
+#endif  // LAZARET_CLIENTS_LAZARET_SESSION_LIVE_SESSION_H_

@@ -1,0 +1,37 @@
+// The names and labels of a session's containers, and the fixed paths
+// inside its network sidecar. Runs in the `lazaret` CLI (run, ps, stop,
+// clean); the supervisor's registry reports the same names
+// (services/supervisor/registry.cc). Session ids are checked
+// (IsValidSessionId) before they become part of a name.
+#ifndef LAZARET_CLIENTS_LAZARET_SESSION_NAMES_H_
+#define LAZARET_CLIENTS_LAZARET_SESSION_NAMES_H_
+
+#include <string>
+
+namespace lazaret::cli::session {
+
+// Labels on both containers of a session.
+inline constexpr char kLabelProfile[] = "io.lazaret.profile";
+inline constexpr char kLabelSession[] = "io.lazaret.session";
+inline constexpr char kLabelRole[] = "io.lazaret.role";
+// The runtime directory of the Lazaret instance that created the container,
+// so that `clean` of one instance (another LAZARET_RUNTIME_DIR, a test)
+// never reaps the live sessions of another.
+inline constexpr char kLabelRuntimeDir[] = "io.lazaret.runtime-dir";
+inline constexpr char kRoleSidecar[] = "sidecar";
+inline constexpr char kRoleSandbox[] = "sandbox";
+// The temporary container a persistent directory's first use copies the
+// image's content out of (created, never started).
+inline constexpr char kRoleSeed[] = "seed";
+
+// Inside the sidecar.
+inline constexpr char kSidecarRouterDir[] = "/run/lazaret/router";
+inline constexpr char kSidecarRouterSocket[] = "/run/lazaret/router/router.sock";
+
+std::string SidecarName(const std::string& id);  // lazaret-<id>-sidecar
+std::string SandboxName(const std::string& id);  // lazaret-<id>-sandbox
+std::string SeedName(const std::string& id);     // lazaret-<id>-seed
+
+}  // namespace lazaret::cli::session
+
+#endif  // LAZARET_CLIENTS_LAZARET_SESSION_NAMES_H_

@@ -1,0 +1,235 @@
+#include "clients/lazaret/session/plan.h"
+
+#include <sys/un.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "clients/lazaret/session/env.h"
+#include "clients/lazaret/session/mounts.h"
+#include "clients/lazaret/session/names.h"
+#include "clients/lazaret/session/podman.h"
+#include "clients/lazaret/session/session_dir.h"
+#include "clients/lazaret/session/terminfo.h"
+#include "services/common/status_util.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+namespace pb = ::lazaret::config::v1;
+
+void AddLabels(std::vector<std::string>* argv, const std::string& profile, const std::string& id,
+               const char* role, const std::string& runtime_dir) {
+  argv->push_back(absl::StrCat("--label=", kLabelProfile, "=", profile));
+  argv->push_back(absl::StrCat("--label=", kLabelSession, "=", id));
+  argv->push_back(absl::StrCat("--label=", kLabelRole, "=", role));
+  argv->push_back(absl::StrCat("--label=", kLabelRuntimeDir, "=", runtime_dir));
+}
+
+// --cap-drop=all, then exactly `caps`: the set starts empty whatever
+// podman's or containers.conf's default_capabilities say.
+void AddCapabilities(std::vector<std::string>* argv, absl::Span<const char* const> caps) {
+  argv->push_back("--cap-drop=all");
+  argv->push_back(absl::StrCat("--cap-add=", absl::StrJoin(caps, ",")));
+}
+
+}  // namespace
+
+std::vector<std::string> PinnedIsolationArgs(bool rootless) {
+  std::vector<std::string> a = {
+      "--pull=never",
+      // containers.conf env_host / http_proxy: nothing of the host's
+      // environment; the session's env comes only from its env file.
+      "--env-host=false",
+      "--http-proxy=false",
+      // ipcns, pidns, utsns, cgroupns: each container its own.
+      "--ipc=private",
+      "--pid=private",
+      "--uts=private",
+      "--cgroupns=private",
+      // init: no catatonit from the host as PID 1.
+      "--init=false",
+      absl::StrCat("--umask=", kSandboxUmask),
+      absl::StrCat("--shm-size=", kShmSize),
+      "--security-opt=no-new-privileges",
+      "--userns=host",
+  };
+  // cgroups = "disabled" in a containers.conf would silently drop the pids
+  // and memory limits. Rootless podman on this cgroup v1 host has no
+  // cgroups to enable (docs/operations.md).
+  if (!rootless) a.push_back("--cgroups=enabled");
+  return a;
+}
+
+std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
+  std::vector<std::string> a = {"podman", "run", "--detach",
+                                absl::StrCat("--name=", SidecarName(s.session_id))};
+  AddLabels(&a, s.profile, s.session_id, kRoleSidecar, s.runtime_dir);
+  a.insert(a.end(), {
+                        // By path: a containers.conf runtimes table cannot
+                        // swap the binary behind the name "runc".
+                        absl::StrCat("--runtime=", s.runc_path),
+                        // One topology rootful and rootless; the host's
+                        // loopback is not reachable through it, whatever
+                        // containers.conf network_cmd_options say.
+                        "--network=slirp4netns:allow_host_loopback=false",
+                        "--read-only",
+                        "--read-only-tmpfs=false",
+                    });
+  AddCapabilities(&a, kSidecarCapabilities);
+  for (auto& f : PinnedIsolationArgs(s.rootless)) a.push_back(std::move(f));
+  if (!s.rootless) {
+    a.push_back(absl::StrCat("--pids-limit=", kSidecarPidsLimit));
+    a.push_back(absl::StrCat("--memory=", kSidecarMemory));
+  }
+  a.push_back(absl::StrCat("--volume=", s.router_host_dir, ":", kSidecarRouterDir, ":rw,z"));
+  a.push_back(s.image);
+  a.push_back(absl::StrCat("--runtime-dir=", kSidecarRouterDir));
+  a.push_back(absl::StrCat("--socket=", kSidecarRouterSocket));
+  return a;
+}
+
+std::vector<std::string> RunscGlobalFlags(bool rootless) {
+  std::vector<std::string> f = {"--runtime-flag=network=host"};
+  if (rootless) f.push_back("--runtime-flag=ignore-cgroups");
+  return f;
+}
+
+absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
+  // podman takes --runtime-flag only as a global option, and does not store
+  // it in the container: it must be on every run/start of a runsc container.
+  std::vector<std::string> a = {"podman"};
+  for (auto& f : RunscGlobalFlags(s.rootless)) a.push_back(std::move(f));
+  // No --rm: the teardown removes the sandbox together with its sidecar in
+  // one call, and until then `podman inspect` can tell whether it ever
+  // started (a runtime that fails leaves it "created").
+  a.insert(a.end(), {"run", absl::StrCat("--name=", SandboxName(s.session_id))});
+  AddLabels(&a, s.profile, s.session_id, kRoleSandbox, s.runtime_dir);
+  a.insert(a.end(), {
+                        absl::StrCat("--runtime=", s.runsc_path),
+                        absl::StrCat("--network=container:", SidecarName(s.session_id)),
+                    });
+  AddCapabilities(&a, kSandboxCapabilities);
+  for (auto& f : PinnedIsolationArgs(s.rootless)) a.push_back(std::move(f));
+  a.push_back(absl::StrCat("--ulimit=nproc=", kSandboxTaskLimit, ":", kSandboxTaskLimit));
+  if (!s.rootless) {
+    a.push_back(absl::StrCat("--pids-limit=", kSandboxPidsLimit));
+    a.push_back(absl::StrCat("--memory=", kSandboxMemory));
+    a.push_back(absl::StrCat("--memory-swap=", kSandboxMemory));
+  }
+  // The agent's terminal transcript is never written to podman's storage.
+  a.push_back("--log-driver=none");
+  a.push_back("--interactive");
+  if (s.tty) a.push_back("--tty");
+  // No detach keys: Ctrl-P is a shell key, and a detached sandbox would
+  // outlive the session that owns it.
+  a.push_back("--detach-keys=");
+  a.push_back(absl::StrCat("--env-file=", s.env_file));
+  a.push_back(absl::StrCat("--workdir=", kSandboxWorkspace));
+  for (const Mount& m : s.mounts) {
+    auto args = MountArgs(m);
+    if (!args.ok()) return args.status();
+    a.insert(a.end(), args->begin(), args->end());
+  }
+  auto init = MountArgs(BindMount{s.sandbox_init_host, kSandboxInitPath, true, false});
+  if (!init.ok()) return init.status();
+  a.insert(a.end(), init->begin(), init->end());
+  a.push_back(absl::StrCat("--entrypoint=", kSandboxInitPath));
+  a.push_back(s.image);
+  a.insert(a.end(), s.init_args.begin(), s.init_args.end());
+  a.push_back("--");
+  a.insert(a.end(), s.command.begin(), s.command.end());
+  return a;
+}
+
+std::vector<std::string> SeedCreateArgv(const std::string& session_id, const std::string& profile,
+                                        const std::string& runtime_dir, const std::string& image) {
+  return {"podman",
+          "create",
+          "--pull=never",
+          absl::StrCat("--name=", SeedName(session_id)),
+          absl::StrCat("--label=", kLabelSession, "=", session_id),
+          absl::StrCat("--label=", kLabelProfile, "=", profile),
+          absl::StrCat("--label=", kLabelRole, "=", kRoleSeed),
+          absl::StrCat("--label=", kLabelRuntimeDir, "=", runtime_dir),
+          image};
+}
+
+std::vector<std::string> SeedCopyArgv(const std::string& session_id,
+                                      const std::string& container_path,
+                                      const std::string& host_dir) {
+  return {"podman", "cp", absl::StrCat(SeedName(session_id), ":", container_path, "/."), host_dir};
+}
+
+std::string GitStateDir(const pb::ResolvedProfile& profile) {
+  return absl::StrCat(profile.profile_dir(), "/git");
+}
+
+absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::ResolvedProfile& profile,
+                                        const GitShadowPlan& git) {
+  SessionPlan plan;
+  plan.id = in.session_id;
+  plan.workspace_host_dir =
+      git.workspace_host_dir.empty() ? in.workspace_dir : git.workspace_host_dir;
+  const std::string& workspace = plan.workspace_host_dir;
+
+  // Mounts, in the order of SPEC 4.1's table.
+  std::vector<Mount> mounts;
+  mounts.push_back(BindMount{workspace, kSandboxWorkspace, /*read_only=*/false,
+                             /*selinux_shared=*/true});
+  for (const Mount& m : git.mounts) mounts.push_back(m);
+  // IDE settings are masked only where they exist: a tmpfs target that does
+  // not exist would be created as a directory in the host workspace.
+  for (const char* ide : {".vscode", ".idea"}) {
+    if (in.is_real_directory(absl::StrCat(workspace, "/", ide))) {
+      mounts.push_back(TmpfsMount{absl::StrCat(kSandboxWorkspace, "/", ide), "0755"});
+    }
+  }
+  for (BindMount& v : ProfileVolumes(profile)) mounts.push_back(std::move(v));
+  LAZ_ASSIGN_OR_RETURN(plan.persistent,
+                       PlanPersistentDirs(profile.profile_dir(), profile.persistent_dirs()));
+  for (const BindMount& p : plan.persistent) mounts.push_back(p);
+  const std::optional<TerminfoEntry>& terminfo = in.terminal.terminfo;
+  if (terminfo.has_value()) {
+    mounts.push_back(BindMount{terminfo->host_path, terminfo->container_path, true, false});
+  }
+
+  // Env file order: terminal, profile, Git Shadow (later lines win). The
+  // terminal: the same TERM inside, and TERMINFO where its entry is bound.
+  if (!in.terminal.term.empty()) {
+    plan.env.push_back({"TERM", in.terminal.term, false});
+    if (terminfo.has_value()) plan.env.push_back({"TERMINFO", kSandboxTerminfoDir, false});
+  }
+  plan.env.insert(plan.env.end(), in.profile_env.begin(), in.profile_env.end());
+  plan.env.insert(plan.env.end(), git.env.begin(), git.env.end());
+  LAZ_RETURN_IF_ERROR(EnvFileText(plan.env).status());
+
+  plan.session_path = SessionPath(in.runtime_dir, plan.id);
+  if (const std::string sock = absl::StrCat(plan.session_path, "/router/router.sock");
+      sock.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the router socket path ", sock, " is longer than a Unix socket path may be (",
+        sizeof(sockaddr_un::sun_path) - 1, " bytes); use a shorter LAZARET_RUNTIME_DIR"));
+  }
+  plan.sidecar = SidecarSpec{
+      plan.id,       profile.name(), in.runtime_dir, absl::StrCat(plan.session_path, "/router"),
+      kSidecarImage, in.rootless,    in.runc_path};
+  plan.sidecar_argv = SidecarArgv(plan.sidecar);
+  SandboxSpec& sandbox = plan.sandbox;
+  sandbox.session_id = plan.id;
+  sandbox.profile = profile.name();
+  sandbox.runtime_dir = in.runtime_dir;
+  sandbox.image = profile.image();
+  sandbox.runsc_path = in.runsc_path;
+  sandbox.rootless = in.rootless;
+  sandbox.tty = in.terminal.tty;
+  sandbox.env_file = absl::StrCat(plan.session_path, "/env");
+  sandbox.mounts = std::move(mounts);
+  sandbox.sandbox_init_host = in.sandbox_init_host;
+  sandbox.init_args = git.init_args;
+  sandbox.command = in.command;
+  LAZ_ASSIGN_OR_RETURN(plan.sandbox_argv, SandboxArgv(sandbox));
+  return plan;
+}
+
+}  // namespace lazaret::cli::session

@@ -1,0 +1,168 @@
+// Planning a `lazaret run` session: the complete mount list of the agent
+// sandbox, its environment, and the exact podman command lines of the
+// network sidecar, the agent sandbox and the seeding of persistent
+// directories. Runs in the `lazaret` CLI on the host. Pure functions over
+// already-resolved inputs (the profile from lazaret-configd, the Git Shadow
+// plan, the terminal and its terminfo entry, the runtimes found on the
+// host), so every flag and every mount can be unit-tested; runner.h and
+// start.h do the I/O. The argument vectors built here are the only place podman flags
+// for a session's containers are written (podman.h has the queries and the
+// removal).
+#ifndef LAZARET_CLIENTS_LAZARET_SESSION_PLAN_H_
+#define LAZARET_CLIENTS_LAZARET_SESSION_PLAN_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/mount_spec.h"
+#include "clients/lazaret/session/terminal.h"
+#include "lazaret/config/v1/config.pb.h"
+
+namespace lazaret::cli::session {
+
+// Resource limits of a session. The task limit is RLIMIT_NPROC of the
+// sandbox's processes, which gVisor's kernel enforces itself, rootful and
+// rootless, and which the agent (no CAP_SYS_RESOURCE or CAP_SYS_ADMIN) can
+// lower but never raise. The cgroup limits below apply rootful only (a
+// cgroup v1 host delegates no cgroup to a rootless user; docs/operations.md).
+inline constexpr int kSandboxTaskLimit = 4096;
+inline constexpr int kSandboxPidsLimit = 4096;
+inline constexpr char kSandboxMemory[] = "8g";
+inline constexpr int kSidecarPidsLimit = 64;
+inline constexpr char kSidecarMemory[] = "64m";
+
+// The capabilities of the agent's root inside gVisor, added to an empty set
+// (--cap-drop=all): what apt, dpkg and chown need - changing owners (CHOWN),
+// reading and writing files it does not own (DAC_OVERRIDE, FOWNER),
+// keeping setgid bits on chown (FSETID), apt's switch to _apt and back
+// (SETUID, SETGID) and signalling its own processes of another uid (KILL).
+// Not: NET_RAW (raw sockets), NET_BIND_SERVICE, SYS_CHROOT, SETPCAP,
+// SETFCAP (file capabilities would reach the host workspace), AUDIT_WRITE,
+// MKNOD - podman's defaults that an agent does not need.
+// docs/operations.md "The sandbox's privileges" restates this list.
+inline constexpr const char* kSandboxCapabilities[] = {
+    "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+};
+// The sidecar's router changes routes in its own network namespace.
+inline constexpr const char* kSidecarCapabilities[] = {"NET_ADMIN"};
+// Pinned so no containers.conf changes them (docs/operations.md).
+inline constexpr char kSandboxUmask[] = "0022";
+inline constexpr char kShmSize[] = "64m";
+
+struct SidecarSpec {
+  std::string session_id;
+  std::string profile;
+  std::string runtime_dir;
+  std::string router_host_dir;  // <session>/router
+  std::string image;            // kSidecarImage
+  bool rootless = false;
+  std::string runc_path;  // absolute (FindRunc): no runtime looked up by name
+};
+
+// podman run --detach ... for the network sidecar (runc, NET_ADMIN only,
+// read-only, FROM scratch image, slirp4netns). Every isolation setting a
+// containers.conf could change is pinned here as well (PinnedIsolationArgs).
+std::vector<std::string> SidecarArgv(const SidecarSpec& spec);
+
+struct SandboxSpec {
+  std::string session_id;
+  std::string profile;
+  std::string runtime_dir;
+  std::string image;
+  std::string runsc_path;
+  bool rootless = false;
+  bool tty = false;
+  std::string env_file;
+  std::vector<Mount> mounts;           // in order
+  std::string sandbox_init_host;       // host path of lazaret-sandbox-init
+  std::vector<std::string> init_args;  // before "--"
+  std::vector<std::string> command;    // after "--"; empty: the shell
+};
+
+// The flags both containers share that pin what a containers.conf could
+// otherwise set: namespaces (ipc, pid, uts, cgroup private; the user
+// namespace is podman's own: --userns=host), no init, no host environment
+// or proxy, the umask, /dev/shm size, cgroups enabled (rootful),
+// no-new-privileges, never a pull. Capabilities and read-only are per
+// container; keys the command line cannot set are in Lazaret's
+// containers.conf (podman.h ContainersConfText).
+std::vector<std::string> PinnedIsolationArgs(bool rootless);
+
+// podman --runtime-flag=... run ... for the agent sandbox (runsc): the
+// spec's mounts in order, then lazaret-sandbox-init read-only at
+// kSandboxInitPath as the entrypoint.
+absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
+
+// The gVisor flags, deliberately: hostinet (network=host) because gVisor's
+// netstack cannot start on this kernel and the sandbox lives in the
+// sidecar's network namespace anyway; ignore-cgroups when rootless (runsc
+// cannot create cgroups there). No host-uds (no host Unix sockets until the
+// escalation socket needs one), no net-raw.
+std::vector<std::string> RunscGlobalFlags(bool rootless);
+
+// A persistent directory's first use copies the image's content at its
+// path out of a temporary container (SeedName) that is created, never
+// started: `podman create` of the sandbox image with the session's labels,
+// then one `podman cp <seed>:<container path>/. <host dir>` per fresh
+// directory (start.h).
+std::vector<std::string> SeedCreateArgv(const std::string& session_id, const std::string& profile,
+                                        const std::string& runtime_dir, const std::string& image);
+std::vector<std::string> SeedCopyArgv(const std::string& session_id,
+                                      const std::string& container_path,
+                                      const std::string& host_dir);
+
+// The profile's Git Shadow state directory, <profile_dir>/git: where the
+// Git Shadow keeps its state, and what session.json names for `lazaret
+// clean`'s write-back.
+std::string GitStateDir(const lazaret::config::v1::ResolvedProfile& profile);
+
+// Everything a session's plan is made of besides the profile and the Git
+// Shadow plan, gathered on the host by the runner.
+struct PlanInputs {
+  std::string session_id;
+  std::string runtime_dir;
+  std::string workspace_dir;            // the directory the developer named
+  std::vector<EnvSetting> profile_env;  // ResolveProfileEnv (env.h)
+  TerminalSetup terminal;
+  std::string runsc_path;         // FindRunsc
+  std::string runc_path;          // FindRunc
+  bool rootless = false;          // Rootless
+  std::string sandbox_init_host;  // <libexec>/lazaret-sandbox-init
+  std::vector<std::string> command;
+  // Whether a host path is a directory (not a symlink to one): IDE
+  // settings are masked only where they exist. IsRealDirectory (mounts.h).
+  std::function<bool(const std::string&)> is_real_directory;
+};
+
+struct SessionPlan {
+  std::string id;
+  std::string session_path;        // <runtime_dir>/sessions/<id>
+  std::string workspace_host_dir;  // bound read-write at /workspace
+  // The env file's lines, in order: terminal, profile, Git Shadow (later
+  // lines win).
+  std::vector<EnvSetting> env;
+  std::vector<BindMount> persistent;  // also in sandbox.mounts; seeded on first use
+  SidecarSpec sidecar;
+  SandboxSpec sandbox;  // sandbox.mounts: the complete list, in order
+  std::vector<std::string> sidecar_argv;
+  std::vector<std::string> sandbox_argv;
+};
+
+// The whole session. The sandbox's mounts, in the order of SPEC 4.1's
+// table: the workspace (the Git Shadow's worktree in --worktree mode) at
+// /workspace, the Git Shadow's mounts, a tmpfs over each IDE settings
+// directory the workspace has (.vscode, .idea), the profile's volumes, its
+// persistent directories, the host's terminfo entry (read-only); then
+// SandboxArgv adds lazaret-sandbox-init. Refuses what cannot be written to
+// the env file or passed to podman, and a runtime directory so long that
+// the router socket path would not fit a Unix socket address.
+absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
+                                        const lazaret::config::v1::ResolvedProfile& profile,
+                                        const GitShadowPlan& git);
+
+}  // namespace lazaret::cli::session
+
+#endif  // LAZARET_CLIENTS_LAZARET_SESSION_PLAN_H_

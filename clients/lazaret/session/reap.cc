@@ -1,0 +1,158 @@
+#include "clients/lazaret/session/reap.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/session/names.h"
+#include "clients/lazaret/session/podman.h"
+#include "clients/lazaret/workspace_scan.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+void ReportWriteBacks(
+    const absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>>& all,
+    const LineSink& out) {
+  if (!all.ok()) {
+    out(absl::StrCat("  git write-back failed: ", all.status().message()));
+    return;
+  }
+  for (const auto& [target, report] : *all) {
+    for (const auto& s : report.imported) {
+      out(absl::StrCat("  git: imported ", s, " into ", target.host_common_dir));
+    }
+    for (const auto& s : report.conflicts) out(absl::StrCat("  git: conflict: ", s));
+    for (const auto& s : report.rejected) out(absl::StrCat("  git: not imported: ", s));
+    for (const auto& s : report.removed) out(absl::StrCat("  git: removed: ", s));
+    if (!report.import_status.ok()) {
+      out(absl::StrCat("  git: import failed: ", report.import_status.message()));
+    }
+  }
+}
+
+// The workspace scan snapshot a session recorded before its sandbox
+// started (workspace_scan.h), if any.
+std::optional<GitDirSnapshot> ReadSnapshot(const std::string& session_path, const LineSink& out) {
+  absl::StatusOr<DirFd> dir = DirFd::Open(session_path);
+  if (!dir.ok()) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadRegularFileAt(*dir, kSnapshotFileName, 256ull << 20);
+  if (!text.ok()) return std::nullopt;
+  absl::StatusOr<GitDirSnapshot> snap = ParseSnapshot(*text);
+  if (!snap.ok()) {
+    out(absl::StrCat("  WARNING: the session's workspace snapshot is unreadable (",
+                     snap.status().message(), ")"));
+    return std::nullopt;
+  }
+  return *std::move(snap);
+}
+
+// The end-of-session workspace scan the dead session never ran: privilege
+// bits stripped, planted repositories neutralised, editor files listed.
+void ScanWorkspace(const SessionView& v, const std::optional<GitDirSnapshot>& snap,
+                   const LineSink& out) {
+  if (!snap.has_value()) {
+    if (v.dir.has_value() && v.dir->has_record) {
+      out(absl::StrCat(
+          "  WARNING: no workspace snapshot for this session: ", v.dir->record.workspace,
+          " was not checked for planted git repositories or setuid files; do not "
+          "run git there before looking"));
+    }
+    return;
+  }
+  absl::StatusOr<ScanReport> report = ScanAtSessionEnd(*snap);
+  if (!report.ok()) {
+    out(absl::StrCat("  WARNING: the workspace scan failed: ", report.status().message()));
+    return;
+  }
+  for (const std::string& line : ReportLines(*report)) out(absl::StrCat("  workspace: ", line));
+}
+
+}  // namespace
+
+// Its containers (by name, so a reap needs no listing: the sidecar with
+// everything in its network namespace, then any other container of the
+// session), then the Git Shadow write-back and the end-of-session
+// workspace scan it never did, and its directory last.
+bool ReapSession(const SessionView& v, const LineSink& out) {
+  bool ok = true;
+  out(absl::StrCat("session ", v.id, " (profile ", v.profile(), "):"));
+  std::vector<absl::Status> results;
+  results.push_back(RemoveWithDependents(SidecarName(v.id), 0));
+  results.push_back(RemoveContainer(SandboxName(v.id), 0));
+  for (const auto& c : v.containers) {
+    if (c.name != SidecarName(v.id) && c.name != SandboxName(v.id)) {
+      results.push_back(RemoveContainer(c.name, 0));
+    }
+  }
+  for (const auto& s : results) {
+    if (!s.ok()) {
+      out(absl::StrCat("  ", s.message()));
+      ok = false;
+    }
+  }
+  for (const auto& c : v.containers) {
+    out(absl::StrCat("  removed container ", c.name, " (", c.state, ")"));
+  }
+  if (!v.dir.has_value()) return ok;
+  if (v.dir->has_record && !v.dir->record.git_state_dir.empty()) {
+    ReportWriteBacks(WriteBackAll(v.dir->record.git_state_dir), out);
+  }
+  if (ok) {
+    ScanWorkspace(v, ReadSnapshot(v.dir->path, out), out);
+  } else {
+    out("  workspace scan not run while the session's containers may remain; run lazaret "
+        "clean again");
+  }
+  if (!ok) return false;
+  if (absl::Status s = RemoveSessionTree(v.dir->path); !s.ok()) {
+    out(absl::StrCat("  ", s.message()));
+    return false;
+  }
+  out(absl::StrCat("  removed ", v.dir->path));
+  return true;
+}
+
+absl::StatusOr<CleanOutcome> CleanDeadSession(const std::string& runtime_dir, const std::string& id,
+                                              const LineSink& out) {
+  absl::StatusOr<std::vector<FoundSession>> dirs = FindSessionDirs(runtime_dir);
+  if (!dirs.ok()) return dirs.status();
+  std::optional<FoundSession> dir;
+  for (FoundSession& d : *dirs) {
+    if (d.id == id) dir = std::move(d);
+  }
+  if (!dir.has_value()) {
+    // No directory: only containers carrying this instance's labels.
+    absl::StatusOr<std::map<std::string, SessionView>> all = CollectSessions(runtime_dir);
+    if (!all.ok()) return all.status();
+    auto it = all->find(id);
+    if (it == all->end()) return CleanOutcome::kNothingLeft;
+    return ReapSession(it->second, out) ? CleanOutcome::kReaped : CleanOutcome::kReapFailed;
+  }
+  if (dir->owner_alive) return CleanOutcome::kOwnerAlive;
+  SessionView view;
+  view.id = id;
+  view.dir = *std::move(dir);
+  return ReapSession(view, out) ? CleanOutcome::kReaped : CleanOutcome::kReapFailed;
+}
+
+absl::StatusOr<CleanSummary> CleanDeadSessions(const std::string& runtime_dir,
+                                               const LineSink& out) {
+  absl::StatusOr<std::map<std::string, SessionView>> all = CollectSessions(runtime_dir);
+  if (!all.ok()) return all.status();
+  CleanSummary summary;
+  for (const auto& [id, v] : *all) {
+    if (v.owner_alive()) {
+      ++summary.live;
+      continue;
+    }
+    summary.ok = ReapSession(v, out) && summary.ok;
+    ++summary.reaped;
+  }
+  return summary;
+}
+
+}  // namespace lazaret::cli::session

@@ -1,0 +1,59 @@
+#include "clients/lazaret/session/run_args.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace lazaret::cli::session {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(ParseRunArgsTest, NoArgumentsIsTheDefaultProfileAndTheShell) {
+  auto a = ParseRunArgs({}, "/w");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->profile, "");
+  EXPECT_TRUE(a->command.empty());
+}
+
+TEST(ParseRunArgsTest, DoubleDashKeepsTheDefaultProfile) {
+  auto a = ParseRunArgs({"--", "sh", "-c", "exit 7"}, "/w");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->profile, "");
+  EXPECT_THAT(a->command, ElementsAre("sh", "-c", "exit 7"));
+}
+
+TEST(ParseRunArgsTest, FirstPositionalIsAlwaysTheProfile) {
+  auto a = ParseRunArgs({"claude-code"}, "/w");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->profile, "claude-code");
+  EXPECT_TRUE(a->command.empty());
+  auto b = ParseRunArgs({"p1", "bash", "-l"}, "/w");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->profile, "p1");
+  EXPECT_THAT(b->command, ElementsAre("bash", "-l"));
+  auto c = ParseRunArgs({"p1", "--", "--version"}, "/w");
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(c->command, ElementsAre("--version"));
+}
+
+TEST(ParseRunArgsTest, OptionsOnlyBeforeTheProfile) {
+  auto a = ParseRunArgs(
+      {"--config", "x.toml", "--branch=feat", "--worktree", "--dry-run", "p", "ls", "--dry-run"},
+      "/w");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->explicit_config, "/w/x.toml");
+  EXPECT_EQ(a->branch, "feat");
+  EXPECT_TRUE(a->worktree);
+  EXPECT_TRUE(a->dry_run);
+  EXPECT_EQ(a->profile, "p");
+  EXPECT_THAT(a->command, ElementsAre("ls", "--dry-run"));
+}
+
+TEST(ParseRunArgsTest, UnknownOrIncompleteOptionsAreErrors) {
+  EXPECT_FALSE(ParseRunArgs({"--bogus"}, "/w").ok());
+  EXPECT_FALSE(ParseRunArgs({"--config"}, "/w").ok());
+  EXPECT_FALSE(ParseRunArgs({"--branch="}, "/w").ok());
+}
+
+}  // namespace
+}  // namespace lazaret::cli::session

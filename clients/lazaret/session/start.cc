@@ -1,0 +1,226 @@
+#include "clients/lazaret/session/start.h"
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "clients/lazaret/session/console.h"
+#include "clients/lazaret/session/env.h"
+#include "clients/lazaret/session/mounts.h"
+#include "clients/lazaret/session/names.h"
+#include "clients/lazaret/session/podman.h"
+#include "clients/lazaret/session/profile.h"
+#include "clients/lazaret/session/signals.h"
+#include "clients/lazaret/subprocess.h"
+#include "services/common/status_util.h"
+#include "services/common/unix_server.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long the router may take to answer after `podman run -d` returned.
+constexpr auto kRouterStartTimeout = std::chrono::seconds(20);
+
+// mkdir -p with mode 0700 for directories Lazaret owns (persistent dirs).
+absl::Status MakeOwnedDirs(const std::string& path) {
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    const std::string prefix = path.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoStatus(absl::StrCat("creating ", prefix), errno);
+    }
+  }
+  if (!IsRealDirectory(path)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// The session directory, then (fail closed) the supervisor's registration:
+// nothing starts unless the supervisor watches this process.
+absl::Status Register(LiveSession* s) {
+  SessionRecord record;
+  record.id = s->plan.id;
+  record.profile = s->profile.name();
+  record.workspace = s->workspace_dir;
+  record.git_state_dir = GitStateDir(s->profile);
+  record.pid = getpid();
+  record.started_unix = time(nullptr);
+  LAZ_ASSIGN_OR_RETURN(s->dir, SessionDir::Create(s->runtime_dir, record));
+  LAZ_ASSIGN_OR_RETURN(s->registration, SessionRegistration::Register(s->runtime_dir, record));
+  return absl::OkStatus();
+}
+
+// A persistent directory's first use, like a podman named volume: the
+// image's content at that path is copied into the new host directory
+// (through a temporary container that is created, never started), so that
+// persisting /root or /usr/local does not hide what the image has there.
+// Later runs bind the directory as it is; image updates below that path are
+// not merged in (the fuse-overlayfs persistence that does is later work).
+absl::Status SeedPersistentDirs(const LiveSession& s) {
+  const SessionPlan& plan = s.plan;
+  std::vector<const BindMount*> fresh;
+  for (const BindMount& p : plan.persistent) {
+    if (!IsRealDirectory(p.host)) fresh.push_back(&p);
+  }
+  if (fresh.empty()) return absl::OkStatus();
+  const std::string seed = SeedName(plan.id);
+  LAZ_ASSIGN_OR_RETURN(Captured c, RunCaptured(SeedCreateArgv(plan.id, s.profile.name(),
+                                                              s.runtime_dir, plan.sandbox.image),
+                                               std::chrono::seconds(120)));
+  if (c.exit_code != 0) {
+    if (absl::StrContains(c.err, "image not known")) {
+      return absl::FailedPreconditionError(MissingImageHint(plan.sandbox.image));
+    }
+    return absl::InternalError(absl::StrCat("creating ", seed, ": ", c.err));
+  }
+  absl::Status status;
+  for (const BindMount* p : fresh) {
+    const std::string tmp = absl::StrCat(p->host, ".seeding");
+    (void)RemoveSessionTree(tmp);  // a seed an earlier run did not finish
+    status = MakeOwnedDirs(tmp);
+    if (!status.ok()) break;
+    Say(absl::StrCat("persistent directory ", p->container,
+                     ": first use, copying the image's "
+                     "content into ",
+                     p->host));
+    absl::StatusOr<Captured> cp =
+        RunCaptured(SeedCopyArgv(plan.id, p->container, tmp), std::chrono::minutes(10));
+    if (!cp.ok() || (cp->exit_code != 0 && !absl::StrContains(cp->err, "could not be found"))) {
+      status = absl::InternalError(absl::StrCat(
+          "copying ", p->container,
+          " out of the image: ", cp.ok() ? cp->err : std::string(cp.status().message())));
+      break;
+    }
+    if (rename(tmp.c_str(), p->host.c_str()) != 0) {
+      status = ErrnoStatus(absl::StrCat("renaming ", tmp), errno);
+      break;
+    }
+  }
+  if (absl::Status rm = RemoveContainer(seed, 0); !rm.ok()) status.Update(rm);
+  return status;
+}
+
+absl::Status StartSidecar(LiveSession* s) {
+  s->sidecar_created = true;  // from here on, teardown removes it (by name)
+  LAZ_ASSIGN_OR_RETURN(Captured r, RunCaptured(s->plan.sidecar_argv, std::chrono::seconds(120)));
+  if (r.exit_code == 0) return absl::OkStatus();
+  const std::string err(absl::StripTrailingAsciiWhitespace(r.err));
+  if (absl::StrContains(err, "image not known") || absl::StrContains(err, "no such image")) {
+    return absl::FailedPreconditionError(MissingImageHint(kSidecarImage));
+  }
+  return absl::InternalError(
+      absl::StrCat("starting the network sidecar failed (podman exit ", r.exit_code, "): ", err));
+}
+
+absl::Status WaitForRouter(LiveSession* s) {
+  const std::string socket = s->dir->router_socket();
+  const auto deadline = Clock::now() + kRouterStartTimeout;
+  absl::Status last = absl::UnavailableError("the router socket does not exist yet");
+  while (Clock::now() < deadline) {
+    if (int sig = PendingTermination(); sig != 0) {
+      s->stop_signal = sig;
+      return absl::CancelledError(absl::StrCat("interrupted by ", strsignal(sig)));
+    }
+    if (access(socket.c_str(), F_OK) == 0) {
+      last = CheckHealth(socket, 500);
+      if (last.ok()) return absl::OkStatus();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::string logs = ContainerLogTail(SidecarName(s->plan.id), 20);
+  return absl::DeadlineExceededError(absl::StrCat("the network sidecar's router did not answer on ",
+                                                  socket, " within ", kRouterStartTimeout.count(),
+                                                  " s (", last.message(), "). Its log:\n", logs));
+}
+
+// Both holds before the sandbox exists: ours, then the supervisor's.
+absl::Status HoldRouter(LiveSession* s) {
+  LAZ_ASSIGN_OR_RETURN(s->hold,
+                       RouterHold::Open(s->dir->router_socket(), "cli", std::chrono::seconds(5)));
+  return s->registration->AttachRouter();
+}
+
+void ApplyEgressPolicy() {
+  // This is where lazaret-netpolicyd will turn the profile's network table
+  // into the session's route table and push it into the router over
+  // router.sock (ApplyRoutes, then read back) - before the sandbox exists,
+  // so its first packet is already governed. Until then, say so on every
+  // run.
+  Say("egress policy enforcement is not applied yet: the sandbox has the sidecar's unrestricted "
+      "outbound network (the profile's allow/deny lists are not enforced)");
+}
+
+// A termination signal that is pending ends the start.
+absl::Status CheckNotStopped(LiveSession* s) {
+  if (int sig = PendingTermination(); sig != 0) {
+    s->stop_signal = sig;
+    return absl::CancelledError(absl::StrCat("interrupted by ", strsignal(sig)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<pid_t> StartSession(LiveSession* s) {
+  LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  LAZ_RETURN_IF_ERROR(Register(s));
+  Trace("session registered");
+  LAZ_ASSIGN_OR_RETURN(std::string env_text, EnvFileText(s->plan.env));
+  LAZ_RETURN_IF_ERROR(s->dir->WriteEnvFile(env_text));
+  // RunSession installed Lazaret's containers.conf before any thread
+  // existed; no podman call of a session runs without it (podman.h).
+  if (const char* c = std::getenv("CONTAINERS_CONF");
+      c == nullptr || c != ContainersConfPath(s->runtime_dir)) {
+    return absl::InternalError("Lazaret's containers.conf is not installed");
+  }
+  LAZ_RETURN_IF_ERROR(SeedPersistentDirs(*s));
+
+  // 1. The network sidecar, and its router answering.
+  Trace("session directory ready");
+  LAZ_RETURN_IF_ERROR(StartSidecar(s));
+  Trace("sidecar started");
+  LAZ_RETURN_IF_ERROR(WaitForRouter(s));
+  Trace("router healthy");
+  s->router = RouterProcess::Find(s->dir->router_socket());
+  LAZ_RETURN_IF_ERROR(HoldRouter(s));
+  Trace("router held");
+  // 2. The egress policy (not yet: netpolicyd's call goes here).
+  ApplyEgressPolicy();
+  LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+
+  // 3. Only now the agent sandbox. Its volume sources are re-checked here,
+  // as late as possible (configd resolved them symlink-free).
+  LAZ_RETURN_IF_ERROR(RecheckVolumeSources(s->profile));
+  // Against the directory the developer named, as configd checked it (in
+  // --worktree mode the mounted workspace is Lazaret's own worktree under
+  // the profile directory).
+  LAZ_RETURN_IF_ERROR(
+      RecheckProfileHostPaths(s->profile, s->runtime_dir, s->workspace_dir, s->explicit_config));
+  if (absl::Status st = s->writes.Snapshot(s->plan.id, s->plan.workspace_host_dir,
+                                           s->plan.sandbox.rootless, s->profile, s->dir->path());
+      !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("recording the workspace's git directories "
+                                                "before the session: ",
+                                                st.message()));
+  }
+  Trace("workspace snapshot taken");
+  s->terminal.Save(s->plan.sandbox.tty);
+  return SpawnAttached(s->plan.sandbox_argv);
+}
+
+}  // namespace lazaret::cli::session
