@@ -21,7 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/gitshadow/tree.h"
 #include "clients/lazaret/subprocess.h"
 #include "lazaret/common/v1/common.pb.h"
 #include "services/common/sha256.h"
@@ -29,6 +29,12 @@
 
 namespace lazaret::cli {
 namespace {
+
+using gitshadow::Basename;
+using gitshadow::DirFd;
+using gitshadow::Dirname;
+using gitshadow::ListNames;
+using gitshadow::ScopedFd;
 
 constexpr char kCapabilityXattr[] = "security.capability";
 constexpr uint64_t kMaxFingerprintFileBytes = 4ull << 20;

@@ -7,8 +7,8 @@
 // with O_PATH first and reopened for reading only after fstat says it is a
 // regular file, so opening a FIFO or device node never happens. Nothing here
 // ever stats a path and then opens it by name.
-#ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_FS_H_
-#define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_FS_H_
+#ifndef LAZARET_CLIENTS_LAZARET_GITSHADOW_TREE_H_
+#define LAZARET_CLIENTS_LAZARET_GITSHADOW_TREE_H_
 
 #include <time.h>
 
@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 
 // Closes a plain descriptor on scope exit.
 class ScopedFd {
@@ -107,7 +107,7 @@ Verdict ClassifyObjectStoreEntry(size_t hex_length, const std::vector<std::strin
 // ".lock" suffix (a write in progress).
 Verdict ClassifyRefTreeEntry(const std::vector<std::string>& rel, EntryKind kind);
 
-// The session directory (see git_shadow.cc): regular files "packed-refs" and
+// The session directory (see plan.cc): regular files "packed-refs" and
 // "index", and git's lock and temporary files next to them. Nothing deeper.
 Verdict ClassifySessionEntry(const std::vector<std::string>& rel, EntryKind kind);
 
@@ -185,6 +185,6 @@ struct MirrorLimits {
 absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, size_t hex_length,
                                const MirrorLimits& limits, MirrorStats* stats);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow
 
-#endif  // LAZARET_CLIENTS_LAZARET_GIT_SHADOW_FS_H_
+#endif  // LAZARET_CLIENTS_LAZARET_GITSHADOW_TREE_H_

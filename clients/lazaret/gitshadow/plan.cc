@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/gitshadow/plan.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <ctime>
@@ -23,12 +23,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/git_shadow_git.h"
-#include "clients/lazaret/git_shadow_refs.h"
+#include "clients/lazaret/gitshadow/git.h"
+#include "clients/lazaret/gitshadow/refs.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 // Files in the session's ref directory looked at per write-back: its own
@@ -358,8 +358,8 @@ class StateLock {
 };
 
 absl::StatusOr<std::shared_ptr<StateLease>> AcquireLease(const RepoState& state,
-                                                          const CheckedRepo& repo,
-                                                          const std::string& profile) {
+                                                         const CheckedRepo& repo,
+                                                         const std::string& profile) {
   const std::string path = state.dir + "/in-use";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(absl::StrCat("opening ", path), errno);
@@ -367,10 +367,11 @@ absl::StatusOr<std::shared_ptr<StateLease>> AcquireLease(const RepoState& state,
     const int err = errno;
     close(fd);
     if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another Lazaret session of profile '", profile, "' is already using the repository ",
-          repo.top, "; stop it first (lazaret ps, then lazaret stop SESSION) or use another "
-          "profile"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("another Lazaret session of profile '", profile,
+                       "' is already using the repository ", repo.top,
+                       "; stop it first (lazaret ps, then lazaret stop SESSION) or use another "
+                       "profile"));
     }
     return ErrnoStatus(absl::StrCat("locking ", path), err);
   }
@@ -1454,4 +1455,4 @@ absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBa
   return out;
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_git.h"
+#include "clients/lazaret/gitshadow/git.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 // The caller's environment minus GIT_*, LC_ALL and LANGUAGE, plus the C
@@ -82,4 +82,4 @@ absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std
   return std::move(r.out);
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

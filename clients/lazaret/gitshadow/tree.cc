@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/gitshadow/tree.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "clients/lazaret/git_shadow_refs.h"
+#include "clients/lazaret/gitshadow/refs.h"
 #include "services/common/status_util.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 constexpr int kMaxRemoveDepth = 2048;
@@ -657,4 +657,4 @@ absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, s
   return absl::OkStatus();
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

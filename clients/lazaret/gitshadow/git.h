@@ -8,8 +8,8 @@
 // and runs inside `lazaret run`'s supervise loop, so a run that hangs must
 // not hold up signals, sidecar checks or teardown. On the deadline git's
 // whole process group is killed.
-#ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_GIT_H_
-#define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_GIT_H_
+#ifndef LAZARET_CLIENTS_LAZARET_GITSHADOW_GIT_H_
+#define LAZARET_CLIENTS_LAZARET_GITSHADOW_GIT_H_
 
 #include <chrono>
 #include <string>
@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 
 // What one git run produced.
 struct GitResult {
@@ -52,6 +52,6 @@ absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<st
 absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args,
                                    std::chrono::milliseconds timeout);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow
 
-#endif  // LAZARET_CLIENTS_LAZARET_GIT_SHADOW_GIT_H_
+#endif  // LAZARET_CLIENTS_LAZARET_GITSHADOW_GIT_H_

@@ -6,8 +6,6 @@
 // nested mount points must already exist inside read-only binds, as under
 // podman), then lazaret-sandbox-init and the agent's commands chrooted into
 // it. Everything is then checked on the host.
-#include "clients/lazaret/git_shadow.h"
-
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "clients/lazaret/gitshadow/plan.h"
 #include "tests/support/git_test_util.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 using test::HostGit;
@@ -1157,9 +1156,8 @@ TEST_F(GitShadowTest, UnimportedWorkOnAnotherBranchBlocksASessionOnADifferentBra
   // The same branch continues it; the work is still there.
   auto same = Plan(repo);
   ASSERT_TRUE(same.ok()) << same.status();
-  EXPECT_EQ(TrimTrailing(Sh("cat " + ShellQuote(same->write_back.repo_state_dir +
-                                                "/refs/agent-test"))
-                             .out),
+  EXPECT_EQ(TrimTrailing(
+                Sh("cat " + ShellQuote(same->write_back.repo_state_dir + "/refs/agent-test")).out),
             "1234567890123456789012345678901234567890");
 }
 
@@ -1228,4 +1226,4 @@ git for-each-ref refs/heads/lazaret/flood | wc -l
 }
 
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_refs.h"
+#include "clients/lazaret/gitshadow/refs.h"
 
 #include <vector>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 constexpr size_t kMaxRefNameLength = 1000;
@@ -127,4 +127,4 @@ std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size
   return refs;
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -9,8 +9,8 @@
 // validated before host git sees any of it, and host git only ever reads it
 // through `git fetch` with fsck from a private repository Lazaret builds.
 // docs/git-shadow.md explains each mount and why.
-#ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
-#define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
+#ifndef LAZARET_CLIENTS_LAZARET_GITSHADOW_PLAN_H_
+#define LAZARET_CLIENTS_LAZARET_GITSHADOW_PLAN_H_
 
 #include <chrono>
 #include <cstdint>
@@ -20,10 +20,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/gitshadow/tree.h"
 #include "clients/lazaret/mount_spec.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 
 // Fixed paths inside the sandbox.
 inline constexpr char kSandboxWorkspace[] = "/workspace";
@@ -94,7 +94,7 @@ struct GitShadowPlan {
   // Lines for the developer (subdirectory workspace, diverged agent branch,
   // unborn HEAD, refs a leftover import could not bring back, ...).
   std::vector<std::string> notices;
-  WriteBackTarget write_back;  // set when has_repo
+  WriteBackTarget write_back;         // set when has_repo
   std::shared_ptr<StateLease> lease;  // set when has_repo; keep the plan for the session
 };
 
@@ -163,6 +163,6 @@ absl::StatusOr<WriteBackReport> WriteBack(const WriteBackTarget& target,
 absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBackAll(
     const std::string& state_dir);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow
 
-#endif  // LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
+#endif  // LAZARET_CLIENTS_LAZARET_GITSHADOW_PLAN_H_
