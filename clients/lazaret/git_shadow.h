@@ -4,7 +4,10 @@
 #ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 #define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_H_
 
+#include "clients/lazaret/gitshadow/import.h"
 #include "clients/lazaret/gitshadow/plan.h"
+#include "clients/lazaret/gitshadow/state.h"
+#include "clients/lazaret/gitshadow/sync.h"
 
 namespace lazaret::cli {
 

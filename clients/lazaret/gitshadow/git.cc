@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "clients/lazaret/subprocess.h"
 #include "services/common/status_util.h"
@@ -80,6 +81,12 @@ absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std
                                                       ": ", err));
   }
   return std::move(r.out);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out = absl::StrSplit(text, '\n');
+  if (!out.empty() && out.back().empty()) out.pop_back();
+  return out;
 }
 
 }  // namespace lazaret::cli::gitshadow

@@ -52,6 +52,10 @@ absl::StatusOr<GitResult> RunGitRaw(const std::string& cwd, const std::vector<st
 absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std::string>& args,
                                    std::chrono::milliseconds timeout);
 
+// The lines of git's output (or of one of Lazaret's own state files),
+// without the empty one after a final newline.
+std::vector<std::string> Lines(const std::string& text);
+
 }  // namespace lazaret::cli::gitshadow
 
 #endif  // LAZARET_CLIENTS_LAZARET_GITSHADOW_GIT_H_

@@ -6,6 +6,8 @@
 // nested mount points must already exist inside read-only binds, as under
 // podman), then lazaret-sandbox-init and the agent's commands chrooted into
 // it. Everything is then checked on the host.
+#include "clients/lazaret/gitshadow/import.h"
+
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/gitshadow/plan.h"
+#include "clients/lazaret/gitshadow/sync.h"
 #include "tests/support/git_test_util.h"
 
 namespace lazaret::cli::gitshadow {

@@ -113,8 +113,8 @@ std::optional<std::string> ParseLooseRef(const std::string& contents, size_t len
   return oid;
 }
 
-std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size_t hex_length) {
-  std::map<std::string, std::string> refs;
+RefMap PackedAgentRefs(const std::string& text, size_t hex_length) {
+  RefMap refs;
   const absl::string_view prefix(kAgentRefPrefix);
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (line.size() < hex_length + 2 || line[hex_length] != ' ') continue;

@@ -17,6 +17,9 @@ namespace lazaret::cli::gitshadow {
 // The only ref namespace the sandbox may write: refs/heads/lazaret/...
 inline constexpr char kAgentRefPrefix[] = "refs/heads/lazaret/";
 
+// Refs relative to refs/heads/lazaret/, name -> object id.
+using RefMap = std::map<std::string, std::string>;
+
 // One path component of a ref name, per git-check-ref-format(1) rules 1, 3,
 // 4, 5 and 8 (no leading '.', no ".lock" suffix, no "..", no control
 // characters, space, ~ ^ : ? * [ \, no "@{"), and additionally printable
@@ -86,7 +89,7 @@ std::optional<std::string> ParseLooseRef(const std::string& contents, size_t len
 // sandbox may have rewritten: "name -> object id", names relative to
 // refs/heads/lazaret/. Lines that are not "<id> <refname>" with a valid id and
 // name (headers, peeled "^<id>" lines, garbage) are skipped.
-std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size_t hex_length);
+RefMap PackedAgentRefs(const std::string& text, size_t hex_length);
 
 }  // namespace lazaret::cli::gitshadow
 
