@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/gitshadow/classify.h"
 #include "clients/lazaret/gitshadow/git.h"
 #include "clients/lazaret/gitshadow/inspect.h"
 #include "clients/lazaret/gitshadow/tree.h"

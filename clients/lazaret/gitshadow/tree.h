@@ -84,7 +84,8 @@ enum class EntryKind { kFile, kDirectory };
 enum class Verdict { kKeep, kRemove };
 
 // Decides whether a regular file or directory at `rel` (components from the
-// walk root, the entry's own name last) may stay.
+// walk root, the entry's own name last) may stay. classify.h has those of
+// the Git Shadow's trees.
 using Classifier = std::function<Verdict(const std::vector<std::string>& rel, EntryKind kind)>;
 
 // Walks `root` and removes - never following, never opening - every entry
@@ -94,22 +95,6 @@ using Classifier = std::function<Verdict(const std::vector<std::string>& rel, En
 // to `root`, and what it was).
 absl::Status SweepTree(const std::string& root, const Classifier& classify,
                        const WalkLimits& limits, std::vector<std::string>* removed);
-
-// The names git writes in an object directory (loose objects of
-// `hex_length`-digit ids, packs, info/, commit graphs, temporary files and
-// quarantine directories). info/http-alternates is rejected; info/alternates
-// is kept here and checked separately by content.
-Verdict ClassifyObjectStoreEntry(size_t hex_length, const std::vector<std::string>& rel,
-                                 EntryKind kind);
-
-// Names below refs/heads/lazaret/ (refs) and logs/refs/heads/lazaret/
-// (reflogs): every component a valid ref component, files optionally with a
-// ".lock" suffix (a write in progress).
-Verdict ClassifyRefTreeEntry(const std::vector<std::string>& rel, EntryKind kind);
-
-// The session directory (see plan.cc): regular files "packed-refs" and
-// "index", and git's lock and temporary files next to them. Nothing deeper.
-Verdict ClassifySessionEntry(const std::vector<std::string>& rel, EntryKind kind);
 
 // The names in `dir` (not "." or ".."), through a descriptor of its own.
 absl::StatusOr<std::vector<std::string>> ListNames(const DirFd& dir);

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "clients/lazaret/gitshadow/classify.h"
+
 namespace lazaret::cli::gitshadow {
 namespace {
 
