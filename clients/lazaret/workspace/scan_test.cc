@@ -1,4 +1,4 @@
-#include "clients/lazaret/workspace_scan.h"
+#include "clients/lazaret/workspace/scan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::workspace {
 namespace {
 
 bool Exists(const std::string& path) {
@@ -412,4 +412,4 @@ TEST_F(WorkspaceScanTest, RootOwnedWorkspaceRecordsNoOwnerAndChangesNoOwnership)
 }
 
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::workspace

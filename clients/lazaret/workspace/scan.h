@@ -38,7 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::workspace {
 
 // Caps on one walk. Deeper than max_depth is never skipped silently: the
 // end-of-session scan reports it and moves the unchecked directory aside.
@@ -150,6 +150,6 @@ std::vector<std::string> ReportLines(const ScanReport& report);
 // True for the names (one path component) the editor list watches.
 bool IsEditorActedOnName(const std::string& name);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::workspace
 
 #endif  // LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_

@@ -1,4 +1,4 @@
-#include "clients/lazaret/workspace_scan.h"
+#include "clients/lazaret/workspace/scan.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -27,7 +27,7 @@
 #include "services/common/sha256.h"
 #include "services/common/status_util.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::workspace {
 namespace {
 
 using gitshadow::Basename;
@@ -779,4 +779,4 @@ std::vector<std::string> ReportLines(const ScanReport& r) {
   return out;
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::workspace
