@@ -5,7 +5,10 @@
 #ifndef LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_NAMES_H_
 #define LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_NAMES_H_
 
+#include "clients/lazaret/workspace/privileges.h"
+#include "clients/lazaret/workspace/roots.h"
 #include "clients/lazaret/workspace/scan.h"
+#include "clients/lazaret/workspace/snapshot.h"
 
 namespace lazaret::cli {
 

@@ -16,6 +16,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/lazaret/workspace/privileges.h"
+#include "clients/lazaret/workspace/snapshot.h"
 
 namespace lazaret::cli::workspace {
 namespace {
