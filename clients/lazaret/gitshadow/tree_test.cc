@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/gitshadow/tree.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -14,7 +14,9 @@
 #include <fstream>
 #include <sstream>
 
-namespace lazaret::cli {
+#include "clients/lazaret/gitshadow/classify.h"
+
+namespace lazaret::cli::gitshadow {
 namespace {
 
 bool Exists(const std::string& path) {
@@ -298,4 +300,4 @@ TEST_F(GitShadowFsTest, MirrorEnforcesSizeLimits) {
 }
 
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/gitshadow/tree.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,21 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "clients/lazaret/git_shadow_refs.h"
+#include "clients/lazaret/gitshadow/classify.h"
 #include "services/common/status_util.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 constexpr int kMaxRemoveDepth = 2048;
-
-bool IsLowerHex(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
 
 const char* TypeName(mode_t mode) {
   if (S_ISLNK(mode)) return "symlink";
@@ -214,25 +206,6 @@ bool IsDirectory(const DirFd& dir, const std::string& name) {
   return fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool IsPackFileName(const std::string& name) {
-  static constexpr const char* kSuffixes[] = {".pack",   ".idx",      ".rev",   ".keep",
-                                              ".mtimes", ".promisor", ".bitmap"};
-  if (!absl::StartsWith(name, "pack-")) return false;
-  for (const char* suffix : kSuffixes) {
-    if (absl::EndsWith(name, suffix)) {
-      const std::string hex =
-          name.substr(5, name.size() - 5 - std::char_traits<char>::length(suffix));
-      return IsLowerHex(hex) && (hex.size() == 40 || hex.size() == 64);
-    }
-  }
-  return false;
-}
-
-bool IsTemporaryName(const std::string& name) {
-  return absl::StartsWith(name, "tmp_") || absl::StartsWith(name, ".tmp-") ||
-         absl::EndsWith(name, ".lock");
-}
-
 struct SweepState {
   const Classifier* classify;
   const WalkLimits* limits;
@@ -397,73 +370,7 @@ absl::Status SweepTree(const std::string& root, const Classifier& classify,
   return SweepDir(dir, rel, state);
 }
 
-Verdict ClassifyObjectStoreEntry(size_t hex_length, const std::vector<std::string>& rel,
-                                 EntryKind kind) {
-  const bool dir = kind == EntryKind::kDirectory;
-  const std::string& name = rel.back();
-  // Quarantine and temporary object directories git makes while receiving
-  // or writing objects: allowed (a few levels), never imported.
-  if (absl::StartsWith(rel[0], "incoming-") || absl::StartsWith(rel[0], "tmp_objdir-")) {
-    return (rel.size() <= 3 && (dir ? rel.size() <= 2 : true)) ? Verdict::kKeep : Verdict::kRemove;
-  }
-  if (rel.size() == 1) {
-    if (dir) {
-      return ((name.size() == 2 && IsLowerHex(name)) || name == "pack" || name == "info")
-                 ? Verdict::kKeep
-                 : Verdict::kRemove;
-    }
-    // Temporary objects, and locks such as the maintenance.lock of `git gc`.
-    return IsTemporaryName(name) ? Verdict::kKeep : Verdict::kRemove;
-  }
-  const std::string& parent = rel[rel.size() - 2];
-  if (rel.size() == 2) {
-    if (parent.size() == 2 && IsLowerHex(parent)) {
-      return (!dir && ((name.size() == hex_length - 2 && IsLowerHex(name)) ||
-                       absl::StartsWith(name, "tmp_obj_")))
-                 ? Verdict::kKeep
-                 : Verdict::kRemove;
-    }
-    if (parent == "pack") {
-      return (!dir && (IsPackFileName(name) || IsTemporaryName(name) || name == "multi-pack-index"))
-                 ? Verdict::kKeep
-                 : Verdict::kRemove;
-    }
-    if (parent == "info") {
-      if (dir) return name == "commit-graphs" ? Verdict::kKeep : Verdict::kRemove;
-      return (name == "alternates" || name == "packs" || name == "commit-graph" ||
-              IsTemporaryName(name))
-                 ? Verdict::kKeep
-                 : Verdict::kRemove;
-    }
-    return Verdict::kRemove;
-  }
-  if (rel.size() == 3 && rel[0] == "info" && rel[1] == "commit-graphs" && !dir) {
-    const bool graph = absl::StartsWith(name, "graph-") && absl::EndsWith(name, ".graph");
-    return (graph || name == "commit-graph-chain" || IsTemporaryName(name)) ? Verdict::kKeep
-                                                                            : Verdict::kRemove;
-  }
-  return Verdict::kRemove;
-}
-
-Verdict ClassifySessionEntry(const std::vector<std::string>& rel, EntryKind kind) {
-  if (rel.size() != 1 || kind != EntryKind::kFile) return Verdict::kRemove;
-  const std::string& name = rel[0];
-  return (name == "packed-refs" || name == "index" ||
-          ((absl::StartsWith(name, "packed-refs.") || absl::StartsWith(name, "index.")) &&
-           (absl::EndsWith(name, ".lock") || absl::EndsWith(name, ".new"))))
-             ? Verdict::kKeep
-             : Verdict::kRemove;
-}
-
 absl::StatusOr<std::vector<std::string>> ListNames(const DirFd& dir) { return ReadDirNames(dir); }
-
-Verdict ClassifyRefTreeEntry(const std::vector<std::string>& rel, EntryKind kind) {
-  std::string name = rel.back();
-  if (kind == EntryKind::kFile && absl::EndsWith(name, ".lock")) {
-    name.resize(name.size() - 5);
-  }
-  return IsValidRefComponent(name) ? Verdict::kKeep : Verdict::kRemove;
-}
 
 absl::StatusOr<std::string> ReadRegularFileAt(const DirFd& dir, const std::string& name,
                                               uint64_t max_bytes) {
@@ -657,4 +564,4 @@ absl::Status MirrorObjectFiles(const std::string& src, const std::string& dst, s
   return absl::OkStatus();
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_refs.h"
+#include "clients/lazaret/gitshadow/refs.h"
 
 #include <vector>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 constexpr size_t kMaxRefNameLength = 1000;
@@ -113,8 +113,8 @@ std::optional<std::string> ParseLooseRef(const std::string& contents, size_t len
   return oid;
 }
 
-std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size_t hex_length) {
-  std::map<std::string, std::string> refs;
+RefMap PackedAgentRefs(const std::string& text, size_t hex_length) {
+  RefMap refs;
   const absl::string_view prefix(kAgentRefPrefix);
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (line.size() < hex_length + 2 || line[hex_length] != ' ') continue;
@@ -127,4 +127,4 @@ std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size
   return refs;
 }
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -3,8 +3,8 @@
 // from the user (--branch), from a profile name, or from a file the agent
 // wrote in its ref namespace may be used, and nothing that fails these checks
 // reaches git or the host's refs.
-#ifndef LAZARET_CLIENTS_LAZARET_GIT_SHADOW_REFS_H_
-#define LAZARET_CLIENTS_LAZARET_GIT_SHADOW_REFS_H_
+#ifndef LAZARET_CLIENTS_LAZARET_GITSHADOW_REFS_H_
+#define LAZARET_CLIENTS_LAZARET_GITSHADOW_REFS_H_
 
 #include <map>
 #include <optional>
@@ -12,10 +12,13 @@
 
 #include "absl/status/statusor.h"
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 
 // The only ref namespace the sandbox may write: refs/heads/lazaret/...
 inline constexpr char kAgentRefPrefix[] = "refs/heads/lazaret/";
+
+// Refs relative to refs/heads/lazaret/, name -> object id.
+using RefMap = std::map<std::string, std::string>;
 
 // One path component of a ref name, per git-check-ref-format(1) rules 1, 3,
 // 4, 5 and 8 (no leading '.', no ".lock" suffix, no "..", no control
@@ -86,8 +89,8 @@ std::optional<std::string> ParseLooseRef(const std::string& contents, size_t len
 // sandbox may have rewritten: "name -> object id", names relative to
 // refs/heads/lazaret/. Lines that are not "<id> <refname>" with a valid id and
 // name (headers, peeled "^<id>" lines, garbage) are skipped.
-std::map<std::string, std::string> PackedAgentRefs(const std::string& text, size_t hex_length);
+RefMap PackedAgentRefs(const std::string& text, size_t hex_length);
 
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow
 
-#endif  // LAZARET_CLIENTS_LAZARET_GIT_SHADOW_REFS_H_
+#endif  // LAZARET_CLIENTS_LAZARET_GITSHADOW_REFS_H_

@@ -1,11 +1,11 @@
 // Host git is never run without a deadline.
-#include "clients/lazaret/git_shadow_git.h"
+#include "clients/lazaret/gitshadow/git.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 TEST(HostGitTest, RefusesToRunWithoutADeadline) {
@@ -18,4 +18,4 @@ TEST(HostGitTest, RefusesToRunWithoutADeadline) {
 }
 
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

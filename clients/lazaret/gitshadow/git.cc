@@ -1,4 +1,4 @@
-#include "clients/lazaret/git_shadow_git.h"
+#include "clients/lazaret/gitshadow/git.h"
 
 #include <unistd.h>
 
@@ -9,13 +9,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "clients/lazaret/subprocess.h"
 #include "services/common/status_util.h"
 
 extern char** environ;
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 // The caller's environment minus GIT_*, LC_ALL and LANGUAGE, plus the C
@@ -82,4 +83,10 @@ absl::StatusOr<std::string> RunGit(const std::string& cwd, const std::vector<std
   return std::move(r.out);
 }
 
-}  // namespace lazaret::cli
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out = absl::StrSplit(text, '\n');
+  if (!out.empty() && out.back().empty()) out.pop_back();
+  return out;
+}
+
+}  // namespace lazaret::cli::gitshadow

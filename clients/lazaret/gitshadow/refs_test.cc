@@ -1,8 +1,8 @@
-#include "clients/lazaret/git_shadow_refs.h"
+#include "clients/lazaret/gitshadow/refs.h"
 
 #include <gtest/gtest.h>
 
-namespace lazaret::cli {
+namespace lazaret::cli::gitshadow {
 namespace {
 
 TEST(GitShadowRefsTest, DefaultAgentBranchIsNamedAfterTheProfile) {
@@ -82,4 +82,4 @@ TEST(GitShadowRefsTest, PackedAgentRefsTakesOnlyValidAgentEntries) {
 }
 
 }  // namespace
-}  // namespace lazaret::cli
+}  // namespace lazaret::cli::gitshadow

@@ -1,0 +1,91 @@
+// One walk of one tree the sandbox could write, for the workspace scan:
+// the snapshot of git directories before the sandbox starts, the periodic
+// sweep while it runs, and the end-of-session scan (scan.h). Runs in the
+// `lazaret` CLI on the host, as the developer (or root for rootful podman).
+// Every name, type and mode below the root is the agent's: the walk goes
+// through directory descriptors (O_DIRECTORY|O_NOFOLLOW, one component at a
+// time) and fstatat(AT_SYMLINK_NOFOLLOW), never follows a symlink, never
+// adds a permission to get in (what it cannot read is reported), and holds
+// one descriptor per level, within a depth and an entry limit that are never
+// passed silently.
+#ifndef LAZARET_CLIENTS_LAZARET_WORKSPACE_WALK_H_
+#define LAZARET_CLIENTS_LAZARET_WORKSPACE_WALK_H_
+
+#include <time.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "clients/lazaret/gitshadow/tree.h"
+#include "clients/lazaret/workspace/planted.h"
+#include "clients/lazaret/workspace/roots.h"
+
+namespace lazaret::cli::workspace {
+
+// Raises the soft descriptor limit so a walk can hold one directory
+// descriptor per level down to `depth`. Returns the depth it can afford.
+int AffordableDepth(int depth);
+
+// What a walk is for: the snapshot finds git directories; the sweep
+// strips (and hands back); the end does both and lists editor files.
+enum class Purpose { kSnapshot, kEnd, kStrip };
+
+// A directory that could not be checked: deeper than the limit, or not
+// readable.
+struct Unchecked {
+  std::string rel;
+  std::string why;
+  bool agent_made = false;
+};
+
+// One walk of one root. Holds one descriptor per level.
+class Walk {
+ public:
+  Walk(Purpose purpose, const ScanRoot& root, const timespec& since, const ScanLimits& limits,
+       int max_depth, std::vector<std::string>* stripped)
+      : purpose_(purpose),
+        root_(root),
+        since_(since),
+        limits_(limits),
+        max_depth_(max_depth),
+        stripped_(stripped) {}
+
+  absl::Status Run();
+
+  uint64_t handed_back() const { return handed_back_; }
+
+  bool complete() const { return complete_; }
+  std::vector<FoundGitDir>& git_dirs() { return git_dirs_; }
+  std::vector<Unchecked>& unchecked() { return unchecked_; }
+  std::vector<std::string>& editor_files() { return editor_files_; }
+  std::vector<std::string>& problems() { return problems_; }
+
+ private:
+  bool FindsGitDirs() const { return purpose_ != Purpose::kStrip; }
+  bool Strips() const { return purpose_ != Purpose::kSnapshot; }
+
+  // Returns whether anything in `dir` was created or changed at or after
+  // since_ (or could not be checked).
+  bool Dir(const gitshadow::DirFd& dir, const std::string& rel, int depth, bool in_protected_git);
+
+  const Purpose purpose_;
+  const ScanRoot& root_;
+  const timespec since_;
+  const ScanLimits& limits_;
+  const int max_depth_;
+  std::vector<std::string>* stripped_;
+  uint64_t handed_back_ = 0;
+  uint64_t entries_ = 0;
+  bool entries_reported_ = false;
+  bool complete_ = true;
+  std::vector<FoundGitDir> git_dirs_;
+  std::vector<Unchecked> unchecked_;
+  std::vector<std::string> editor_files_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace lazaret::cli::workspace
+
+#endif  // LAZARET_CLIENTS_LAZARET_WORKSPACE_WALK_H_
