@@ -21,7 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/doctor/host_facts.h"
 #include "clients/lazaret/images/tags.h"
-#include "clients/lazaret/podman.h"
+#include "clients/lazaret/podman/host.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "services/common/constants.h"
 #include "services/common/runtime_dir.h"

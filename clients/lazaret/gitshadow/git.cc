@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/subprocess.h"
+#include "clients/lazaret/process/subprocess.h"
 #include "services/common/status_util.h"
 
 extern char** environ;

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "clients/lazaret/gitshadow/sandbox_paths.h"
 #include "clients/lazaret/gitshadow/state.h"
-#include "clients/lazaret/mount_spec.h"
+#include "clients/lazaret/podman/mount_spec.h"
 
 namespace lazaret::cli::gitshadow {
 

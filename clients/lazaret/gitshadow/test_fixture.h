@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/plan.h"
-#include "clients/lazaret/mount_spec.h"
+#include "clients/lazaret/podman/mount_spec.h"
 
 namespace lazaret::cli::gitshadow {
 

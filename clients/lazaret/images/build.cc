@@ -16,7 +16,7 @@
 #include "clients/lazaret/images/sandbox_inputs.h"
 #include "clients/lazaret/images/sidecar_inputs.h"
 #include "clients/lazaret/images/tags.h"
-#include "clients/lazaret/podman.h"
+#include "clients/lazaret/podman/host.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "services/common/constants.h"
 #include "services/common/fs/dir.h"

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/teardown.h"
-#include "clients/lazaret/subprocess.h"
 
 namespace lazaret::cli::session {
 

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "clients/lazaret/mount_spec.h"
+#include "clients/lazaret/podman/mount_spec.h"
 #include "lazaret/config/v1/config.pb.h"
 
 namespace lazaret::cli::session {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "clients/lazaret/mount_spec.h"
+#include "clients/lazaret/podman/mount_spec.h"
 #include "lazaret/config/v1/config.pb.h"
 
 namespace lazaret::cli::session {

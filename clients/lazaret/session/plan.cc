@@ -125,16 +125,16 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   // outlive the session that owns it.
   a.push_back("--detach-keys=");
   a.push_back(absl::StrCat("--env-file=", s.env_file));
-  a.push_back(absl::StrCat("--workdir=", kSandboxWorkspace));
+  a.push_back(absl::StrCat("--workdir=", gitshadow::kSandboxWorkspace));
   for (const Mount& m : s.mounts) {
     auto args = MountArgs(m);
     if (!args.ok()) return args.status();
     a.insert(a.end(), args->begin(), args->end());
   }
-  auto init = MountArgs(BindMount{s.sandbox_init_host, kSandboxInitPath, true, false});
+  auto init = MountArgs(BindMount{s.sandbox_init_host, gitshadow::kSandboxInitPath, true, false});
   if (!init.ok()) return init.status();
   a.insert(a.end(), init->begin(), init->end());
-  a.push_back(absl::StrCat("--entrypoint=", kSandboxInitPath));
+  a.push_back(absl::StrCat("--entrypoint=", gitshadow::kSandboxInitPath));
   a.push_back(s.image);
   a.insert(a.end(), s.init_args.begin(), s.init_args.end());
   a.push_back("--");
@@ -166,7 +166,7 @@ std::string GitStateDir(const pb::ResolvedProfile& profile) {
 }
 
 absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::ResolvedProfile& profile,
-                                        const GitShadowPlan& git) {
+                                        const gitshadow::GitShadowPlan& git) {
   SessionPlan plan;
   plan.id = in.session_id;
   plan.workspace_host_dir =
@@ -175,14 +175,14 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
 
   // Mounts, in the order of SPEC 4.1's table.
   std::vector<Mount> mounts;
-  mounts.push_back(BindMount{workspace, kSandboxWorkspace, /*read_only=*/false,
+  mounts.push_back(BindMount{workspace, gitshadow::kSandboxWorkspace, /*read_only=*/false,
                              /*selinux_shared=*/true});
   for (const Mount& m : git.mounts) mounts.push_back(m);
   // IDE settings are masked only where they exist: a tmpfs target that does
   // not exist would be created as a directory in the host workspace.
   for (const char* ide : {".vscode", ".idea"}) {
     if (in.is_real_directory(absl::StrCat(workspace, "/", ide))) {
-      mounts.push_back(TmpfsMount{absl::StrCat(kSandboxWorkspace, "/", ide), "0755"});
+      mounts.push_back(TmpfsMount{absl::StrCat(gitshadow::kSandboxWorkspace, "/", ide), "0755"});
     }
   }
   for (BindMount& v : ProfileVolumes(profile)) mounts.push_back(std::move(v));

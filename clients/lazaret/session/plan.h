@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "clients/lazaret/git_shadow.h"
-#include "clients/lazaret/mount_spec.h"
+#include "clients/lazaret/gitshadow/plan.h"
+#include "clients/lazaret/podman/mount_spec.h"
 #include "clients/lazaret/session/terminal.h"
 #include "lazaret/config/v1/config.pb.h"
 
@@ -93,7 +93,7 @@ std::vector<std::string> PinnedIsolationArgs(bool rootless);
 
 // podman --runtime-flag=... run ... for the agent sandbox (runsc): the
 // spec's mounts in order, then lazaret-sandbox-init read-only at
-// kSandboxInitPath as the entrypoint.
+// gitshadow::kSandboxInitPath as the entrypoint.
 absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
 
 // The gVisor flags, deliberately: hostinet (network=host) because gVisor's
@@ -161,7 +161,7 @@ struct SessionPlan {
 // the router socket path would not fit a Unix socket address.
 absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
                                         const lazaret::config::v1::ResolvedProfile& profile,
-                                        const GitShadowPlan& git);
+                                        const gitshadow::GitShadowPlan& git);
 
 }  // namespace lazaret::cli::session
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/session/terminfo.h"
 #include "tests/support/git_test_util.h"
 #include "tests/support/test_support.h"
@@ -97,8 +97,9 @@ TEST(SandboxArgvTest, GvisorFlagsAreDeliberate) {
 TEST(SandboxArgvTest, EntrypointIsSandboxInitThenInitArgsThenCommand) {
   auto a = SandboxArgv(Spec(false, false));
   ASSERT_TRUE(a.ok());
-  EXPECT_TRUE(Has(*a, std::string("--entrypoint=") + kSandboxInitPath));
-  EXPECT_TRUE(Has(*a, std::string("--volume=/b/lazaret-sandbox-init:") + kSandboxInitPath + ":ro"));
+  EXPECT_TRUE(Has(*a, std::string("--entrypoint=") + gitshadow::kSandboxInitPath));
+  EXPECT_TRUE(Has(
+      *a, std::string("--volume=/b/lazaret-sandbox-init:") + gitshadow::kSandboxInitPath + ":ro"));
   auto image = std::find(a->begin(), a->end(), "localhost/lazaret-sandbox:trixie");
   ASSERT_NE(image, a->end());
   EXPECT_THAT(std::vector<std::string>(image + 1, a->end()),
@@ -236,8 +237,8 @@ pb::ResolvedProfile ProfileWithVolumes() {
 
 // The shape of a Git Shadow plan for a repository (git_shadow.h), with
 // mounts of each kind it makes.
-GitShadowPlan RepoGitPlan() {
-  GitShadowPlan g;
+gitshadow::GitShadowPlan RepoGitPlan() {
+  gitshadow::GitShadowPlan g;
   g.has_repo = true;
   g.mounts = {TmpfsMount{"/workspace/.git", "0755"},
               BindMount{"/home/dev/proj/.git", "/run/lazaret/git", true, true},
@@ -249,7 +250,7 @@ GitShadowPlan RepoGitPlan() {
 }
 
 TEST(PlanSessionTest, WorkspaceWithoutARepositoryIsTheOnlyMountBesidesSandboxInit) {
-  auto plan = PlanSession(Inputs(), PlainProfile(), GitShadowPlan{});
+  auto plan = PlanSession(Inputs(), PlainProfile(), gitshadow::GitShadowPlan{});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(MountFlags(plan->sandbox_argv),
               ElementsAre("--volume=/home/dev/proj:/workspace:rw,z", kInitMount));
@@ -308,7 +309,7 @@ TEST(PlanSessionTest, CompleteMountListInTableOrder) {
 }
 
 TEST(PlanSessionTest, WorktreeModeMountsTheAgentWorktreeAtWorkspace) {
-  GitShadowPlan git = RepoGitPlan();
+  gitshadow::GitShadowPlan git = RepoGitPlan();
   git.workspace_host_dir = "/data/p1/git/k/worktrees/agent";
   PlanInputs in = Inputs();
   std::vector<std::string> asked;
@@ -343,7 +344,7 @@ TEST(PlanSessionTest, EnvFileOrderIsTerminalProfileThenGitShadow) {
   EXPECT_TRUE(Has(plan->sandbox_argv, "--env-file=/rt/sessions/0123456789ab/env"));
   // No entry on the host: TERM only, and nothing bound for it.
   in.terminal.terminfo.reset();
-  auto bare = PlanSession(in, PlainProfile(), GitShadowPlan{});
+  auto bare = PlanSession(in, PlainProfile(), gitshadow::GitShadowPlan{});
   ASSERT_TRUE(bare.ok()) << bare.status();
   ASSERT_FALSE(bare->env.empty());
   EXPECT_EQ(bare->env[0].name, "TERM");
@@ -355,18 +356,18 @@ TEST(PlanSessionTest, EnvFileOrderIsTerminalProfileThenGitShadow) {
 TEST(PlanSessionTest, RefusesWhatCannotBeMountedOrWritten) {
   pb::ResolvedProfile hides_usr = PlainProfile();
   hides_usr.add_persistent_dirs("/usr");
-  EXPECT_FALSE(PlanSession(Inputs(), hides_usr, GitShadowPlan{}).ok());
+  EXPECT_FALSE(PlanSession(Inputs(), hides_usr, gitshadow::GitShadowPlan{}).ok());
   pb::ResolvedProfile colon = PlainProfile();
   pb::Volume* v = colon.add_volumes();
   v->set_host("/srv/a:b");
   v->set_container("/x");
-  EXPECT_FALSE(PlanSession(Inputs(), colon, GitShadowPlan{}).ok());
+  EXPECT_FALSE(PlanSession(Inputs(), colon, gitshadow::GitShadowPlan{}).ok());
   PlanInputs newline = Inputs();
   newline.profile_env = {{"A", "x\ny", true}};
-  EXPECT_FALSE(PlanSession(newline, PlainProfile(), GitShadowPlan{}).ok());
+  EXPECT_FALSE(PlanSession(newline, PlainProfile(), gitshadow::GitShadowPlan{}).ok());
   PlanInputs long_rt = Inputs();
   long_rt.runtime_dir = "/" + std::string(100, 'r');
-  auto plan = PlanSession(long_rt, PlainProfile(), GitShadowPlan{});
+  auto plan = PlanSession(long_rt, PlainProfile(), gitshadow::GitShadowPlan{});
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("shorter LAZARET_RUNTIME_DIR"));
 }
@@ -376,7 +377,7 @@ TEST(PlanSessionTest, RefusesWhatCannotBeMountedOrWritten) {
 TEST(PlanSessionTest, EveryFlagOfBothContainers) {
   PlanInputs in = Inputs();
   in.terminal.tty = true;
-  auto plan = PlanSession(in, PlainProfile(), GitShadowPlan{});
+  auto plan = PlanSession(in, PlainProfile(), gitshadow::GitShadowPlan{});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(
       plan->sidecar_argv,
@@ -435,11 +436,11 @@ TEST(PlanSessionTest, RealRepositoryCompleteMountList) {
   char resolved[PATH_MAX];
   ASSERT_NE(realpath(ws.c_str(), resolved), nullptr);
   const std::string top = resolved;
-  GitShadowRequest req;
+  gitshadow::GitShadowRequest req;
   req.workspace_dir = top;
   req.profile = "p1";
   req.state_dir = tmp.path() + "/p1/git";
-  auto git = PlanGitShadow(req);
+  auto git = gitshadow::PlanGitShadow(req);
   ASSERT_TRUE(git.ok()) << git.status();
   ASSERT_TRUE(git->has_repo);
   pb::ResolvedProfile profile = PlainProfile();

@@ -1,5 +1,5 @@
-// What the `lazaret` CLI asks of podman: the fixed image names, the
-// runtimes, Lazaret's containers.conf, and the few queries (list, inspect,
+// What a session asks of podman: Lazaret's containers.conf, and the few
+// queries (list, inspect,
 // logs, remove) that session management needs; the command lines that
 // create a session's containers are composed in plan.h. Runs in the CLI,
 // as the user; podman runs rootful when the user is root and rootless
@@ -15,33 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "clients/lazaret/podman/host.h"
 
 namespace lazaret::cli::session {
-
-// The network sidecar image `lazaret image build sidecar` tags; `run` uses
-// it. (The sandbox image comes from the profile; the embedded default
-// profile names kDefaultSandboxImage.)
-inline constexpr char kSidecarImage[] = "localhost/lazaret-sidecar:current";
-inline constexpr char kSidecarRepository[] = "localhost/lazaret-sidecar";
-inline constexpr char kSandboxRepository[] = "localhost/lazaret-sandbox";
-// Label on images Lazaret builds: the content hash of their inputs.
-inline constexpr char kImageInputsLabel[] = "io.lazaret.inputs";
-
-// Overrides the gVisor runtime binary (absolute path), e.g. a newer runsc
-// than the distribution's. Lazaret never falls back to another runtime.
-inline constexpr char kRunscEnv[] = "LAZARET_RUNSC";
-
-// True when podman runs rootless for this user (the CLI is not root).
-bool Rootless();
-
-// The runsc binary to pass to podman as --runtime: $LAZARET_RUNSC if set
-// (must be an absolute path to an executable), else the first of podman's
-// standard locations that exists. The error says why and how to fix it.
-absl::StatusOr<std::string> FindRunsc();
-
-// The runc binary for the sidecar, by absolute path (podman's standard
-// locations), so no containers.conf runtimes table decides what "runc" is.
-absl::StatusOr<std::string> FindRunc();
 
 // Lazaret's own containers.conf. Every podman call of a session runs with
 // CONTAINERS_CONF naming it, which replaces podman's whole containers.conf
@@ -105,13 +81,6 @@ absl::StatusOr<std::optional<std::string>> ContainerStatus(const std::string& na
 // The last `lines` lines `name` logged (stdout and stderr), or "" when
 // podman could not be run.
 std::string ContainerLogTail(const std::string& name, int lines);
-
-// True when `podman image exists IMAGE`.
-bool ImageExists(const std::string& image);
-
-// The message for a missing image: how to build it (Lazaret's own images)
-// or pull it.
-std::string MissingImageHint(const std::string& image);
 
 }  // namespace lazaret::cli::session
 

@@ -5,17 +5,21 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/git_shadow.h"
-#include "clients/lazaret/git_shadow_fs.h"
+#include "clients/lazaret/gitshadow/state.h"
+#include "clients/lazaret/gitshadow/sync.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
-#include "clients/lazaret/workspace_scan.h"
+#include "clients/lazaret/workspace/scan.h"
+#include "clients/lazaret/workspace/snapshot.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
 
 namespace lazaret::cli::session {
 namespace {
 
 void ReportWriteBacks(
-    const absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>>& all,
+    const absl::StatusOr<
+        std::vector<std::pair<gitshadow::WriteBackTarget, gitshadow::WriteBackReport>>>& all,
     const LineSink& out) {
   if (!all.ok()) {
     out(absl::StrCat("  git write-back failed: ", all.status().message()));
@@ -36,12 +40,14 @@ void ReportWriteBacks(
 
 // The workspace scan snapshot a session recorded before its sandbox
 // started (workspace_scan.h), if any.
-std::optional<GitDirSnapshot> ReadSnapshot(const std::string& session_path, const LineSink& out) {
-  absl::StatusOr<DirFd> dir = DirFd::Open(session_path);
+std::optional<workspace::GitDirSnapshot> ReadSnapshot(const std::string& session_path,
+                                                      const LineSink& out) {
+  absl::StatusOr<fs::DirFd> dir = fs::DirFd::Open(session_path);
   if (!dir.ok()) return std::nullopt;
-  absl::StatusOr<std::string> text = ReadRegularFileAt(*dir, kSnapshotFileName, 256ull << 20);
+  absl::StatusOr<std::string> text =
+      fs::ReadRegularFileAt(*dir, workspace::kSnapshotFileName, 256ull << 20);
   if (!text.ok()) return std::nullopt;
-  absl::StatusOr<GitDirSnapshot> snap = ParseSnapshot(*text);
+  absl::StatusOr<workspace::GitDirSnapshot> snap = workspace::ParseSnapshot(*text);
   if (!snap.ok()) {
     out(absl::StrCat("  WARNING: the session's workspace snapshot is unreadable (",
                      snap.status().message(), ")"));
@@ -52,7 +58,7 @@ std::optional<GitDirSnapshot> ReadSnapshot(const std::string& session_path, cons
 
 // The end-of-session workspace scan the dead session never ran: privilege
 // bits stripped, planted repositories neutralised, editor files listed.
-void ScanWorkspace(const SessionView& v, const std::optional<GitDirSnapshot>& snap,
+void ScanWorkspace(const SessionView& v, const std::optional<workspace::GitDirSnapshot>& snap,
                    const LineSink& out) {
   if (!snap.has_value()) {
     if (v.dir.has_value() && v.dir->has_record) {
@@ -63,12 +69,13 @@ void ScanWorkspace(const SessionView& v, const std::optional<GitDirSnapshot>& sn
     }
     return;
   }
-  absl::StatusOr<ScanReport> report = ScanAtSessionEnd(*snap);
+  absl::StatusOr<workspace::ScanReport> report = workspace::ScanAtSessionEnd(*snap);
   if (!report.ok()) {
     out(absl::StrCat("  WARNING: the workspace scan failed: ", report.status().message()));
     return;
   }
-  for (const std::string& line : ReportLines(*report)) out(absl::StrCat("  workspace: ", line));
+  for (const std::string& line : workspace::ReportLines(*report))
+    out(absl::StrCat("  workspace: ", line));
 }
 
 }  // namespace
@@ -99,7 +106,7 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
   }
   if (!v.dir.has_value()) return ok;
   if (v.dir->has_record && !v.dir->record.git_state_dir.empty()) {
-    ReportWriteBacks(WriteBackAll(v.dir->record.git_state_dir), out);
+    ReportWriteBacks(gitshadow::WriteBackAll(v.dir->record.git_state_dir), out);
   }
   if (ok) {
     ScanWorkspace(v, ReadSnapshot(v.dir->path, out), out);

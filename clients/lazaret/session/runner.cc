@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/git_shadow.h"
+#include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/dry_run.h"
 #include "clients/lazaret/session/env.h"
@@ -65,13 +65,13 @@ absl::Status Plan(const SessionOptions& o, LiveSession* s) {
   in.terminal = DetectTerminal();
 
   // The Git Shadow (git_shadow.h).
-  GitShadowRequest greq;
+  gitshadow::GitShadowRequest greq;
   greq.workspace_dir = o.workspace_dir;
   greq.profile = s->profile.name();
   greq.state_dir = GitStateDir(s->profile);
   greq.branch = o.args.branch;
   greq.worktree_mode = o.args.worktree;
-  LAZ_ASSIGN_OR_RETURN(GitShadowPlan git, PlanGitShadow(greq));
+  LAZ_ASSIGN_OR_RETURN(gitshadow::GitShadowPlan git, gitshadow::PlanGitShadow(greq));
   Trace("git shadow planned");
   for (const auto& n : git.notices) Say(n);
 

@@ -3,9 +3,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/git_shadow_fs.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/mounts.h"
+#include "clients/lazaret/workspace/privileges.h"
+#include "clients/lazaret/workspace/roots.h"
+#include "clients/lazaret/workspace/scan.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::session {
@@ -20,7 +24,7 @@ constexpr int kSweepDuty = 20;
 
 }  // namespace
 
-void WriteBackLog::Add(const absl::StatusOr<WriteBackReport>& r) {
+void WriteBackLog::Add(const absl::StatusOr<gitshadow::WriteBackReport>& r) {
   if (!r.ok()) {
     Line(absl::StrCat("git write-back failed: ", r.status().message()));
     return;
@@ -64,37 +68,39 @@ absl::Status SandboxWrites::Snapshot(const std::string& session_id, const std::s
   // them to the owner of the tree they are in. Rootless, podman's mapping
   // already made them the developer's.
   const bool hand_back = !rootless;
-  std::vector<ScanRoot> roots;
+  std::vector<workspace::ScanRoot> roots;
   roots.push_back({workspace, git_.has_value() && git_->has_repo, hand_back});
   for (const BindMount& v : ProfileVolumes(profile)) {
     if (!v.read_only) roots.push_back({v.host, false, hand_back});
   }
-  LAZ_ASSIGN_OR_RETURN(
-      GitDirSnapshot snap,
-      TakeGitDirSnapshot(session_id, std::move(roots), !profile.keep_planted_repositories()));
+  LAZ_ASSIGN_OR_RETURN(workspace::GitDirSnapshot snap,
+                       workspace::TakeGitDirSnapshot(session_id, std::move(roots),
+                                                     !profile.keep_planted_repositories()));
   if (!snap.complete) {
     Say("warning: the workspace could not be walked completely before the session (a limit was "
         "reached); every git directory found at the end that cannot be proven unchanged will be "
         "treated as planted");
   }
-  LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(session_dir));
-  LAZ_RETURN_IF_ERROR(WriteFileAt(dir, kSnapshotFileName, SerializeSnapshot(snap), 0600));
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, fs::DirFd::Open(session_dir));
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, workspace::kSnapshotFileName,
+                                            workspace::SerializeSnapshot(snap), 0600));
   scan_snapshot_ = std::move(snap);
   return absl::OkStatus();
 }
 
 void SandboxWrites::WriteBackNow(bool final_attempt) {
   if (!git_.has_value() || !git_->has_repo) return;
-  WriteBackOptions options;
+  gitshadow::WriteBackOptions options;
   options.final_attempt = final_attempt;
-  write_back_log_.Add(WriteBack(git_->write_back, options));
+  write_back_log_.Add(gitshadow::WriteBack(git_->write_back, options));
 }
 
 void SandboxWrites::SweepPrivilegeBits() {
   if (!scan_snapshot_.has_value() || Clock::now() < next_sweep_) return;
   const auto start = Clock::now();
-  absl::Status s = StripPrivilegeBits(scan_snapshot_->roots, scan_snapshot_->since, ScanLimits{},
-                                      &stripped_, &handed_back_);
+  absl::Status s =
+      workspace::StripPrivilegeBits(scan_snapshot_->roots, scan_snapshot_->since,
+                                    workspace::ScanLimits{}, &stripped_, &handed_back_);
   next_sweep_ = Clock::now() + (Clock::now() - start) * kSweepDuty;
   if (!s.ok() && !sweep_error_reported_) {
     Say(absl::StrCat("workspace sweep: ", s.message()));
@@ -109,7 +115,7 @@ void SandboxWrites::SweepPrivilegeBits() {
 // and the files editors and shells act on listed.
 void SandboxWrites::ScanWorkspaceAtEnd() {
   if (!scan_snapshot_.has_value()) return;
-  absl::StatusOr<ScanReport> report = ScanAtSessionEnd(*scan_snapshot_);
+  absl::StatusOr<workspace::ScanReport> report = workspace::ScanAtSessionEnd(*scan_snapshot_);
   if (!report.ok()) {
     Say(absl::StrCat(
         "WARNING: the end-of-session workspace scan failed: ", report.status().message(),
@@ -119,7 +125,8 @@ void SandboxWrites::ScanWorkspaceAtEnd() {
   }
   report->stripped.insert(report->stripped.begin(), stripped_.begin(), stripped_.end());
   for (const auto& [owner, n] : handed_back_) report->handed_back[owner] += n;
-  for (const std::string& line : ReportLines(*report)) Say(absl::StrCat("workspace: ", line));
+  for (const std::string& line : workspace::ReportLines(*report))
+    Say(absl::StrCat("workspace: ", line));
 }
 
 }  // namespace lazaret::cli::session

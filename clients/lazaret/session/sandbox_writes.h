@@ -21,8 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "clients/lazaret/git_shadow.h"
-#include "clients/lazaret/workspace_scan.h"
+#include "clients/lazaret/gitshadow/plan.h"
+#include "clients/lazaret/gitshadow/sync.h"
+#include "clients/lazaret/workspace/snapshot.h"
 #include "lazaret/config/v1/config.pb.h"
 
 namespace lazaret::cli::session {
@@ -36,7 +37,7 @@ class WriteBackLog {
  public:
   static constexpr size_t kMaxLines = 100;
 
-  void Add(const absl::StatusOr<WriteBackReport>& r);
+  void Add(const absl::StatusOr<gitshadow::WriteBackReport>& r);
   // The lines as Print shows them (without "lazaret: git shadow: ").
   std::vector<std::string> Lines() const;
   void Print() const;
@@ -52,7 +53,7 @@ class WriteBackLog {
 class SandboxWrites {
  public:
   // The session's Git Shadow plan (has_repo false: nothing to write back).
-  void set_git(GitShadowPlan git) { git_ = std::move(git); }
+  void set_git(gitshadow::GitShadowPlan git) { git_ = std::move(git); }
 
   // The trees the sandbox can write (the workspace and the profile's rw
   // volumes), with the git directories in them, recorded before the sandbox
@@ -73,12 +74,12 @@ class SandboxWrites {
   const WriteBackLog& write_back_log() const { return write_back_log_; }
 
  private:
-  std::optional<GitShadowPlan> git_;
+  std::optional<gitshadow::GitShadowPlan> git_;
   WriteBackLog write_back_log_;
   // The workspace scan (workspace_scan.h): the git directories there when
   // the sandbox started, and what the periodic sweeps stripped and (rootful)
   // handed back to the workspace's owner.
-  std::optional<GitDirSnapshot> scan_snapshot_;
+  std::optional<workspace::GitDirSnapshot> scan_snapshot_;
   std::vector<std::string> stripped_;
   std::map<std::string, uint64_t> handed_back_;
   std::chrono::steady_clock::time_point next_sweep_{};

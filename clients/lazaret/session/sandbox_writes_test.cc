@@ -15,7 +15,7 @@ using ::testing::SizeIs;
 
 TEST(WriteBackLogTest, EachDistinctLineOnceInTheOrderSeen) {
   WriteBackLog log;
-  WriteBackReport r;
+  gitshadow::WriteBackReport r;
   r.imported = {"lazaret/agent-p1 0000 -> 1111"};
   r.rejected = {"refs/heads/main: moved inside the sandbox"};
   r.import_status = absl::InternalError("fetch refused");
@@ -31,7 +31,7 @@ TEST(WriteBackLogTest, EachDistinctLineOnceInTheOrderSeen) {
 TEST(WriteBackLogTest, AnAgentCannotFloodTheTerminal) {
   WriteBackLog log;
   for (int tick = 0; tick < 3; ++tick) {
-    WriteBackReport r;
+    gitshadow::WriteBackReport r;
     for (size_t i = 0; i < WriteBackLog::kMaxLines + 5; ++i) {
       r.removed.push_back(absl::StrCat("objects/", i, ": symlink, removed"));
     }

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/env.h"
 #include "clients/lazaret/session/mounts.h"
@@ -23,7 +24,6 @@
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/profile.h"
 #include "clients/lazaret/session/signals.h"
-#include "clients/lazaret/subprocess.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 

@@ -6,9 +6,9 @@
 
 #include <chrono>
 
+#include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/run_args.h"
 #include "clients/lazaret/session/signals.h"
-#include "clients/lazaret/subprocess.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::session {

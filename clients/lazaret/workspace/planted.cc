@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "clients/lazaret/subprocess.h"
+#include "clients/lazaret/process/subprocess.h"
 #include "services/common/sha256.h"
 #include "services/common/status_util.h"
 

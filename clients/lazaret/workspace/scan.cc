@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/subprocess.h"
+#include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/workspace/ownership.h"
 #include "clients/lazaret/workspace/walk.h"
 

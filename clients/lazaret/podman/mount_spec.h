@@ -1,8 +1,8 @@
 // Typed description of what a sandbox container mounts. Produced by the
 // planners in the CLI (Git Shadow, volumes, terminfo) from already-checked
 // host paths, and turned into podman arguments in exactly one place.
-#ifndef LAZARET_CLIENTS_LAZARET_MOUNT_SPEC_H_
-#define LAZARET_CLIENTS_LAZARET_MOUNT_SPEC_H_
+#ifndef LAZARET_CLIENTS_LAZARET_PODMAN_MOUNT_SPEC_H_
+#define LAZARET_CLIENTS_LAZARET_PODMAN_MOUNT_SPEC_H_
 
 #include <string>
 #include <variant>
@@ -38,4 +38,4 @@ struct EnvSetting {
 
 }  // namespace lazaret::cli
 
-#endif  // LAZARET_CLIENTS_LAZARET_MOUNT_SPEC_H_
+#endif  // LAZARET_CLIENTS_LAZARET_PODMAN_MOUNT_SPEC_H_
