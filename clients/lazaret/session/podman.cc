@@ -17,6 +17,8 @@
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/plan.h"
+#include "services/common/fs/file.h"
+#include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::session {
@@ -32,19 +34,6 @@ std::string TomlString(const std::string& s) {
   }
   out += '"';
   return out;
-}
-
-absl::Status MakePrivateDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-    return ErrnoStatus(absl::StrCat("creating ", path), errno);
-  }
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("inspecting ", path), errno);
-  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is not a directory owned by this user; remove it and run again"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -110,21 +99,10 @@ std::string ContainersConfPath(const std::string& runtime_dir) {
 absl::StatusOr<std::string> InstallContainersConf(const std::string& runtime_dir) {
   const std::string dir = absl::StrCat(runtime_dir, "/podman");
   const std::string hooks = absl::StrCat(dir, "/hooks.d");
-  LAZ_RETURN_IF_ERROR(MakePrivateDir(dir));
-  LAZ_RETURN_IF_ERROR(MakePrivateDir(hooks));
+  LAZ_RETURN_IF_ERROR(EnsurePrivateDir(dir).status());
+  LAZ_RETURN_IF_ERROR(EnsurePrivateDir(hooks).status());
   const std::string path = ContainersConfPath(runtime_dir);
-  const std::string tmp = absl::StrCat(path, ".", getpid());
-  const std::string text = ContainersConfText(hooks);
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("creating ", tmp), errno);
-  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const int err = errno;
-  close(fd);
-  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = written ? errno : err;
-    unlink(tmp.c_str());
-    return ErrnoStatus(absl::StrCat("writing ", path), e);
-  }
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomic(path, ContainersConfText(hooks), 0600));
   if (setenv("CONTAINERS_CONF", path.c_str(), 1) != 0) {
     return ErrnoStatus("setting CONTAINERS_CONF", errno);
   }

@@ -11,6 +11,7 @@
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/workspace/scan.h"
 #include "clients/lazaret/workspace/snapshot.h"
+#include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
 #include "services/common/fs/file.h"
 
@@ -115,7 +116,7 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
         "clean again");
   }
   if (!ok) return false;
-  if (absl::Status s = RemoveSessionTree(v.dir->path); !s.ok()) {
+  if (absl::Status s = fs::RemoveTree(v.dir->path); !s.ok()) {
     out(absl::StrCat("  ", s.message()));
     return false;
   }

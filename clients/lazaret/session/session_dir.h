@@ -19,11 +19,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/lock.h"
 #include "services/common/session_id.h"
 
 namespace lazaret::cli::session {
@@ -70,9 +73,11 @@ class SessionDir {
   absl::Status Remove();
 
  private:
-  SessionDir(std::string path, int lock_fd) : path_(std::move(path)), lock_fd_(lock_fd) {}
+  SessionDir(std::string path, fs::DirFd dir, fs::FileLock lock)
+      : path_(std::move(path)), dir_(std::move(dir)), lock_(std::move(lock)) {}
   std::string path_;
-  int lock_fd_;
+  fs::DirFd dir_;
+  std::optional<fs::FileLock> lock_;
   bool removed_ = false;
 };
 
@@ -91,9 +96,6 @@ absl::StatusOr<std::vector<FoundSession>> FindSessionDirs(const std::string& run
 
 // True while some process holds the lock of the session directory `path`.
 bool SessionOwnerAlive(const std::string& path);
-
-// Removes a session directory tree without following symlinks.
-absl::Status RemoveSessionTree(const std::string& path);
 
 }  // namespace lazaret::cli::session
 

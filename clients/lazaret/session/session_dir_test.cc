@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "clients/lazaret/session/names.h"
+#include "services/common/fs/dir.h"
 
 namespace lazaret::cli::session {
 namespace {
@@ -77,7 +78,7 @@ TEST(SessionDirTest, ADeadOwnersLockIsFree) {
   ASSERT_TRUE(found.ok());
   ASSERT_EQ(found->size(), 1u);
   EXPECT_FALSE((*found)[0].owner_alive);
-  EXPECT_TRUE(RemoveSessionTree((*found)[0].path).ok());
+  EXPECT_TRUE(fs::RemoveTree((*found)[0].path).ok());
   (void)!std::system(("rm -rf " + rt).c_str());
 }
 

@@ -24,6 +24,7 @@
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/profile.h"
 #include "clients/lazaret/session/signals.h"
+#include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 
@@ -34,21 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 // How long the router may take to answer after `podman run -d` returned.
 constexpr auto kRouterStartTimeout = std::chrono::seconds(20);
-
-// mkdir -p with mode 0700 for directories Lazaret owns (persistent dirs).
-absl::Status MakeOwnedDirs(const std::string& path) {
-  for (size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos != path.size() && path[pos] != '/') continue;
-    const std::string prefix = path.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus(absl::StrCat("creating ", prefix), errno);
-    }
-  }
-  if (!IsRealDirectory(path)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not a directory"));
-  }
-  return absl::OkStatus();
-}
 
 // The session directory, then (fail closed) the supervisor's registration:
 // nothing starts unless the supervisor watches this process.
@@ -91,8 +77,8 @@ absl::Status SeedPersistentDirs(const LiveSession& s) {
   absl::Status status;
   for (const BindMount* p : fresh) {
     const std::string tmp = absl::StrCat(p->host, ".seeding");
-    (void)RemoveSessionTree(tmp);  // a seed an earlier run did not finish
-    status = MakeOwnedDirs(tmp);
+    (void)fs::RemoveTree(tmp);                  // a seed an earlier run did not finish
+    status = fs::MakeDirs(tmp, 0700).status();  // Lazaret's own, like the persistent dir
     if (!status.ok()) break;
     Say(absl::StrCat("persistent directory ", p->container,
                      ": first use, copying the image's "

@@ -140,6 +140,18 @@ absl::Status WriteFileAtomicAt(const DirFd& dir, const std::string& name,
   return s;
 }
 
+absl::Status WriteNewFileAt(const DirFd& dir, const std::string& name, absl::string_view contents,
+                            mode_t mode) {
+  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  UniqueFd fd(
+      openat(dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("creating ", name), errno);
+  if (fchmod(fd.get(), mode) != 0) return ErrnoStatus(absl::StrCat("chmod ", name), errno);
+  LAZ_RETURN_IF_ERROR(WriteAll(fd.get(), contents));
+  if (close(fd.release()) != 0) return ErrnoStatus(absl::StrCat("closing ", name), errno);
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents, mode_t mode,
                              Durability durability) {
   std::string dir_path, name;

@@ -66,6 +66,12 @@ absl::Status WriteFileAtomicAt(const DirFd& dir, const std::string& name,
                                absl::string_view contents, mode_t mode = 0644,
                                Durability durability = Durability::kNoSync);
 
+// Creates `name` in `dir` with `contents` and exactly `mode` (the umask
+// neither widens nor narrows it), failing if anything - a file, a
+// symlink - is already there (O_CREAT|O_EXCL).
+absl::Status WriteNewFileAt(const DirFd& dir, const std::string& name, absl::string_view contents,
+                            mode_t mode);
+
 // WriteFileAtomicAt for a path whose directories the caller trusts (looked
 // up as ReadRegularFile does).
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents,

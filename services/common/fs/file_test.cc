@@ -106,6 +106,23 @@ TEST_F(FileTest, AtomicWriteNeverFollowsAPlantedTemporaryName) {
   EXPECT_EQ(Slurp("f"), "new");
 }
 
+TEST_F(FileTest, NewFileIsCreatedWithExactlyTheModeAndNeverReplacesAnything) {
+  auto d = DirFd::Open(base_);
+  ASSERT_TRUE(d.ok());
+  const mode_t old_umask = umask(077);
+  ASSERT_TRUE(WriteNewFileAt(*d, "f", "x", 0640).ok());
+  umask(old_umask);
+  struct stat st {};
+  ASSERT_EQ(stat(P("f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(WriteNewFileAt(*d, "f", "y", 0600).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Slurp("f"), "x");
+  Write("target", "keep");
+  ASSERT_EQ(symlink(P("target").c_str(), P("link").c_str()), 0);
+  EXPECT_FALSE(WriteNewFileAt(*d, "link", "y", 0600).ok());
+  EXPECT_EQ(Slurp("target"), "keep");
+}
+
 TEST_F(FileTest, WriteAllWritesEverything) {
   const std::string big(1 << 20, 'x');
   const int fd = open(P("big").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
