@@ -235,7 +235,7 @@ pb::ResolvedProfile ProfileWithVolumes() {
   return p;
 }
 
-// The shape of a Git Shadow plan for a repository (git_shadow.h), with
+// The shape of a Git Shadow plan for a repository (gitshadow/plan.h), with
 // mounts of each kind it makes.
 gitshadow::GitShadowPlan RepoGitPlan() {
   gitshadow::GitShadowPlan g;

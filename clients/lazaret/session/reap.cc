@@ -40,7 +40,7 @@ void ReportWriteBacks(
 }
 
 // The workspace scan snapshot a session recorded before its sandbox
-// started (workspace_scan.h), if any.
+// started (workspace/snapshot.h), if any.
 std::optional<workspace::GitDirSnapshot> ReadSnapshot(const std::string& session_path,
                                                       const LineSink& out) {
   absl::StatusOr<fs::DirFd> dir = fs::DirFd::Open(session_path);

@@ -9,8 +9,8 @@
 // user (root for rootful podman). A session whose directory lock is held
 // belongs to a live `lazaret run` and is never reaped here. What the
 // sandbox wrote (the Git Shadow's state, the workspace, the snapshot in
-// the session directory) is read only through git_shadow.h and
-// workspace_scan.h, which distrust it.
+// the session directory) is read only through gitshadow/ and
+// workspace/, which distrust it.
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_REAP_H_
 #define LAZARET_CLIENTS_LAZARET_SESSION_REAP_H_
 

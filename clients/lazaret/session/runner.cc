@@ -64,7 +64,7 @@ absl::Status Plan(const SessionOptions& o, LiveSession* s) {
   }
   in.terminal = DetectTerminal();
 
-  // The Git Shadow (git_shadow.h).
+  // The Git Shadow (gitshadow/plan.h).
   gitshadow::GitShadowRequest greq;
   greq.workspace_dir = o.workspace_dir;
   greq.profile = s->profile.name();

@@ -1,9 +1,9 @@
 // What a running session's sandbox wrote, which this side distrusts: the
 // Git Shadow write-back of the agent's commits (every tick while the
-// sandbox runs and once at the end; git_shadow.h) and the workspace scan
+// sandbox runs and once at the end; gitshadow/sync.h) and the workspace scan
 // of the trees it could write (a snapshot of the git directories before
 // the sandbox starts, a setuid/capability sweep every few ticks, and at
-// the end the neutralising of planted repositories; workspace_scan.h).
+// the end the neutralising of planted repositories; workspace/scan.h).
 // Runs in the `lazaret` CLI on the host, as the developer (root for rootful
 // podman). Everything read here was written by the agent and is read only
 // through those two, which both distrust it.
@@ -76,7 +76,7 @@ class SandboxWrites {
  private:
   std::optional<gitshadow::GitShadowPlan> git_;
   WriteBackLog write_back_log_;
-  // The workspace scan (workspace_scan.h): the git directories there when
+  // The workspace scan (workspace/snapshot.h): the git directories there when
   // the sandbox started, and what the periodic sweeps stripped and (rootful)
   // handed back to the workspace's owner.
   std::optional<workspace::GitDirSnapshot> scan_snapshot_;

@@ -9,7 +9,7 @@
 //     session.json  who owns it, profile, workspace, Git Shadow state dir
 //     env           0600, the sandbox environment (podman --env-file)
 //     workspace-scan the git directories before the sandbox started
-//                   (workspace_scan.h), for `lazaret clean`
+//                   (workspace/snapshot.h), for `lazaret clean`
 //     router/       0700, bind-mounted into the sidecar at /run/lazaret/router
 //       router.sock the sidecar's gRPC socket (grpc.health.v1, NetRouterService)
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_SESSION_DIR_H_
