@@ -1,5 +1,5 @@
 // Running the host's git for the Git Shadow. Runs in the `lazaret` CLI on the
-// host, as the developer. Git is started with an argv through posix_spawn,
+// host, as the developer. Git is started with an argv through the CLI's spawn core (fork and execve),
 // never through a shell; every GIT_* variable of the caller's environment is
 // removed (so GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_* and friends cannot
 // redirect what Lazaret does), messages are in the C locale so they can be

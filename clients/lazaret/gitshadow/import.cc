@@ -18,9 +18,16 @@
 #include "clients/lazaret/gitshadow/git.h"
 #include "clients/lazaret/gitshadow/inspect.h"
 #include "clients/lazaret/gitshadow/tree.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::gitshadow {
+
+using fs::DirFd;
+
 namespace {
 
 // Files in the session's ref directory looked at per write-back: its own
@@ -56,7 +63,7 @@ absl::StatusOr<ImportFailure> ReadImportFailure(const RepoState& state) {
 absl::Status WriteImportFailure(const RepoState& state, const ImportFailure& f) {
   if (f.key.empty()) {
     LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-    return RemoveTreeAt(dir, "import-failure");
+    return fs::RemoveTreeAt(dir, "import-failure");
   }
   return WriteStateLines(
       state, "import-failure",
@@ -143,7 +150,7 @@ absl::StatusOr<RefMap> ReadSessionBranch(const RepoState& state, size_t hex_leng
   // ref wins, as it does for git.
   {
     LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
-    auto packed = ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes);
+    auto packed = fs::ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes);
     if (packed.ok()) {
       for (const auto& [name, oid] : PackedAgentRefs(*packed, hex_length)) {
         if (name == own) {
@@ -288,7 +295,7 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
     // indexed again.
     auto src = DirFd::Open(state.objects() + "/pack");
     const std::optional<std::string> fp =
-        src.ok() ? RegularFileFingerprint(*src, Basename(pack)) : std::nullopt;
+        src.ok() ? fs::RegularFileFingerprint(*src, fs::Basename(pack)) : std::nullopt;
     if (fp) {
       rejected_lines.push_back(absl::StrCat(pack, " ", *fp));
       rejected_changed = true;
@@ -324,8 +331,8 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
   // 6. R's refs: exactly the refs to import.
   {
     LAZ_ASSIGN_OR_RETURN(DirFd heads, DirFd::Open(state.import() + "/refs/heads"));
-    LAZ_RETURN_IF_ERROR(RemoveTreeAt(heads, "lazaret"));
-    LAZ_RETURN_IF_ERROR(EnsureDir(heads, "lazaret").status());
+    LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(heads, "lazaret"));
+    LAZ_RETURN_IF_ERROR(fs::MakeOwnDirsAt(heads, "lazaret", 0755).status());
   }
   const std::vector<std::string> args = {absl::StrCat("--git-dir=", target.host_common_dir),
                                          "-c",

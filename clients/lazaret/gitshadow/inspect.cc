@@ -13,10 +13,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "clients/lazaret/gitshadow/git.h"
-#include "clients/lazaret/gitshadow/tree.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::gitshadow {
+
+using fs::DirFd;
+
 namespace {
 
 constexpr size_t kMaxSubmodules = 1000;
@@ -200,7 +204,7 @@ absl::Status FindSubmodules(const CheckedRepo& repo, const std::string& git_dir,
           "Lazaret."));
     }
     LAZ_ASSIGN_OR_RETURN(DirFd parent, DirFd::Open(absl::StrCat(repo.top, "/", rel)));
-    LAZ_ASSIGN_OR_RETURN(std::string contents, ReadRegularFileAt(parent, ".git", 4096));
+    LAZ_ASSIGN_OR_RETURN(std::string contents, fs::ReadRegularFileAt(parent, ".git", 4096));
     std::string target(absl::StripTrailingAsciiWhitespace(contents));
     if (!absl::StartsWith(target, "gitdir: ")) {
       return absl::FailedPreconditionError(absl::StrCat(git_file, " is not a gitdir file"));

@@ -14,10 +14,16 @@
 #include "clients/lazaret/gitshadow/inspect.h"
 #include "clients/lazaret/gitshadow/refs.h"
 #include "clients/lazaret/gitshadow/sync.h"
-#include "clients/lazaret/gitshadow/tree.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::gitshadow {
+
+using fs::DirFd;
+
 namespace {
 
 // Creates the agent branch at the host HEAD commit when missing, or
@@ -97,7 +103,7 @@ absl::Status EnsureHostMountPoints(const CheckedRepo& repo) {
 // (static_cast<uid_t>(-1) leaves that id), never following a symlink.
 absl::Status GiveRootOwnedTree(const DirFd& dir, int depth, uid_t uid, gid_t gid) {
   if (depth > 64) return absl::FailedPreconditionError("ref directories nested too deeply");
-  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(dir));
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs::ListNames(dir));
   for (const std::string& name : names) {
     struct stat st {};
     if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
@@ -180,14 +186,13 @@ absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRep
   std::string packed = "# pack-refs with: sorted \n";
   for (const auto& [name, oid] : sorted) absl::StrAppend(&packed, oid, " ", name, "\n");
   LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
-  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> old, ListNames(session));
-  for (const auto& name : old) LAZ_RETURN_IF_ERROR(RemoveTreeAt(session, name));
-  LAZ_RETURN_IF_ERROR(WriteFileAt(session, "packed-refs", packed));
+  LAZ_RETURN_IF_ERROR(fs::RemoveContents(session));
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(session, "packed-refs", packed));
   if (!IsRegularFilePath(view.index)) return false;
-  LAZ_ASSIGN_OR_RETURN(DirFd index_dir, DirFd::Open(Dirname(view.index)));
+  LAZ_ASSIGN_OR_RETURN(DirFd index_dir, DirFd::Open(fs::Dirname(view.index)));
   LAZ_ASSIGN_OR_RETURN(std::string index,
-                       ReadRegularFileAt(index_dir, Basename(view.index), 4ull << 30));
-  LAZ_RETURN_IF_ERROR(WriteFileAt(session, "index", index));
+                       fs::ReadRegularFileAt(index_dir, fs::Basename(view.index), 4ull << 30));
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(session, "index", index));
   return true;
 }
 
@@ -198,7 +203,7 @@ absl::Status RecordVisibleRefs(const RepoState& state, const CheckedAgentBranch&
                                size_t hex_length) {
   LAZ_ASSIGN_OR_RETURN(DirFd session, DirFd::Open(state.session()));
   LAZ_ASSIGN_OR_RETURN(std::string packed,
-                       ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes));
+                       fs::ReadRegularFileAt(session, "packed-refs", kMaxPackedRefsBytes));
   RefMap visible = PackedAgentRefs(packed, hex_length);
   visible.erase(branch.relative());
   return WriteRefMapFile(state, "visible", visible);
@@ -232,7 +237,7 @@ absl::StatusOr<CheckedRepo> EnsureAgentWorktree(const CheckedRepo& repo, const R
         absl::StrCat("--worktree needs a commit to start from, and ", branch.short_name(),
                      " does not exist yet (HEAD has no commit)"));
   }
-  LAZ_RETURN_IF_ERROR(MakeDirs(state.dir, {"worktrees"}));
+  LAZ_RETURN_IF_ERROR(EnsureDirPaths(state.dir, {"worktrees"}));
   const std::string dir =
       absl::StrCat(state.worktrees(), "/", EncodeBranchDir(branch.short_name()));
   const std::string git_dir_arg = absl::StrCat("--git-dir=", repo.common_dir);
@@ -360,8 +365,8 @@ absl::StatusOr<GitShadowPlan> PlanGitShadow(const GitShadowRequest& request) {
   std::vector<Mount>& m = plan.mounts;
   if (view.linked()) {
     LAZ_ASSIGN_OR_RETURN(DirFd state_dir, DirFd::Open(state.dir));
-    LAZ_RETURN_IF_ERROR(
-        WriteFileAt(state_dir, "dotgit", absl::StrCat("gitdir: ", kSandboxLinkedGitDir, "\n")));
+    LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(
+        state_dir, "dotgit", absl::StrCat("gitdir: ", kSandboxLinkedGitDir, "\n")));
     AddBind(&m, state.dotgit(), absl::StrCat(kSandboxWorkspace, "/.git"), true);
   }
   LAZ_ASSIGN_OR_RETURN(const bool has_index, WriteSessionFiles(repo, view, state));

@@ -1,11 +1,8 @@
 #include "clients/lazaret/gitshadow/state.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -14,10 +11,16 @@
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/gitshadow/git.h"
 #include "clients/lazaret/gitshadow/sandbox_paths.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/path.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::gitshadow {
+
+using fs::DirFd;
+
 namespace {
 
 std::string RepoKey(const std::string& common_dir) {
@@ -29,17 +32,6 @@ std::string RepoKey(const std::string& common_dir) {
   return absl::StrFormat("%016x", h);
 }
 
-// mkdir -p with mode 0700 for the parents of a Lazaret-owned directory.
-absl::Status MakeParents(const std::string& path) {
-  for (size_t pos = 1; (pos = path.find('/', pos)) != std::string::npos; ++pos) {
-    const std::string prefix = path.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus(absl::StrCat("creating ", prefix), errno);
-    }
-  }
-  return absl::OkStatus();
-}
-
 std::string SandboxAlternates() { return absl::StrCat(kSandboxGitShadow, "/objects\n"); }
 
 std::string RecordText(const WriteBackTarget& t) {
@@ -48,13 +40,6 @@ std::string RecordText(const WriteBackTarget& t) {
 
 }  // namespace
 
-absl::StatusOr<DirFd> EnsureDir(const DirFd& dir, const std::string& name) {
-  if (mkdirat(dir.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoStatus(absl::StrCat("creating ", name), errno);
-  }
-  return dir.OpenOwnChild(name);
-}
-
 absl::StatusOr<DirFd> EnsureDirPath(const std::string& root, const std::string& rel) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
   if (rel.empty()) return dir;
@@ -62,26 +47,26 @@ absl::StatusOr<DirFd> EnsureDirPath(const std::string& root, const std::string& 
     const std::string name(part);
     struct stat st {};
     if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
-      LAZ_RETURN_IF_ERROR(RemoveTreeAt(dir, name));
+      LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(dir, name));
     }
-    LAZ_ASSIGN_OR_RETURN(dir, EnsureDir(dir, name));
+    LAZ_ASSIGN_OR_RETURN(dir, fs::MakeOwnDirsAt(dir, name, 0755));
   }
   return dir;
 }
 
 absl::Status WriteRefFile(const std::string& root, const std::string& rel, const std::string& oid) {
-  LAZ_ASSIGN_OR_RETURN(DirFd dir, EnsureDirPath(root, Dirname(rel)));
-  const std::string name = Basename(rel);
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, EnsureDirPath(root, fs::Dirname(rel)));
+  const std::string name = fs::Basename(rel);
   struct stat st {};
   if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-    LAZ_RETURN_IF_ERROR(RemoveTreeAt(dir, name));
+    LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(dir, name));
   }
-  return WriteFileAt(dir, name, absl::StrCat(oid, "\n"));
+  return fs::WriteFileAtomicAt(dir, name, absl::StrCat(oid, "\n"));
 }
 
 absl::Status RemoveRefFile(const std::string& root, const std::string& rel) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
-  const std::string parent = Dirname(rel);
+  const std::string parent = fs::Dirname(rel);
   if (!parent.empty()) {
     for (absl::string_view part : absl::StrSplit(parent, '/')) {
       auto child = dir.OpenOwnChild(std::string(part));
@@ -89,14 +74,14 @@ absl::Status RemoveRefFile(const std::string& root, const std::string& rel) {
       dir = *std::move(child);
     }
   }
-  return RemoveTreeAt(dir, Basename(rel));
+  return fs::RemoveTreeAt(dir, fs::Basename(rel));
 }
 
 absl::StatusOr<RefMap> ReadRefMapFile(const RepoState& state, const std::string& file,
                                       size_t hex_length) {
   RefMap base;
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-  auto text = ReadRegularFileAt(dir, file, 64ull << 20);
+  auto text = fs::ReadRegularFileAt(dir, file, 64ull << 20);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) return base;
     return text.status();
@@ -114,13 +99,13 @@ absl::Status WriteRefMapFile(const RepoState& state, const std::string& file, co
   std::string text;
   for (const auto& [name, oid] : refs) absl::StrAppend(&text, oid, " ", name, "\n");
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-  return WriteFileAt(dir, file, text, 0600);
+  return fs::WriteFileAtomicAt(dir, file, text, 0600);
 }
 
 absl::StatusOr<std::vector<std::string>> ReadStateLines(const RepoState& state,
                                                         const std::string& name) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-  auto text = ReadRegularFileAt(dir, name, 16ull << 20);
+  auto text = fs::ReadRegularFileAt(dir, name, 16ull << 20);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) return std::vector<std::string>();
     return text.status();
@@ -133,7 +118,7 @@ absl::Status WriteStateLines(const RepoState& state, const std::string& name,
   std::string text;
   for (const auto& l : lines) absl::StrAppend(&text, l, "\n");
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-  return WriteFileAt(dir, name, text, 0600);
+  return fs::WriteFileAtomicAt(dir, name, text, 0600);
 }
 
 absl::StatusOr<std::string> ReadOwnBranch(const RepoState& state) {
@@ -146,70 +131,49 @@ absl::StatusOr<std::string> ReadOwnBranch(const RepoState& state) {
 }
 
 absl::StatusOr<StateLock> StateLock::Acquire(const RepoState& state) {
-  const std::string path = state.dir + "/lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("opening ", path), errno);
-  while (flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      const int err = errno;
-      close(fd);
-      return ErrnoStatus(absl::StrCat("locking ", path), err);
-    }
-  }
-  return StateLock(fd);
-}
-
-StateLock::~StateLock() {
-  if (fd_ >= 0) close(fd_);
-}
-
-StateLease::~StateLease() {
-  if (fd_ >= 0) close(fd_);
+  LAZ_ASSIGN_OR_RETURN(fs::FileLock lock, fs::FileLock::Acquire(state.dir + "/lock", {}));
+  return StateLock(std::move(lock));
 }
 
 absl::StatusOr<std::shared_ptr<StateLease>> AcquireLease(const RepoState& state,
                                                          const CheckedRepo& repo,
                                                          const std::string& profile) {
-  const std::string path = state.dir + "/in-use";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("opening ", path), errno);
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    close(fd);
-    if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("another Lazaret session of profile '", profile,
-                       "' is already using the repository ", repo.top,
-                       "; stop it first (lazaret ps, then lazaret stop SESSION) or use another "
-                       "profile"));
-    }
-    return ErrnoStatus(absl::StrCat("locking ", path), err);
+  fs::LockOptions no_wait;
+  no_wait.wait = false;
+  absl::StatusOr<fs::FileLock> lock = fs::FileLock::Acquire(state.dir + "/in-use", no_wait);
+  if (absl::IsUnavailable(lock.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("another Lazaret session of profile '", profile,
+                     "' is already using the repository ", repo.top,
+                     "; stop it first (lazaret ps, then lazaret stop SESSION) or use another "
+                     "profile"));
   }
-  return std::make_shared<StateLease>(fd);
+  if (!lock.ok()) return lock.status();
+  return std::make_shared<StateLease>(*std::move(lock));
 }
 
 absl::Status EnsureSandboxAlternates(const RepoState& state, std::vector<std::string>* removed) {
   LAZ_ASSIGN_OR_RETURN(DirFd objects, DirFd::Open(state.objects()));
   struct stat st {};
   if (fstatat(objects.get(), "info", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
-    LAZ_RETURN_IF_ERROR(RemoveTreeAt(objects, "info"));
+    LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(objects, "info"));
     if (removed != nullptr) removed->push_back("objects/info: not a directory, removed");
   }
-  LAZ_ASSIGN_OR_RETURN(DirFd info, EnsureDir(objects, "info"));
-  auto current = ReadRegularFileAt(info, "alternates", 4096);
+  LAZ_ASSIGN_OR_RETURN(DirFd info, fs::MakeOwnDirsAt(objects, "info", 0755));
+  auto current = fs::ReadRegularFileAt(info, "alternates", 4096);
   if (current.ok() && *current == SandboxAlternates()) return absl::OkStatus();
   if (fstatat(info.get(), "alternates", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    LAZ_RETURN_IF_ERROR(RemoveTreeAt(info, "alternates"));
+    LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(info, "alternates"));
     if (removed != nullptr) {
       removed->push_back("objects/info/alternates: changed by the sandbox, replaced");
     }
   }
-  return WriteFileAt(info, "alternates", SandboxAlternates());
+  return fs::WriteFileAtomicAt(info, "alternates", SandboxAlternates());
 }
 
 absl::StatusOr<WriteBackTarget> ReadRecord(const std::string& repo_state_dir) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(repo_state_dir));
-  LAZ_ASSIGN_OR_RETURN(std::string text, ReadRegularFileAt(dir, "repo", 8192));
+  LAZ_ASSIGN_OR_RETURN(std::string text, fs::ReadRegularFileAt(dir, "repo", 8192));
   const std::vector<std::string> lines = Lines(text);
   if (lines.size() != 2 || lines[0].empty() || lines[0][0] != '/' || !ObjectIdLength(lines[1])) {
     return absl::DataLossError(absl::StrCat(repo_state_dir, "/repo is malformed"));
@@ -217,7 +181,7 @@ absl::StatusOr<WriteBackTarget> ReadRecord(const std::string& repo_state_dir) {
   return WriteBackTarget{lines[0], repo_state_dir, lines[1]};
 }
 
-absl::Status MakeDirs(const std::string& root, const std::vector<std::string>& rels) {
+absl::Status EnsureDirPaths(const std::string& root, const std::vector<std::string>& rels) {
   for (const auto& rel : rels) LAZ_RETURN_IF_ERROR(EnsureDirPath(root, rel).status());
   return absl::OkStatus();
 }
@@ -227,7 +191,9 @@ absl::StatusOr<RepoState> PrepareRepoState(const std::string& state_dir, const C
     return absl::InvalidArgumentError("the Git Shadow state directory must be an absolute path");
   }
   LAZ_RETURN_IF_ERROR(CheckMountablePath(state_dir, "state directory"));
-  LAZ_RETURN_IF_ERROR(MakeParents(state_dir));
+  // mkdir -p, mode 0700, of the parents of a Lazaret-owned directory.
+  const std::string parent = fs::Dirname(state_dir);
+  LAZ_RETURN_IF_ERROR(fs::MakeDirs(parent.empty() ? "/" : parent, 0700).status());
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(state_dir).status());
   RepoState state{absl::StrCat(state_dir, "/", RepoKey(repo.common_dir))};
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(state.dir).status());
@@ -240,18 +206,18 @@ absl::StatusOr<RepoState> PrepareRepoState(const std::string& state_dir, const C
     }
   } else {
     LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(state.dir));
-    LAZ_RETURN_IF_ERROR(WriteFileAt(dir, "repo", RecordText(target), 0600));
+    LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, "repo", RecordText(target), 0600));
   }
   LAZ_RETURN_IF_ERROR(
-      MakeDirs(state.dir, {"objects", "refs", "logs", "session", "import/objects/info",
-                           "import/refs/heads/lazaret", "import/refs/tags"}));
+      EnsureDirPaths(state.dir, {"objects", "refs", "logs", "session", "import/objects/info",
+                                 "import/refs/heads/lazaret", "import/refs/tags"}));
   LAZ_RETURN_IF_ERROR(EnsureSandboxAlternates(state, nullptr));
   // R: a bare repository only Lazaret writes. Its alternates point at the
   // host's own objects so upload-pack can walk from agent commits to host
   // ones; its objects/ is T, the copy of what the sandbox wrote.
   LAZ_ASSIGN_OR_RETURN(DirFd import, DirFd::Open(state.import()));
-  LAZ_RETURN_IF_ERROR(WriteFileAt(import, "HEAD", "ref: refs/heads/lazaret/import\n"));
-  LAZ_RETURN_IF_ERROR(WriteFileAt(
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(import, "HEAD", "ref: refs/heads/lazaret/import\n"));
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(
       import, "config",
       repo.object_format == "sha1"
           ? "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
@@ -259,8 +225,8 @@ absl::StatusOr<RepoState> PrepareRepoState(const std::string& state_dir, const C
                          "\tobjectformat = ",
                          repo.object_format, "\n")));
   LAZ_ASSIGN_OR_RETURN(DirFd import_info, DirFd::Open(state.import() + "/objects/info"));
-  LAZ_RETURN_IF_ERROR(
-      WriteFileAt(import_info, "alternates", absl::StrCat(repo.common_dir, "/objects\n")));
+  LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(import_info, "alternates",
+                                            absl::StrCat(repo.common_dir, "/objects\n")));
   return state;
 }
 

@@ -12,13 +12,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "clients/lazaret/gitshadow/inspect.h"
 #include "clients/lazaret/gitshadow/refs.h"
-#include "clients/lazaret/gitshadow/tree.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/lock.h"
 
 namespace lazaret::cli::gitshadow {
 
@@ -40,13 +42,12 @@ struct WriteBackTarget {
 // own branch.
 class StateLease {
  public:
-  explicit StateLease(int fd) : fd_(fd) {}
-  ~StateLease();
+  explicit StateLease(fs::FileLock lock) : lock_(std::move(lock)) {}
   StateLease(const StateLease&) = delete;
   StateLease& operator=(const StateLease&) = delete;
 
  private:
-  int fd_;
+  fs::FileLock lock_;
 };
 
 // The per-repository state directory: <state_dir>/<key>. Lazaret creates it;
@@ -68,15 +69,13 @@ struct RepoState {
 // The largest session packed-refs file read back.
 inline constexpr uint64_t kMaxPackedRefsBytes = 256ull << 20;
 
-// Creates `name` in `dir` if missing (never following a symlink).
-absl::StatusOr<DirFd> EnsureDir(const DirFd& dir, const std::string& name);
-
-// Creates every directory of the relative path `rel` below `root` and
-// returns the last one; a non-directory in the way is removed.
-absl::StatusOr<DirFd> EnsureDirPath(const std::string& root, const std::string& rel);
+// Creates every directory of the relative path `rel` below `root` (never
+// following a symlink, fs::MakeOwnDirsAt) and returns the last one; a
+// non-directory in the way is removed.
+absl::StatusOr<fs::DirFd> EnsureDirPath(const std::string& root, const std::string& rel);
 
 // EnsureDirPath for each of `rels`.
-absl::Status MakeDirs(const std::string& root, const std::vector<std::string>& rels);
+absl::Status EnsureDirPaths(const std::string& root, const std::vector<std::string>& rels);
 
 // Writes a loose ref file `rel` (relative to `root`) holding `oid`.
 absl::Status WriteRefFile(const std::string& root, const std::string& rel, const std::string& oid);
@@ -113,14 +112,10 @@ absl::StatusOr<std::string> ReadOwnBranch(const RepoState& state);
 class StateLock {
  public:
   static absl::StatusOr<StateLock> Acquire(const RepoState& state);
-  StateLock(StateLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  StateLock(const StateLock&) = delete;
-  StateLock& operator=(const StateLock&) = delete;
-  ~StateLock();
 
  private:
-  explicit StateLock(int fd) : fd_(fd) {}
-  int fd_;
+  explicit StateLock(fs::FileLock lock) : lock_(std::move(lock)) {}
+  fs::FileLock lock_;
 };
 
 // The session's StateLease on `state`; refused while another session of

@@ -6,10 +6,14 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/inspect.h"
-#include "clients/lazaret/gitshadow/tree.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/fd.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::gitshadow {
+
+using fs::DirFd;
+
 namespace {
 
 // Other refs below refs/heads/lazaret/ bound read-only into one sandbox.
@@ -41,8 +45,7 @@ absl::StatusOr<std::vector<std::string>> SyncStateFromHost(
   }
   {
     LAZ_ASSIGN_OR_RETURN(DirFd refs, DirFd::Open(state.refs()));
-    LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(refs));
-    for (const auto& name : names) LAZ_RETURN_IF_ERROR(RemoveTreeAt(refs, name));
+    LAZ_RETURN_IF_ERROR(fs::RemoveContents(refs));
   }
   if (kept) {
     LAZ_RETURN_IF_ERROR(WriteRefFile(state.refs(), own, *kept));
@@ -117,7 +120,7 @@ absl::StatusOr<std::vector<std::pair<WriteBackTarget, WriteBackReport>>> WriteBa
     if (absl::IsNotFound(dir.status())) return out;
     return dir.status();
   }
-  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(*dir));
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs::ListNames(*dir));
   std::vector<std::string> keys;
   for (const auto& name : names) {
     if (name.size() == 16 && name.find_first_not_of("0123456789abcdef") == std::string::npos) {

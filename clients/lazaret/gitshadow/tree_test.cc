@@ -156,57 +156,6 @@ TEST_F(GitShadowFsTest, SweepBoundsDepth) {
   EXPECT_EQ(removed.size(), 1u);
 }
 
-TEST_F(GitShadowFsTest, ReadRegularFileRefusesFifoWithoutBlocking) {
-  MkDir("d");
-  ASSERT_EQ(mkfifo(P("d/fifo").c_str(), 0644), 0);
-  ASSERT_EQ(symlink("/etc/hostname", P("d/link").c_str()), 0);
-  auto dir = DirFd::Open(P("d"));
-  ASSERT_TRUE(dir.ok());
-  // A plain open() of a FIFO with no writer blocks forever; this returns.
-  EXPECT_FALSE(ReadRegularFileAt(*dir, "fifo", 100).ok());
-  EXPECT_FALSE(ReadRegularFileAt(*dir, "link", 100).ok());
-  Write("d/big", std::string(200, 'x'));
-  EXPECT_EQ(ReadRegularFileAt(*dir, "big", 100).status().code(),
-            absl::StatusCode::kResourceExhausted);
-}
-
-TEST_F(GitShadowFsTest, DirFdRefusesSymlinkedDirectory) {
-  ASSERT_EQ(symlink(outside_.c_str(), P("link").c_str()), 0);
-  EXPECT_FALSE(DirFd::Open(P("link")).ok());
-  auto base = DirFd::Open(base_);
-  ASSERT_TRUE(base.ok());
-  EXPECT_FALSE(base->OpenChild("link").ok());
-  EXPECT_FALSE(base->OpenChild("..").ok());
-  EXPECT_FALSE(base->OpenChild("a/b").ok());
-}
-
-// The workspace is the developer's: opening a directory there changes
-// nothing, not even for a 0555 directory the caller owns (B3). Only
-// OpenOwnChild, for Lazaret's own trees, adds u+rwx.
-TEST_F(GitShadowFsTest, OpenChildNeverChangesModes) {
-  MkDir("ro");
-  MkDir("ro/inner");
-  ASSERT_EQ(chmod(P("ro/inner").c_str(), 0555), 0);
-  ASSERT_EQ(chmod(P("ro").c_str(), 0555), 0);
-  struct stat before {
-  }, after{};
-  ASSERT_EQ(lstat(P("ro").c_str(), &before), 0);
-  auto base = DirFd::Open(base_);
-  ASSERT_TRUE(base.ok());
-  auto ro = base->OpenChild("ro");
-  ASSERT_TRUE(ro.ok()) << ro.status();
-  ASSERT_TRUE(ro->OpenChild("inner").ok());
-  ASSERT_EQ(lstat(P("ro").c_str(), &after), 0);
-  EXPECT_EQ(after.st_mode & 07777, 0555u);
-  EXPECT_EQ(after.st_ctim.tv_nsec, before.st_ctim.tv_nsec);
-  ASSERT_EQ(lstat(P("ro/inner").c_str(), &after), 0);
-  EXPECT_EQ(after.st_mode & 07777, 0555u);
-  // Lazaret's own trees: made removable.
-  ASSERT_TRUE(base->OpenOwnChild("ro").ok());
-  ASSERT_EQ(lstat(P("ro").c_str(), &after), 0);
-  EXPECT_EQ(after.st_mode & 07777, 0755u);
-}
-
 TEST_F(GitShadowFsTest, MirrorCopiesLooseObjectsAndCompletePacksOnly) {
   MkDir("s");
   MkDir("s/ab");

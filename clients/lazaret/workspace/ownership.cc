@@ -16,8 +16,8 @@
 
 namespace lazaret::cli::workspace {
 
-using gitshadow::DirFd;
-using gitshadow::ScopedFd;
+using fs::DirFd;
+using fs::UniqueFd;
 
 std::string OwnerName(const ScanRoot& root) {
   std::vector<std::string> ids;
@@ -86,9 +86,9 @@ bool MaybeGiveBack(const ScanRoot& root, const timespec& since, const DirFd& dir
   if (!HandsBackOwnership(root) || !NotBefore(st->st_ctim, since) || !NotTheOwners(root, *st)) {
     return false;
   }
-  const int fd = openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  ScopedFd guard(fd);
+  const UniqueFd path_fd(openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!path_fd.valid()) return false;
+  const int fd = path_fd.get();
   // Only this inode from here on: its own fstat decides.
   struct stat fst {};
   if (fstat(fd, &fst) != 0 || !NotTheOwners(root, fst)) return false;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "clients/lazaret/gitshadow/tree.h"
 #include "clients/lazaret/workspace/roots.h"
+#include "services/common/fs/fd.h"
 
 namespace lazaret::cli::workspace {
 
@@ -48,7 +48,7 @@ bool GiveBack(const ScanRoot& root, int fd, const std::string& path, struct stat
 // someone else owns (host root, or any uid the agent chose) goes to the
 // root's owner: `name` in `dir`, at `rel` below the root, `st` its fstatat
 // (refreshed when it was looked at again). Returns whether it was given.
-bool MaybeGiveBack(const ScanRoot& root, const timespec& since, const gitshadow::DirFd& dir,
+bool MaybeGiveBack(const ScanRoot& root, const timespec& since, const fs::DirFd& dir,
                    const std::string& name, const std::string& rel, struct stat* st,
                    std::vector<std::string>* stripped, std::vector<std::string>* problems);
 

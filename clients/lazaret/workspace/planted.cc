@@ -13,17 +13,20 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/process/subprocess.h"
-#include "services/common/sha256.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/file.h"
+#include "services/common/fs/path.h"
+#include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::workspace {
 namespace {
 
-using gitshadow::Basename;
-using gitshadow::DirFd;
-using gitshadow::Dirname;
-using gitshadow::ListNames;
-using gitshadow::ScopedFd;
+using fs::Basename;
+using fs::DirFd;
+using fs::Dirname;
+using fs::ListNames;
+using fs::UniqueFd;
 
 constexpr uint64_t kMaxFingerprintFileBytes = 4ull << 20;
 constexpr size_t kMaxHooks = 4096;
@@ -31,9 +34,9 @@ constexpr size_t kMaxHooks = 4096;
 // Reads a regular file below `dir` for a fingerprint, never changing its
 // mode (an unreadable file is fingerprinted by identity and ctime).
 std::string FileField(const DirFd& dir, const std::string& name) {
-  const int fd = openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? "absent" : absl::StrCat("error ", errno);
-  ScopedFd guard(fd);
+  const UniqueFd path_fd(openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!path_fd.valid()) return errno == ENOENT ? "absent" : absl::StrCat("error ", errno);
+  const int fd = path_fd.get();
   struct stat st {};
   if (fstat(fd, &st) != 0) return absl::StrCat("error ", errno);
   if (S_ISLNK(st.st_mode)) {
@@ -48,32 +51,24 @@ std::string FileField(const DirFd& dir, const std::string& name) {
     return absl::StrCat("large ", identity, " ", st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec);
   }
   // O_NOATIME: reading for a fingerprint is not a use of the file.
-  int rfd = open(ProcFd(fd).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOATIME);
-  if (rfd < 0 && errno == EPERM) rfd = open(ProcFd(fd).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (rfd < 0) {
+  UniqueFd in(open(ProcFd(fd).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOATIME));
+  if (!in.valid() && errno == EPERM)
+    in.reset(open(ProcFd(fd).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!in.valid()) {
     return absl::StrCat("unreadable ", identity, " ", st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec);
   }
-  ScopedFd in(rfd);
-  std::string out = "file ";
-  char buf[1 << 14];
-  for (;;) {
-    const ssize_t n = read(rfd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return absl::StrCat("unreadable ", identity);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > kMaxFingerprintFileBytes + 8) return absl::StrCat("grew ", identity);
-  }
-  return out;
+  // More than fstat said: it grew while read.
+  absl::StatusOr<std::string> contents = fs::ReadAll(in.get(), kMaxFingerprintFileBytes, name);
+  if (absl::IsResourceExhausted(contents.status())) return absl::StrCat("grew ", identity);
+  if (!contents.ok()) return absl::StrCat("unreadable ", identity);
+  return absl::StrCat("file ", *contents);
 }
 
 // What host git takes orders from in a git directory: its identity, config,
 // config.worktree, commondir, gitdir and every hook. Not HEAD, refs or
 // objects, which the developer's own git changes while the session runs.
 std::string GitDirFingerprint(const DirFd& gitdir) {
-  Sha256 h;
+  fs::Sha256 h;
   struct stat st {};
   if (fstat(gitdir.get(), &st) == 0) h.UpdateField(absl::StrCat("dir ", st.st_dev, ":", st.st_ino));
   for (const char* name : {"config", "config.worktree", "commondir", "gitdir"}) {
@@ -99,7 +94,7 @@ std::string GitDirFingerprint(const DirFd& gitdir) {
 }
 
 std::string GitFileFingerprint(const DirFd& parent, const struct stat& st) {
-  Sha256 h;
+  fs::Sha256 h;
   h.UpdateField(absl::StrCat("gitfile ", st.st_dev, ":", st.st_ino));
   h.UpdateField(FileField(parent, ".git"));
   return h.HexDigest();

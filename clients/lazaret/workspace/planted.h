@@ -17,8 +17,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "clients/lazaret/gitshadow/tree.h"
 #include "clients/lazaret/workspace/roots.h"
+#include "services/common/fs/fd.h"
 
 namespace lazaret::cli::workspace {
 
@@ -34,12 +34,11 @@ struct FoundGitDir {
 // directory commondir names. Conservative: any HEAD but a directory, any
 // objects/refs/commondir of any type (git follows symlinks there). `dir` is
 // the directory at `rel` ("" for the root).
-std::optional<FoundGitDir> GitLayoutAt(const gitshadow::DirFd& dir, const std::string& rel);
+std::optional<FoundGitDir> GitLayoutAt(const fs::DirFd& dir, const std::string& rel);
 
 // The `.git` entry at `rel` in `parent` that is not a directory (a gitfile
 // or a symlink), `st` its fstatat.
-FoundGitDir GitFileAt(const gitshadow::DirFd& parent, const std::string& rel,
-                      const struct stat& st);
+FoundGitDir GitFileAt(const fs::DirFd& parent, const std::string& rel, const struct stat& st);
 
 // What one git directory the session planted or changed became.
 struct PlantedRepository {
@@ -57,11 +56,11 @@ std::string QuarantineSuffix(const std::string& session_id);
 
 // Opens the directory `rel` ("" or "." for the root) below `root`, one
 // component at a time, never following a symlink.
-absl::StatusOr<gitshadow::DirFd> OpenRel(const std::string& root, const std::string& rel);
+absl::StatusOr<fs::DirFd> OpenRel(const std::string& root, const std::string& rel);
 
 // Renames `from` to `from` + suffix (or suffix-2, -3, ...) inside `dir`,
 // never replacing anything, and puts the directory's own times back.
-absl::StatusOr<std::string> RenameAside(const gitshadow::DirFd& dir, const std::string& from,
+absl::StatusOr<std::string> RenameAside(const fs::DirFd& dir, const std::string& from,
                                         const std::string& suffix);
 
 // Moves the git directory `f` of `root` out of git's sight: a git directory

@@ -15,8 +15,8 @@
 
 namespace lazaret::cli::workspace {
 
-using gitshadow::DirFd;
-using gitshadow::ScopedFd;
+using fs::DirFd;
+using fs::UniqueFd;
 
 void StripEntry(const ScanRoot& root, const timespec& since, const DirFd& dir,
                 const std::string& name, const std::string& rel, const struct stat& st,
@@ -28,9 +28,9 @@ void StripEntry(const ScanRoot& root, const timespec& since, const DirFd& dir,
   // one executable later changes its ctime, so the next sweep sees it.
   const bool may_have_caps = reg && (st.st_mode & 0111) != 0;
   if (!may_have_caps && (st.st_mode & (S_ISUID | S_ISGID)) == 0) return;
-  const int fd = openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  ScopedFd guard(fd);
+  const UniqueFd path_fd(openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!path_fd.valid()) return;
+  const int fd = path_fd.get();
   // From here on only this inode: its own fstat decides, and the magic
   // link changes it whatever the name points to now.
   struct stat fst {};

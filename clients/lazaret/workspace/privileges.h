@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "clients/lazaret/gitshadow/tree.h"
 #include "clients/lazaret/workspace/roots.h"
+#include "services/common/fs/fd.h"
 
 namespace lazaret::cli::workspace {
 
@@ -40,7 +40,7 @@ absl::Status StripPrivilegeBits(const std::vector<ScanRoot>& roots, const timesp
 // fstatat. Removes setuid/setgid bits and file capabilities when it was
 // changed at or after `since`; appends what it removed to `stripped` (when
 // not null) and what it could not remove to `problems`.
-void StripEntry(const ScanRoot& root, const timespec& since, const gitshadow::DirFd& dir,
+void StripEntry(const ScanRoot& root, const timespec& since, const fs::DirFd& dir,
                 const std::string& name, const std::string& rel, const struct stat& st,
                 std::vector<std::string>* stripped, std::vector<std::string>* problems);
 

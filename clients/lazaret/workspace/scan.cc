@@ -7,13 +7,14 @@
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/workspace/ownership.h"
 #include "clients/lazaret/workspace/walk.h"
+#include "services/common/fs/path.h"
 
 namespace lazaret::cli::workspace {
 namespace {
 
-using gitshadow::Basename;
-using gitshadow::DirFd;
-using gitshadow::Dirname;
+using fs::Basename;
+using fs::DirFd;
+using fs::Dirname;
 
 constexpr size_t kMaxEditorFilesShown = 50;
 

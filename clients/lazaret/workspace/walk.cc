@@ -13,12 +13,13 @@
 #include "clients/lazaret/workspace/editor_files.h"
 #include "clients/lazaret/workspace/ownership.h"
 #include "clients/lazaret/workspace/privileges.h"
+#include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::workspace {
 
-using gitshadow::DirFd;
-using gitshadow::ListNames;
+using fs::DirFd;
+using fs::ListNames;
 
 int AffordableDepth(int depth) {
   rlimit rl{};

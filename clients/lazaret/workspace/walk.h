@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "clients/lazaret/gitshadow/tree.h"
 #include "clients/lazaret/workspace/planted.h"
 #include "clients/lazaret/workspace/roots.h"
+#include "services/common/fs/fd.h"
 
 namespace lazaret::cli::workspace {
 
@@ -68,7 +68,7 @@ class Walk {
 
   // Returns whether anything in `dir` was created or changed at or after
   // since_ (or could not be checked).
-  bool Dir(const gitshadow::DirFd& dir, const std::string& rel, int depth, bool in_protected_git);
+  bool Dir(const fs::DirFd& dir, const std::string& rel, int depth, bool in_protected_git);
 
   const Purpose purpose_;
   const ScanRoot& root_;

@@ -51,10 +51,17 @@ absl::Status RemoveTreeAtDepth(const DirFd& dir, const std::string& name, int de
   return absl::OkStatus();
 }
 
+// How MakeComponents opens each component once it exists.
+enum class OpenAs {
+  kNoFollow,  // O_NOFOLLOW: a symlink is an error
+  kFollow,    // as any lookup does (mkdir -p of a configured path)
+  kOwnChild,  // DirFd::OpenOwnChild
+};
+
 absl::StatusOr<DirFd> MakeComponents(const DirFd& base, const std::vector<std::string>& parts,
-                                     mode_t mode, bool follow_existing) {
+                                     mode_t mode, OpenAs open_as) {
   int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  if (!follow_existing) flags |= O_NOFOLLOW;
+  if (open_as != OpenAs::kFollow) flags |= O_NOFOLLOW;
   DirFd dir;
   const DirFd* at = &base;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -63,9 +70,13 @@ absl::StatusOr<DirFd> MakeComponents(const DirFd& base, const std::vector<std::s
     if (mkdirat(at->get(), part.c_str(), mode) != 0 && errno != EEXIST) {
       return ErrnoStatus(absl::StrCat("creating directory ", part), errno);
     }
-    const int fd = openat(at->get(), part.c_str(), flags);
-    if (fd < 0) return ErrnoStatus(absl::StrCat("opening directory ", part), errno);
-    dir = DirFd::Adopt(fd);
+    if (open_as == OpenAs::kOwnChild) {
+      LAZ_ASSIGN_OR_RETURN(dir, at->OpenOwnChild(part));
+    } else {
+      const int fd = openat(at->get(), part.c_str(), flags);
+      if (fd < 0) return ErrnoStatus(absl::StrCat("opening directory ", part), errno);
+      dir = DirFd::Adopt(fd);
+    }
     at = &dir;
   }
   if (parts.empty()) {
@@ -76,11 +87,12 @@ absl::StatusOr<DirFd> MakeComponents(const DirFd& base, const std::vector<std::s
   return dir;
 }
 
-}  // namespace
-
-absl::StatusOr<DirFd> MakeDirsAt(const DirFd& base, const std::string& rel, mode_t mode) {
+// MakeComponents of `rel` split at '/' (empty parts skipped), naming `rel`
+// in an error.
+absl::StatusOr<DirFd> MakePath(const DirFd& base, const std::string& rel, mode_t mode,
+                               OpenAs open_as) {
   const std::vector<std::string> parts = absl::StrSplit(rel, '/', absl::SkipEmpty());
-  absl::StatusOr<DirFd> dir = MakeComponents(base, parts, mode, /*follow_existing=*/false);
+  absl::StatusOr<DirFd> dir = MakeComponents(base, parts, mode, open_as);
   if (!dir.ok()) {
     return absl::Status(dir.status().code(),
                         absl::StrCat("making ", rel, ": ", dir.status().message()));
@@ -88,18 +100,22 @@ absl::StatusOr<DirFd> MakeDirsAt(const DirFd& base, const std::string& rel, mode
   return dir;
 }
 
+}  // namespace
+
+absl::StatusOr<DirFd> MakeDirsAt(const DirFd& base, const std::string& rel, mode_t mode) {
+  return MakePath(base, rel, mode, OpenAs::kNoFollow);
+}
+
+absl::StatusOr<DirFd> MakeOwnDirsAt(const DirFd& base, const std::string& rel, mode_t mode) {
+  return MakePath(base, rel, mode, OpenAs::kOwnChild);
+}
+
 absl::StatusOr<DirFd> MakeDirs(const std::string& path, mode_t mode) {
   if (!IsCleanAbsolutePath(path)) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a clean absolute path"));
   }
   LAZ_ASSIGN_OR_RETURN(DirFd root, DirFd::Open("/"));
-  const std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
-  absl::StatusOr<DirFd> dir = MakeComponents(root, parts, mode, /*follow_existing=*/true);
-  if (!dir.ok()) {
-    return absl::Status(dir.status().code(),
-                        absl::StrCat("making ", path, ": ", dir.status().message()));
-  }
-  return dir;
+  return MakePath(root, path, mode, OpenAs::kFollow);
 }
 
 absl::StatusOr<std::vector<std::string>> ListNames(const DirFd& dir) {

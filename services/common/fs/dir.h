@@ -24,6 +24,12 @@ namespace lazaret::fs {
 // An empty `rel` opens `base` again.
 absl::StatusOr<DirFd> MakeDirsAt(const DirFd& base, const std::string& rel, mode_t mode);
 
+// MakeDirsAt for trees that are Lazaret's own or that only the sandbox
+// writes (DirFd::OpenOwnChild): each component is opened with OpenOwnChild,
+// so one the caller owns but lacks u+rwx on gets it. Never for the
+// workspace.
+absl::StatusOr<DirFd> MakeOwnDirsAt(const DirFd& base, const std::string& rel, mode_t mode);
+
 // mkdir -p of the absolute path `path` (IsCleanAbsolutePath), for paths the
 // user configured or Lazaret derived from them (its data and state
 // directories): existing components, the last one included, are followed

@@ -42,6 +42,26 @@ TEST_F(DirTest, MakeDirsAtNeverFollowsASymlinkBelowTheBase) {
   EXPECT_FALSE(MakeDirsAt(*base, "a/../b", 0700).ok());
 }
 
+// With rootless podman the agent can leave 0000 or 0555 directories the
+// developer owns in a tree only the sandbox writes.
+TEST_F(DirTest, MakeOwnDirsAtMakesOwnLockedDirectoriesUsableButNeverFollows) {
+  ASSERT_EQ(mkdir(P("tree").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("tree/locked").c_str(), 0755), 0);
+  ASSERT_EQ(chmod(P("tree/locked").c_str(), 0), 0);
+  auto base = DirFd::Open(P("tree"));
+  ASSERT_TRUE(base.ok());
+  auto made = MakeOwnDirsAt(*base, "locked/new", 0755);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_TRUE(Exists("tree/locked/new"));
+  struct stat st {};
+  ASSERT_EQ(stat(P("tree/locked").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0700, 0700u);
+  ASSERT_EQ(mkdir(P("outside").c_str(), 0755), 0);
+  ASSERT_EQ(symlink(P("outside").c_str(), P("tree/link").c_str()), 0);
+  EXPECT_FALSE(MakeOwnDirsAt(*base, "link/x", 0755).ok());
+  EXPECT_FALSE(Exists("outside/x"));
+}
+
 TEST_F(DirTest, MakeDirsFollowsExistingSymlinksLikeMkdirP) {
   ASSERT_EQ(mkdir(P("real").c_str(), 0755), 0);
   ASSERT_EQ(symlink(P("real").c_str(), P("via").c_str()), 0);
@@ -115,6 +135,33 @@ TEST_F(DirTest, OpenChildRefusesSymlinksAndNonComponents) {
   EXPECT_FALSE(d->OpenChild("link").ok());
   EXPECT_FALSE(d->OpenChild("real/..").ok());
   EXPECT_FALSE(DirFd::Open(P("link")).ok());
+}
+
+// The workspace is the developer's: opening a directory there changes
+// nothing, not even for a 0555 directory the caller owns (B3). Only
+// OpenOwnChild, for Lazaret's own trees, adds u+rwx.
+TEST_F(DirTest, OpenChildNeverChangesModes) {
+  ASSERT_EQ(mkdir(P("ro").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("ro/inner").c_str(), 0755), 0);
+  ASSERT_EQ(chmod(P("ro/inner").c_str(), 0555), 0);
+  ASSERT_EQ(chmod(P("ro").c_str(), 0555), 0);
+  struct stat before {
+  }, after{};
+  ASSERT_EQ(lstat(P("ro").c_str(), &before), 0);
+  auto base = DirFd::Open(base_);
+  ASSERT_TRUE(base.ok());
+  auto ro = base->OpenChild("ro");
+  ASSERT_TRUE(ro.ok()) << ro.status();
+  ASSERT_TRUE(ro->OpenChild("inner").ok());
+  ASSERT_EQ(lstat(P("ro").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0555u);
+  EXPECT_EQ(after.st_ctim.tv_nsec, before.st_ctim.tv_nsec);
+  ASSERT_EQ(lstat(P("ro/inner").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0555u);
+  // Lazaret's own trees: made removable.
+  ASSERT_TRUE(base->OpenOwnChild("ro").ok());
+  ASSERT_EQ(lstat(P("ro").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0755u);
 }
 
 }  // namespace

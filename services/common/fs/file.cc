@@ -12,16 +12,6 @@
 namespace lazaret::fs {
 namespace {
 
-const char* TypeName(mode_t mode) {
-  if (S_ISDIR(mode)) return "directory";
-  if (S_ISLNK(mode)) return "symlink";
-  if (S_ISFIFO(mode)) return "FIFO";
-  if (S_ISSOCK(mode)) return "socket";
-  if (S_ISCHR(mode)) return "character device";
-  if (S_ISBLK(mode)) return "block device";
-  return "special file";
-}
-
 // Splits a trusted absolute path into its directory and last component.
 absl::Status SplitPath(const std::string& path, std::string* dir, std::string* name) {
   const size_t slash = path.rfind('/');
@@ -33,7 +23,40 @@ absl::Status SplitPath(const std::string& path, std::string* dir, std::string* n
   return absl::OkStatus();
 }
 
+// Creates or replaces `name` in `dir` through a temporary file next to it:
+// created O_EXCL|O_NOFOLLOW with `mode`, filled by `fill(fd)`, given
+// `mode` exactly, synced if asked and renamed over `name`. The temporary
+// file is removed on any failure.
+template <typename Fill>
+absl::Status ReplaceFileAt(const DirFd& dir, const std::string& name, mode_t mode,
+                           Durability durability, Fill fill) {
+  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  const std::string tmp = TemporaryNameFor(name);
+  unlinkat(dir.get(), tmp.c_str(), 0);
+  UniqueFd fd(
+      openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("creating ", tmp), errno);
+  absl::Status s = fill(fd.get());
+  if (s.ok() &&
+      (fchmod(fd.get(), mode) != 0 || (durability == Durability::kSync && fsync(fd.get()) != 0) ||
+       renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0)) {
+    s = ErrnoStatus(absl::StrCat("writing ", name), errno);
+  }
+  if (!s.ok()) unlinkat(dir.get(), tmp.c_str(), 0);
+  return s;
+}
+
 }  // namespace
+
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISLNK(mode)) return "symlink";
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "special file";
+}
 
 absl::Status WriteAll(int fd, absl::string_view data) {
   while (!data.empty()) {
@@ -75,7 +98,7 @@ absl::StatusOr<UniqueFd> OpenRegularFileAt(const DirFd& dir, const std::string& 
   if (fstat(path_fd.get(), s) != 0) return ErrnoStatus(absl::StrCat("inspecting ", name), errno);
   if (!S_ISREG(s->st_mode)) {
     return absl::FailedPreconditionError(
-        absl::StrCat(name, " is a ", TypeName(s->st_mode), ", not a regular file"));
+        absl::StrCat(name, " is a ", FileTypeName(s->st_mode), ", not a regular file"));
   }
   // The magic link refers to the inode just checked, whatever the name
   // points to now.
@@ -113,7 +136,7 @@ absl::StatusOr<std::string> ReadHostFile(const std::string& path, uint64_t max_b
   if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("inspecting ", path), errno);
   if (!S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(
-        absl::StrCat(path, " is a ", TypeName(st.st_mode), ", not a regular file"));
+        absl::StrCat(path, " is a ", FileTypeName(st.st_mode), ", not a regular file"));
   }
   return ReadAll(fd.get(), max_bytes, path);
 }
@@ -124,20 +147,39 @@ std::string TemporaryNameFor(const std::string& name) {
 
 absl::Status WriteFileAtomicAt(const DirFd& dir, const std::string& name,
                                absl::string_view contents, mode_t mode, Durability durability) {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
-  const std::string tmp = TemporaryNameFor(name);
-  unlinkat(dir.get(), tmp.c_str(), 0);
-  UniqueFd fd(
-      openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-  if (!fd.valid()) return ErrnoStatus(absl::StrCat("creating ", tmp), errno);
-  absl::Status s = WriteAll(fd.get(), contents);
-  if (s.ok() &&
-      (fchmod(fd.get(), mode) != 0 || (durability == Durability::kSync && fsync(fd.get()) != 0) ||
-       renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0)) {
-    s = ErrnoStatus(absl::StrCat("writing ", name), errno);
+  return ReplaceFileAt(dir, name, mode, durability,
+                       [contents](int fd) { return WriteAll(fd, contents); });
+}
+
+absl::StatusOr<uint64_t> CopyRegularFileAt(const DirFd& src, const std::string& name,
+                                           const DirFd& dst, const std::string& dst_name,
+                                           uint64_t max_bytes, mode_t mode) {
+  struct stat st {};
+  LAZ_ASSIGN_OR_RETURN(UniqueFd in, OpenRegularFileAt(src, name, &st));
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(name, " is ", st.st_size, " bytes, over the limit of ", max_bytes));
   }
-  if (!s.ok()) unlinkat(dir.get(), tmp.c_str(), 0);
-  return s;
+  uint64_t total = 0;
+  LAZ_RETURN_IF_ERROR(
+      ReplaceFileAt(dst, dst_name, mode, Durability::kNoSync, [&](int out) -> absl::Status {
+        char buf[1 << 16];
+        for (;;) {
+          const ssize_t n = read(in.get(), buf, sizeof(buf));
+          if (n < 0) {
+            if (errno == EINTR) continue;
+            return ErrnoStatus(absl::StrCat("reading ", name), errno);
+          }
+          if (n == 0) return absl::OkStatus();
+          total += static_cast<uint64_t>(n);
+          if (total > max_bytes) {
+            return absl::ResourceExhaustedError(
+                absl::StrCat(name, " grew over the limit while copied"));
+          }
+          LAZ_RETURN_IF_ERROR(WriteAll(out, absl::string_view(buf, static_cast<size_t>(n))));
+        }
+      }));
+  return total;
 }
 
 absl::Status WriteNewFileAt(const DirFd& dir, const std::string& name, absl::string_view contents,

@@ -72,6 +72,15 @@ absl::Status WriteFileAtomicAt(const DirFd& dir, const std::string& name,
 absl::Status WriteNewFileAt(const DirFd& dir, const std::string& name, absl::string_view contents,
                             mode_t mode);
 
+// Copies the regular file `name` of `src` (opened as OpenRegularFileAt
+// does: never a symlink, FIFO or device) to `dst_name` in `dst` the way
+// WriteFileAtomicAt writes, streaming, with `mode`. At most `max_bytes`:
+// a larger file, or one that grows larger while copied, is
+// ResourceExhausted. Returns the bytes copied.
+absl::StatusOr<uint64_t> CopyRegularFileAt(const DirFd& src, const std::string& name,
+                                           const DirFd& dst, const std::string& dst_name,
+                                           uint64_t max_bytes, mode_t mode = 0644);
+
 // WriteFileAtomicAt for a path whose directories the caller trusts (looked
 // up as ReadRegularFile does).
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents,
@@ -85,6 +94,11 @@ std::optional<std::string> RegularFileFingerprint(const DirFd& dir, const std::s
 
 // The name of the temporary file WriteFileAtomicAt uses for `name`.
 std::string TemporaryNameFor(const std::string& name);
+
+// What a file of type `mode` (st_mode) is, for messages: "directory",
+// "symlink", "FIFO", "socket", "character device", "block device", or
+// "special file" (a regular file included).
+const char* FileTypeName(mode_t mode);
 
 }  // namespace lazaret::fs
 

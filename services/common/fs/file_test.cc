@@ -123,6 +123,31 @@ TEST_F(FileTest, NewFileIsCreatedWithExactlyTheModeAndNeverReplacesAnything) {
   EXPECT_EQ(Slurp("target"), "keep");
 }
 
+TEST_F(FileTest, CopyReplacesTheTargetWithTheModeAndOnlyCopiesRegularFiles) {
+  Write("src", "contents");
+  Write("dst", "old");
+  ASSERT_EQ(symlink(P("src").c_str(), P("link").c_str()), 0);
+  ASSERT_EQ(mkfifo(P("fifo").c_str(), 0644), 0);
+  auto d = DirFd::Open(base_);
+  ASSERT_TRUE(d.ok());
+  auto copied = CopyRegularFileAt(*d, "src", *d, "dst", 100, 0444);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(*copied, 8u);
+  EXPECT_EQ(Slurp("dst"), "contents");
+  struct stat st {};
+  ASSERT_EQ(stat(P("dst").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
+  EXPECT_FALSE(CopyRegularFileAt(*d, "link", *d, "out", 100).ok());
+  // Opening the FIFO for reading would block this test forever.
+  EXPECT_EQ(CopyRegularFileAt(*d, "fifo", *d, "out", 100).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::IsNotFound(CopyRegularFileAt(*d, "missing", *d, "out", 100).status()));
+  EXPECT_EQ(CopyRegularFileAt(*d, "src", *d, "out", 7).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(Exists("out"));
+  EXPECT_FALSE(Exists(TemporaryNameFor("out")));
+}
+
 TEST_F(FileTest, WriteAllWritesEverything) {
   const std::string big(1 << 20, 'x');
   const int fd = open(P("big").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -143,6 +168,15 @@ TEST_F(FileTest, FingerprintChangesWithAWriteAndIsNulloptForNonFiles) {
   EXPECT_NE(RegularFileFingerprint(*d, "f"), before);
   EXPECT_FALSE(RegularFileFingerprint(*d, "d").has_value());
   EXPECT_FALSE(RegularFileFingerprint(*d, "missing").has_value());
+}
+
+TEST(FileTypeNameTest, NamesEachKindOfFile) {
+  EXPECT_STREQ(FileTypeName(S_IFDIR | 0755), "directory");
+  EXPECT_STREQ(FileTypeName(S_IFLNK | 0777), "symlink");
+  EXPECT_STREQ(FileTypeName(S_IFIFO | 0644), "FIFO");
+  EXPECT_STREQ(FileTypeName(S_IFSOCK | 0755), "socket");
+  EXPECT_STREQ(FileTypeName(S_IFCHR | 0600), "character device");
+  EXPECT_STREQ(FileTypeName(S_IFBLK | 0600), "block device");
 }
 
 }  // namespace
