@@ -1,13 +1,11 @@
 // Running the host's git for the Git Shadow. Runs in the `lazaret` CLI on the
-// host, as the developer. Git is started with an argv through the CLI's spawn core (fork and execve),
-// never through a shell; every GIT_* variable of the caller's environment is
-// removed (so GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_* and friends cannot
-// redirect what Lazaret does), messages are in the C locale so they can be
-// matched, and hooks and fsmonitor are switched off on every invocation.
-// Every run has a deadline: git reads what the sandbox wrote (packs, refs)
-// and runs inside `lazaret run`'s supervise loop, so a run that hangs must
-// not hold up signals, sidecar checks or teardown. On the deadline git's
-// whole process group is killed.
+// host, as the developer. Git is started with an argv through the CLI's spawn core (fork and
+// execve), never through a shell; every GIT_* variable of the caller's environment is removed (so
+// GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_* and friends cannot redirect what Lazaret does), messages
+// are in the C locale so they can be matched, and hooks and fsmonitor are switched off on every
+// invocation. Every run has a deadline: git reads what the sandbox wrote (packs, refs) and runs
+// inside `lazaret run`'s supervise loop, so a run that hangs must not hold up signals, sidecar
+// checks or teardown. On the deadline git's whole process group is killed.
 #ifndef LAZARET_CLIENTS_LAZARET_GITSHADOW_GIT_H_
 #define LAZARET_CLIENTS_LAZARET_GITSHADOW_GIT_H_
 
