@@ -140,61 +140,56 @@ std::optional<Setting<std::string>> TomlReader::PathTemplate(const toml::node& n
   return s;
 }
 
-std::optional<SettingList<Cidr>> TomlReader::CidrList(const toml::node& n,
-                                                      const std::string& path) {
+template <typename T, typename Parse>
+std::optional<SettingList<T>> TomlReader::StringList(const toml::node& n, const std::string& path,
+                                                     Parse parse) {
   const toml::array* a = Array(n, path);
   if (a == nullptr) return std::nullopt;
-  SettingList<Cidr> out{{}, At(path, n)};
+  SettingList<T> out{{}, At(path, n)};
   bool ok = true;
   for (size_t i = 0; i < a->size(); ++i) {
-    const std::string ep = absl::StrCat(path, "[", i, "]");
-    auto s = String(*a->get(i), ep);
-    if (!s) {
+    std::optional<Setting<std::string>> s = String(*a->get(i), absl::StrCat(path, "[", i, "]"));
+    std::optional<T> v = s ? parse(*s) : std::nullopt;
+    if (!v) {
       ok = false;
       continue;
     }
-    absl::StatusOr<Cidr> c = Cidr::Parse(View(s->value));
-    if (!c.ok()) {
-      diags_.Error(s->origin, std::string(c.status().message()),
-                   "write a network in CIDR form with its host bits zero, e.g. "
-                   "\"192.0.2.0/24\" or \"2001:db8::/32\"");
-      ok = false;
-      continue;
-    }
-    out.value.push_back({*c, s->origin});
+    out.value.push_back({*std::move(v), s->origin});
   }
   if (!ok) return std::nullopt;
   return out;
 }
 
+std::optional<SettingList<Cidr>> TomlReader::CidrList(const toml::node& n,
+                                                      const std::string& path) {
+  return StringList<Cidr>(n, path, [&](const Setting<std::string>& s) -> std::optional<Cidr> {
+    absl::StatusOr<Cidr> c = Cidr::Parse(View(s.value));
+    if (!c.ok()) {
+      diags_.Error(s.origin, std::string(c.status().message()),
+                   "write a network in CIDR form with its host bits zero, e.g. "
+                   "\"192.0.2.0/24\" or \"2001:db8::/32\"");
+      return std::nullopt;
+    }
+    return *c;
+  });
+}
+
 std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,
                                                                   const std::string& path) {
-  const toml::array* a = Array(n, path);
-  if (a == nullptr) return std::nullopt;
-  SettingList<CommandPrefix> out{{}, At(path, n)};
-  bool ok = true;
-  for (size_t i = 0; i < a->size(); ++i) {
-    const std::string ep = absl::StrCat(path, "[", i, "]");
-    auto s = String(*a->get(i), ep);
-    if (!s) {
-      ok = false;
-      continue;
-    }
-    std::vector<std::string> warnings;
-    absl::StatusOr<CommandPrefix> p = CheckAutoApproveEntry(View(s->value), &warnings);
-    if (!p.ok()) {
-      diags_.Error(s->origin,
-                   absl::StrCat(QuoteValue(s->value), " is refused: ", p.status().message()),
-                   "remove it and let the agent ask each time, or approve a narrower, "
-                   "read-only command (see docs/configuration.md#auto_approve)");
-      ok = false;
-      continue;
-    }
-    for (std::string& w : warnings) diags_.Warning(s->origin, std::move(w));
-    out.value.push_back({*std::move(p), s->origin});
-  }
-  if (!ok) return std::nullopt;
-  return out;
+  return StringList<CommandPrefix>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<CommandPrefix> {
+        std::vector<std::string> warnings;
+        absl::StatusOr<CommandPrefix> p = CheckAutoApproveEntry(View(s.value), &warnings);
+        if (!p.ok()) {
+          diags_.Error(s.origin,
+                       absl::StrCat(QuoteValue(s.value), " is refused: ", p.status().message()),
+                       "remove it and let the agent ask each time, or approve a narrower, "
+                       "read-only command (see docs/configuration.md#auto_approve)");
+          return std::nullopt;
+        }
+        for (std::string& w : warnings) diags_.Warning(s.origin, std::move(w));
+        return *std::move(p);
+      });
 }
 
 }  // namespace lazaret::config

@@ -52,6 +52,13 @@ class TomlReader {
                                                         const std::string& path);
 
  private:
+  // A list of strings, each turned into a T by `parse` (which reports its
+  // own diagnostic and returns nullopt for an entry it refuses). nullopt
+  // when the list or any entry is refused; every entry is checked.
+  template <typename T, typename Parse>
+  std::optional<SettingList<T>> StringList(const toml::node& n, const std::string& path,
+                                           Parse parse);
+
   Layer layer_;
   const std::string& file_;
   Diagnostics& diags_;
