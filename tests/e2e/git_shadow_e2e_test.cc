@@ -371,7 +371,10 @@ ln -s /etc/shadow $O/ab/cdef0123456789abcdef0123456789abcdef01
 mkfifo $O/pack/pack-0123456789abcdef0123456789abcdef01234567.pack
 touch $O/pack/pack-0123456789abcdef0123456789abcdef01234567.idx
 mknod $O/ab/1111111111111111111111111111111111111111 c 1 3 2>/dev/null
-ln -s /run/lazaret/git/hooks $O/cd
+# A symlinked fan-out directory, under a name the commit did not already use.
+for d in cd ce cf d0 d1 d2 d3 d4 d5 d6 d7 d8 d9; do
+  [ -e $O/$d ] || { ln -s /run/lazaret/git/hooks $O/$d; break; }
+done
 ln -s /run/lazaret/git/refs/heads/main .git/refs/heads/lazaret/evil-link
 mkfifo .git/refs/heads/lazaret/evil-fifo
 ln -s /run/lazaret/git/config .git/logs/refs/heads/lazaret/evil-log

@@ -43,7 +43,11 @@ ln -s /etc/shadow $O/ab/cdef0123456789abcdef0123456789abcdef01
 mkfifo $O/pack/pack-0123456789abcdef0123456789abcdef01234567.pack
 touch $O/pack/pack-0123456789abcdef0123456789abcdef01234567.idx
 mknod $O/ab/1111111111111111111111111111111111111111 c 1 3 || true
-ln -s /run/lazaret/git/hooks $O/cd
+# A symlink in place of a loose-object fan-out directory, under a name the
+# commit above did not already use.
+for d in cd ce cf d0 d1 d2 d3 d4 d5 d6 d7 d8 d9; do
+  if [ ! -e $O/$d ]; then ln -s /run/lazaret/git/hooks $O/$d; echo "fanout=$d"; break; fi
+done
 ln -s /run/lazaret/git/refs/heads/main .git/refs/heads/lazaret/evil-link
 mkfifo .git/refs/heads/lazaret/evil-fifo
 ln -s /etc/passwd .git/logs/refs/heads/lazaret/evil-log
@@ -55,10 +59,15 @@ echo ok
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->import_status.ok()) << report->import_status;
   const std::string removed = absl::StrJoin(report->removed, "\n");
-  for (const char* what : {"objects/ab/cdef0123456789abcdef0123456789abcdef01: symlink",
-                           "objects/pack/pack-0123456789abcdef0123456789abcdef01234567.pack: FIFO",
-                           "objects/cd: symlink", "refs/evil-link: symlink", "refs/evil-fifo: FIFO",
-                           "logs/evil-log: symlink", "logs/agent-test-fifo: FIFO"}) {
+  const size_t fanout = r.out.find("fanout=");
+  ASSERT_NE(fanout, std::string::npos) << r.out;
+  const std::string fanout_link =
+      absl::StrCat("objects/", r.out.substr(fanout + 7, 2), ": symlink");
+  for (const std::string& what :
+       {std::string("objects/ab/cdef0123456789abcdef0123456789abcdef01: symlink"),
+        std::string("objects/pack/pack-0123456789abcdef0123456789abcdef01234567.pack: FIFO"),
+        fanout_link, std::string("refs/evil-link: symlink"), std::string("refs/evil-fifo: FIFO"),
+        std::string("logs/evil-log: symlink"), std::string("logs/agent-test-fifo: FIFO")}) {
     EXPECT_NE(removed.find(what), std::string::npos) << what << "\n" << removed;
   }
   EXPECT_FALSE(PathExists(s + "/objects/ab/cdef0123456789abcdef0123456789abcdef01"));
