@@ -11,8 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,6 +22,7 @@
 #include "clients/lazaret/podman/host.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "services/common/constants.h"
+#include "services/common/fs/file.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
 
@@ -46,13 +45,6 @@ absl::StatusOr<std::string> VersionOf(const std::vector<std::string>& argv) {
         absl::StrCat("exit ", r->exit_code, ": ", FirstLine(r->err.empty() ? r->out : r->err)));
   }
   return FirstLine(r->out.empty() ? r->err : r->out);
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The containers.conf files podman itself would read for this user; a
@@ -128,7 +120,7 @@ void CheckRootless(const Report& report, const HostUser& u) {
     return;
   }
   for (const char* f : {"/etc/subuid", "/etc/subgid"}) {
-    if (HasSubordinateRange(ReadAll(f), u.name, u.uid)) {
+    if (HasSubordinateRange(fs::ReadHostFile(f).value_or(""), u.name, u.uid)) {
       Say(report, Verdict::kOk, f, absl::StrCat("range for ", u.name));
     } else {
       Say(report, Verdict::kFail, f, absl::StrCat("no range of 65536 ids for ", u.name),

@@ -2,32 +2,13 @@
 
 #include <sys/stat.h>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
+#include "services/common/fs/path.h"
 
 namespace lazaret::cli::session {
-namespace {
 
 namespace pb = ::lazaret::config::v1;
-
-// A container path Lazaret accepts as a mount target: absolute, no "..",
-// "." or empty segments beyond the leading slash.
-bool IsCleanAbsolute(const std::string& p) {
-  if (p.empty() || p[0] != '/') return false;
-  if (p == "/") return true;
-  for (absl::string_view seg : absl::StrSplit(p.substr(1), '/')) {
-    if (seg.empty() || seg == "." || seg == "..") return false;
-  }
-  return true;
-}
-
-bool IsAtOrUnder(const std::string& path, const std::string& dir) {
-  return path == dir || absl::StartsWith(path, absl::StrCat(dir, "/"));
-}
-
-}  // namespace
 
 std::string EscapePersistentPath(const std::string& container_path) {
   std::string p = container_path;
@@ -57,7 +38,7 @@ absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
   std::vector<BindMount> out;
   for (const std::string& d : dirs) {
     const std::string key = absl::StrCat("persistent_dirs entry '", d, "'");
-    if (!IsCleanAbsolute(d)) {
+    if (!fs::IsCleanAbsolutePath(d)) {
       return absl::InvalidArgumentError(
           absl::StrCat(key, " must be a clean absolute path inside the container"));
     }
@@ -73,7 +54,7 @@ absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
       }
     }
     for (const char* r : kReservedTrees) {
-      if (IsAtOrUnder(d, r)) {
+      if (fs::IsAtOrUnder(d, r)) {
         return absl::FailedPreconditionError(absl::StrCat(
             key, ": ", r, " belongs to Lazaret or the kernel and cannot be persisted"));
       }
@@ -106,7 +87,7 @@ bool IsRealDirectory(const std::string& path) {
 
 absl::StatusOr<std::vector<std::string>> MountArgs(const Mount& mount) {
   if (const auto* b = std::get_if<BindMount>(&mount)) {
-    if (b->host.empty() || b->host[0] != '/' || !IsCleanAbsolute(b->container)) {
+    if (b->host.empty() || b->host[0] != '/' || !fs::IsCleanAbsolutePath(b->container)) {
       return absl::InvalidArgumentError(absl::StrCat("mount ", b->host, " -> ", b->container,
                                                      ": both paths must be absolute and clean"));
     }
@@ -125,7 +106,7 @@ absl::StatusOr<std::vector<std::string>> MountArgs(const Mount& mount) {
         absl::StrCat("--volume=", b->host, ":", b->container, ":", opts)};
   }
   const auto& t = std::get<TmpfsMount>(mount);
-  if (!IsCleanAbsolute(t.container) || t.container.find(',') != std::string::npos ||
+  if (!fs::IsCleanAbsolutePath(t.container) || t.container.find(',') != std::string::npos ||
       t.container.find('=') != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("tmpfs mount at '", t.container, "': not a path podman --mount accepts"));
