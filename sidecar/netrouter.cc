@@ -54,11 +54,6 @@ class NetRouterServiceImpl final
  public:
   NetRouterServiceImpl() : guard_(CloseNamespace) {}
 
-  grpc::Status ListRoutes(grpc::ServerContext*, const pb::ListRoutesRequest*,
-                          pb::ListRoutesResponse*) override {
-    return grpc::Status::OK;
-  }
-
   grpc::ServerWriteReactor<pb::HoldEvent>* Hold(grpc::CallbackServerContext*,
                                                 const pb::HoldRequest* request) override {
     const std::string holder = HolderLabel(request->holder());

@@ -43,8 +43,12 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   out->set_data_root(p.data_root);
   for (const std::string& d : p.persistent_dirs) out->add_persistent_dirs(d);
   out->set_keep_planted_repositories(p.keep_planted_repositories);
-  for (const Cidr& c : p.allow) out->mutable_network()->add_allow()->set_prefix(c.ToString());
-  for (const Cidr& c : p.deny) out->mutable_network()->add_deny()->set_prefix(c.ToString());
+  for (const Cidr& c : p.allow) {
+    out->mutable_network()->add_allow()->mutable_cidr()->set_prefix(c.ToString());
+  }
+  for (const Cidr& c : p.deny) {
+    out->mutable_network()->add_deny()->mutable_cidr()->set_prefix(c.ToString());
+  }
   for (const ResolvedEnv& e : p.env) {
     pb::EnvVar* v = out->add_env();
     v->set_name(e.name);

@@ -200,7 +200,7 @@ TEST_F(ConfigApiTest, WithNoFilesTheEmbeddedDefaultResolves) {
   EXPECT_EQ(p.profile_dir(), home_ + "/.local/share/lazaret/default");
   EXPECT_EQ(p.escalation().socket_dir(), run_ + "/escalation");
   std::vector<std::string> deny;
-  for (const auto& c : p.network().deny()) deny.push_back(c.prefix());
+  for (const auto& c : p.network().deny()) deny.push_back(c.cidr().prefix());
   EXPECT_THAT(deny, AllOf(Contains("169.254.0.0/16"), Contains("10.0.0.0/8"), Contains("fc00::/7"),
                           Contains("64:ff9b::/96")));
 }
@@ -273,7 +273,7 @@ TEST_F(ConfigApiTest, WorkspaceAllowEgressIsRefusedUntilTrustedAndAfterRevoke) {
   resp.Clear();
   ASSERT_TRUE(Resolve("claude-code", &resp).ok());
   std::vector<std::string> allow;
-  for (const auto& c : resp.profile().network().allow()) allow.push_back(c.prefix());
+  for (const auto& c : resp.profile().network().allow()) allow.push_back(c.cidr().prefix());
   EXPECT_THAT(allow, Contains("93.184.216.0/24"));
 
   CommandResult revoke = Lazaret({"trust", "--revoke"});

@@ -84,8 +84,8 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
       p.persistent_dirs().empty() ? "" : base + "persistent_dirs");
   std::vector<std::string> allow;
   std::vector<std::string> deny;
-  for (const auto& c : p.network().allow()) allow.push_back(c.prefix());
-  for (const auto& c : p.network().deny()) deny.push_back(c.prefix());
+  for (const auto& c : p.network().allow()) allow.push_back(c.cidr().prefix());
+  for (const auto& c : p.network().deny()) deny.push_back(c.cidr().prefix());
   row("network allow", absl::StrJoin(allow, " "), "");
   row("network deny", absl::StrJoin(deny, " "), "network.default_deny");
   if (p.env().empty()) row("env", "(none)", "");
