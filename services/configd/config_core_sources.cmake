@@ -7,10 +7,13 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/auto_approve.cc
   ${CMAKE_CURRENT_LIST_DIR}/cidr.cc
   ${CMAKE_CURRENT_LIST_DIR}/diagnostics.cc
+  ${CMAKE_CURRENT_LIST_DIR}/dns_upstream.cc
+  ${CMAKE_CURRENT_LIST_DIR}/domain_pattern.cc
   ${CMAKE_CURRENT_LIST_DIR}/embedded_default.cc
   ${CMAKE_CURRENT_LIST_DIR}/host_paths.cc
   ${CMAKE_CURRENT_LIST_DIR}/loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/narrowing.cc
+  ${CMAKE_CURRENT_LIST_DIR}/network_narrowing.cc
   ${CMAKE_CURRENT_LIST_DIR}/resolve.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema_values.cc

@@ -31,6 +31,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
     Take(m.data_root, l->data_root);
     Take(m.default_allow, l->default_allow);
     Take(m.default_deny, l->default_deny);
+    Take(m.default_allow_domains, l->default_allow_domains);
+    Take(m.dns_upstream, l->dns_upstream);
     Take(m.escalation_enabled, l->escalation_enabled);
     Take(m.socket_dir, l->socket_dir);
     Take(m.auto_approve, l->auto_approve);
@@ -40,6 +42,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.image, p.image);
       Take(mp.persistent_dirs, p.persistent_dirs);
       Take(mp.allow_egress, p.allow_egress);
+      Take(mp.default_allow, p.default_allow);
+      Take(mp.allow_domains, p.allow_domains);
       Take(mp.env, p.env);
       Take(mp.volumes, p.volumes);
       Take(mp.keep_planted_repositories, p.keep_planted_repositories);

@@ -71,8 +71,16 @@ struct ResolvedProfile {
   std::string data_root;
   std::string profile_dir;  // <data_root>/<name>
   std::vector<std::string> persistent_dirs;
-  std::vector<Cidr> allow;  // network.default_allow, then the profile's allow_egress
-  std::vector<Cidr> deny;   // network.default_deny
+  // Each network entry with the place it was written. allow: the
+  // profile's default_allow (else network.default_allow), then its
+  // allow_egress; deny: network.default_deny; allow_domains:
+  // network.default_allow_domains, then the profile's allow_domains. Each
+  // list without repeats (the first occurrence is kept).
+  std::vector<Setting<Cidr>> allow;
+  std::vector<Setting<Cidr>> deny;
+  std::vector<Setting<std::string>> allow_domains;
+  // network.dns_upstream, canonical "address:port"; empty: the host's own.
+  std::vector<std::string> dns_upstream;
   std::vector<ResolvedEnv> env;
   std::vector<ResolvedVolume> volumes;
   bool keep_planted_repositories = false;

@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/common/constants.h"
 #include "services/configd/embedded_default.h"
 #include "services/configd/layer_files.h"
 #include "services/configd/test_util.h"
 #include "services/configd/trust_store.h"
-#include "services/common/constants.h"
 
 namespace lazaret::config {
 namespace {
@@ -32,9 +32,9 @@ using testing::Warnings;
 
 std::string Q(const std::string& s) { return "\"" + s + "\""; }
 
-std::vector<std::string> Texts(const std::vector<Cidr>& cidrs) {
+std::vector<std::string> Texts(const std::vector<Setting<Cidr>>& cidrs) {
   std::vector<std::string> out;
-  for (const Cidr& c : cidrs) out.push_back(c.ToString());
+  for (const Setting<Cidr>& c : cidrs) out.push_back(c.value.ToString());
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "services/configd/network_narrowing.h"
 
 namespace lazaret::config {
 namespace {
@@ -90,47 +91,7 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
     diags.Widening(w.escalation_enabled->origin,
                    "turns host escalation on; your configuration turns it off", hint);
   }
-  // Allow and deny lists are handed to the network policy, which may decide
-  // by longest prefix. So a workspace keeps every deny entry exactly (a
-  // broader deny can lose to a more specific allow), and an allow entry must
-  // be one the user granted, or lie inside one and overlap no deny entry.
-  const std::vector<Setting<Cidr>>& deny =
-      w.default_deny ? w.default_deny->value : c.default_deny->value;
-  auto allow_is_narrower = [&](const Cidr& n, const std::vector<Setting<Cidr>>& granted) {
-    const bool exact = std::any_of(granted.begin(), granted.end(),
-                                   [&](const Setting<Cidr>& g) { return g.value == n; });
-    if (exact) return true;
-    const bool overlaps_deny = std::any_of(
-        deny.begin(), deny.end(), [&](const Setting<Cidr>& d) { return d.value.Overlaps(n); });
-    return CoveredBy(n, granted) && !overlaps_deny;
-  };
-  if (w.default_allow && c.default_allow) {
-    for (const Setting<Cidr>& n : w.default_allow->value) {
-      if (!allow_is_narrower(n.value, c.default_allow->value)) {
-        diags.Widening(n.origin,
-                       absl::StrCat("allows ", Q(n.value.ToString()),
-                                    ", which is neither an entry of network.default_allow in "
-                                    "your configuration nor a part of one that avoids every "
-                                    "denied range"),
-                       hint);
-      }
-    }
-  }
-  if (w.default_deny && c.default_deny) {
-    for (const Setting<Cidr>& n : c.default_deny->value) {
-      const bool kept = std::any_of(w.default_deny->value.begin(), w.default_deny->value.end(),
-                                    [&](const Setting<Cidr>& d) { return d.value == n.value; });
-      if (!kept) {
-        diags.Widening(
-            w.default_deny->origin,
-            absl::StrCat("drops ", Q(n.value.ToString()), " from network.default_deny (denied by ",
-                         LayerName(n.origin.layer), " ", n.origin.file,
-                         "); a workspace file may add deny entries, not remove or "
-                         "replace them"),
-            hint);
-      }
-    }
-  }
+  CheckNetworkNarrowing(w, c, hint, diags);
   if (w.auto_approve) {
     for (const Setting<CommandPrefix>& e : w.auto_approve->value) {
       const bool covered =
@@ -183,18 +144,6 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
           diags.Widening(d.origin,
                          absl::StrCat("persists ", Q(d.value), ", which ", base,
                                       ".persistent_dirs of your configuration does not"),
-                         hint);
-        }
-      }
-    }
-    if (wp.allow_egress) {
-      for (const Setting<Cidr>& n : wp.allow_egress->value) {
-        if (!cp.allow_egress || !allow_is_narrower(n.value, cp.allow_egress->value)) {
-          diags.Widening(n.origin,
-                         absl::StrCat("allows egress to ", Q(n.value.ToString()),
-                                      ", which is neither an entry of ", base,
-                                      ".allow_egress in your configuration nor a part of one "
-                                      "that avoids every denied range"),
                          hint);
         }
       }

@@ -1,10 +1,11 @@
 // The workspace clamp: a workspace lazaret.toml whose exact content the
 // user has not trusted may only narrow the merge of the user's own layers
 // (embedded default, user file and --config); every widening is an error.
-// See docs/configuration.md for the rule of each key. Part of
-// lazaret_config (runs in lazaret-configd and the loader fuzzer, which
-// checks the clamp as a property). The workspace layer is untrusted text,
-// possibly written by the agent.
+// See docs/configuration.md for the rule of each key; those of the network
+// keys are in network_narrowing.h. Part of lazaret_config (runs in
+// lazaret-configd and the loader fuzzer, which checks the clamp as a
+// property). The workspace layer is untrusted text, possibly written by
+// the agent.
 #ifndef LAZARET_SERVICES_CONFIGD_NARROWING_H_
 #define LAZARET_SERVICES_CONFIGD_NARROWING_H_
 

@@ -36,6 +36,18 @@ void ToProto(const LayerSummary& l, pb::LayerInfo* out) {
   out->set_trusted(l.trusted);
 }
 
+void ToProto(const Origin& o, pb::EntrySource* out) {
+  out->set_layer(ToProto(o.layer));
+  out->set_file(o.file);
+  out->set_line(o.line);
+  out->set_key_path(o.key_path);
+}
+
+void ToProto(const Setting<Cidr>& c, pb::CidrEntry* out) {
+  out->mutable_cidr()->set_prefix(c.value.ToString());
+  ToProto(c.origin, out->mutable_source());
+}
+
 void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   out->set_name(p.name);
   out->set_image(p.image);
@@ -43,12 +55,15 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   out->set_data_root(p.data_root);
   for (const std::string& d : p.persistent_dirs) out->add_persistent_dirs(d);
   out->set_keep_planted_repositories(p.keep_planted_repositories);
-  for (const Cidr& c : p.allow) {
-    out->mutable_network()->add_allow()->mutable_cidr()->set_prefix(c.ToString());
+  pb::NetworkPolicy* net = out->mutable_network();
+  for (const Setting<Cidr>& c : p.allow) ToProto(c, net->add_allow());
+  for (const Setting<Cidr>& c : p.deny) ToProto(c, net->add_deny());
+  for (const Setting<std::string>& d : p.allow_domains) {
+    pb::DomainEntry* e = net->add_allow_domains();
+    e->set_pattern(d.value);
+    ToProto(d.origin, e->mutable_source());
   }
-  for (const Cidr& c : p.deny) {
-    out->mutable_network()->add_deny()->mutable_cidr()->set_prefix(c.ToString());
-  }
+  for (const std::string& u : p.dns_upstream) net->add_dns_upstream(u);
   for (const ResolvedEnv& e : p.env) {
     pb::EnvVar* v = out->add_env();
     v->set_name(e.name);

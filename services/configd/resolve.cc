@@ -44,6 +44,16 @@ std::optional<std::string> ResolveGlobalDir(const Setting<std::string>& s, const
   return *std::move(canon);
 }
 
+// Appends each entry of `from` whose value `to` does not hold yet.
+template <typename T>
+void AppendNew(std::vector<Setting<T>>& to, const std::vector<Setting<T>>& from) {
+  for (const Setting<T>& e : from) {
+    const bool present =
+        std::any_of(to.begin(), to.end(), [&](const Setting<T>& t) { return t.value == e.value; });
+    if (!present) to.push_back(e);
+  }
+}
+
 void AddSource(ResolvedProfile& p, const std::string& key, const Origin& o) {
   p.sources.push_back({key, o.layer, o.file});
 }
@@ -186,18 +196,29 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     p.keep_planted_repositories = pl.keep_planted_repositories->value;
     AddSource(p, base + ".keep_planted_repositories", pl.keep_planted_repositories->origin);
   }
-  for (const Setting<Cidr>& n : m.default_allow->value) p.allow.push_back(n.value);
-  AddSource(p, "network.default_allow", m.default_allow->origin);
+  const bool own_default_allow = pl.default_allow.has_value();
+  const SettingList<Cidr>& default_allow = own_default_allow ? *pl.default_allow : *m.default_allow;
+  AppendNew(p.allow, default_allow.value);
+  AddSource(p, own_default_allow ? base + ".default_allow" : "network.default_allow",
+            default_allow.origin);
   if (pl.allow_egress) {
-    for (const Setting<Cidr>& n : pl.allow_egress->value) {
-      if (std::find(p.allow.begin(), p.allow.end(), n.value) == p.allow.end()) {
-        p.allow.push_back(n.value);
-      }
-    }
+    AppendNew(p.allow, pl.allow_egress->value);
     AddSource(p, base + ".allow_egress", pl.allow_egress->origin);
   }
-  for (const Setting<Cidr>& n : m.default_deny->value) p.deny.push_back(n.value);
+  AppendNew(p.deny, m.default_deny->value);
   AddSource(p, "network.default_deny", m.default_deny->origin);
+  if (m.default_allow_domains) {
+    AppendNew(p.allow_domains, m.default_allow_domains->value);
+    AddSource(p, "network.default_allow_domains", m.default_allow_domains->origin);
+  }
+  if (pl.allow_domains) {
+    AppendNew(p.allow_domains, pl.allow_domains->value);
+    AddSource(p, base + ".allow_domains", pl.allow_domains->origin);
+  }
+  if (m.dns_upstream) {
+    for (const Setting<std::string>& u : m.dns_upstream->value) p.dns_upstream.push_back(u.value);
+    AddSource(p, "network.dns_upstream", m.dns_upstream->origin);
+  }
   if (pl.env) {
     for (const Setting<EnvValue>& e : pl.env->value) {
       p.env.push_back({e.value.name, e.value.host_pull, e.value.value, e.origin.layer});

@@ -18,10 +18,12 @@ using KeyList = std::vector<absl::string_view>;
 
 const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation", "profiles"};
 const KeyList kStorageKeys = {"data_root"};
-const KeyList kNetworkKeys = {"default_allow", "default_deny"};
+const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
+                              "dns_upstream"};
 const KeyList kEscalationKeys = {"enabled", "socket_dir", "auto_approve"};
-const KeyList kProfileKeys = {"image", "persistent_dirs", "allow_egress",
-                              "env",   "volumes",         "keep_planted_repositories"};
+const KeyList kProfileKeys = {
+    "image",   "persistent_dirs",          "allow_egress", "default_allow", "allow_domains", "env",
+    "volumes", "keep_planted_repositories"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 
 // Where each known key lives, for "belongs in [section]" hints.
@@ -82,6 +84,12 @@ class LayerParser {
       }
       if (const toml::node* n = t->get("default_deny")) {
         out.default_deny = r_.CidrList(*n, "network.default_deny");
+      }
+      if (const toml::node* n = t->get("default_allow_domains")) {
+        out.default_allow_domains = r_.DomainList(*n, "network.default_allow_domains");
+      }
+      if (const toml::node* n = t->get("dns_upstream")) {
+        out.dns_upstream = r_.DnsUpstreamList(*n, "network.dns_upstream");
       }
     }
     if (const toml::table* t = r_.Table(root, "escalation", "escalation")) {
@@ -206,6 +214,12 @@ class LayerParser {
     }
     if (const toml::node* n = t.get("allow_egress")) {
       p.allow_egress = r_.CidrList(*n, absl::StrCat(path, ".allow_egress"));
+    }
+    if (const toml::node* n = t.get("default_allow")) {
+      p.default_allow = r_.CidrList(*n, absl::StrCat(path, ".default_allow"));
+    }
+    if (const toml::node* n = t.get("allow_domains")) {
+      p.allow_domains = r_.DomainList(*n, absl::StrCat(path, ".allow_domains"));
     }
     if (const toml::node* n = t.get("env")) {
       const std::string kp = absl::StrCat(path, ".env");

@@ -60,6 +60,10 @@ struct ProfileLayer {
   std::optional<Setting<std::string>> image;
   std::optional<SettingList<std::string>> persistent_dirs;  // clean container paths
   std::optional<SettingList<Cidr>> allow_egress;
+  // Replaces network.default_allow for this profile ([] with allow_domains:
+  // a profile that reaches names only).
+  std::optional<SettingList<Cidr>> default_allow;
+  std::optional<SettingList<std::string>> allow_domains;  // canonical patterns
   std::optional<SettingList<EnvValue>> env;
   std::optional<SettingList<VolumeSpec>> volumes;
   // true: git repositories the session plants are only reported, not
@@ -76,6 +80,8 @@ struct LayerConfig {
   std::optional<Setting<std::string>> data_root;  // template
   std::optional<SettingList<Cidr>> default_allow;
   std::optional<SettingList<Cidr>> default_deny;
+  std::optional<SettingList<std::string>> default_allow_domains;  // canonical patterns
+  std::optional<SettingList<std::string>> dns_upstream;           // canonical "address:port"
   std::optional<Setting<bool>> escalation_enabled;
   std::optional<Setting<std::string>> socket_dir;  // template
   std::optional<SettingList<CommandPrefix>> auto_approve;

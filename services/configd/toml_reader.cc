@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "services/configd/dns_upstream.h"
+#include "services/configd/domain_pattern.h"
 #include "services/configd/host_paths.h"
 
 namespace lazaret::config {
@@ -172,6 +174,45 @@ std::optional<SettingList<Cidr>> TomlReader::CidrList(const toml::node& n,
     }
     return *c;
   });
+}
+
+std::optional<SettingList<std::string>> TomlReader::DomainList(const toml::node& n,
+                                                               const std::string& path) {
+  return StringList<std::string>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<std::string> {
+        absl::StatusOr<std::string> name = CheckDomainPattern(View(s.value));
+        if (!name.ok()) {
+          diags_.Error(s.origin, std::string(name.status().message()),
+                       "write a host name such as \"api.example.com\", or \"*.example.com\" for "
+                       "every name below example.com (see docs/configuration.md#names)");
+          return std::nullopt;
+        }
+        return *std::move(name);
+      });
+}
+
+std::optional<SettingList<std::string>> TomlReader::DnsUpstreamList(const toml::node& n,
+                                                                    const std::string& path) {
+  std::vector<std::string> seen;
+  return StringList<std::string>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<std::string> {
+        absl::StatusOr<std::string> upstream = CheckDnsUpstream(View(s.value));
+        if (!upstream.ok()) {
+          diags_.Error(s.origin, std::string(upstream.status().message()),
+                       "write a resolver's address with an optional port, e.g. \"192.0.2.53\", "
+                       "\"192.0.2.53:5353\" or \"[2001:db8::53]:53\"");
+          return std::nullopt;
+        }
+        if (std::find(seen.begin(), seen.end(), *upstream) != seen.end()) {
+          diags_.Error(s.origin,
+                       absl::StrCat(QuoteValue(s.value), " is listed twice (as ",
+                                    QuoteValue(*upstream), ")"),
+                       "remove the duplicate");
+          return std::nullopt;
+        }
+        seen.push_back(*upstream);
+        return *std::move(upstream);
+      });
 }
 
 std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,

@@ -47,6 +47,12 @@ class TomlReader {
                                                    unsigned tokens);
   // A list of networks in CIDR form.
   std::optional<SettingList<Cidr>> CidrList(const toml::node& n, const std::string& path);
+  // A list of DNS names (domain_pattern.h), canonical.
+  std::optional<SettingList<std::string>> DomainList(const toml::node& n, const std::string& path);
+  // network.dns_upstream: resolver addresses (dns_upstream.h), canonical,
+  // none listed twice.
+  std::optional<SettingList<std::string>> DnsUpstreamList(const toml::node& n,
+                                                          const std::string& path);
   // escalation.auto_approve: each entry passes CheckAutoApproveEntry.
   std::optional<SettingList<CommandPrefix>> AutoApprove(const toml::node& n,
                                                         const std::string& path);

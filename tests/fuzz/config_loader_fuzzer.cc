@@ -12,6 +12,8 @@
 
 #include "services/configd/auto_approve.h"
 #include "services/configd/cidr.h"
+#include "services/configd/dns_upstream.h"
+#include "services/configd/domain_pattern.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/loader.h"
 #include "services/configd/shell_words.h"
@@ -35,12 +37,20 @@ const HostContext& Host() {
 }
 
 constexpr char kUser[] = R"(
+[network]
+default_allow_domains = ["*.npmjs.org", "pypi.org"]
+dns_upstream = ["192.0.2.53", "[2001:db8::53]:5353"]
 [escalation]
 auto_approve = ["aws sts get-caller-identity", "gh pr view"]
 [profiles.claude-code]
 image = "docker.io/library/node:22.12.0"
 persistent_dirs = ["/root", "/usr/local"]
 allow_egress = ["160.79.104.0/23", "10.20.0.0/16"]
+allow_domains = ["api.anthropic.com", "*.anthropic.com"]
+[profiles.names-only]
+image = "docker.io/library/node:22.12.0"
+default_allow = []
+allow_domains = ["github.com", "*.githubusercontent.com"]
 env = { ANTHROPIC_API_KEY = "env:ANTHROPIC_API_KEY", MODE = "x" }
 volumes = [{ host = "~/src", container = "/src", mode = "rw,z" },
            { host = "{profile_dir}/cache", container = "/cache", mode = "ro" }]
@@ -50,9 +60,9 @@ void Check(bool ok) {
   if (!ok) std::abort();
 }
 
-bool Covered(const std::vector<Cidr>& nets, const Cidr& c) {
-  for (const Cidr& n : nets) {
-    if (n.Covers(c)) return true;
+bool Covered(const std::vector<Setting<Cidr>>& nets, const Cidr& c) {
+  for (const Setting<Cidr>& n : nets) {
+    if (n.value.Covers(c)) return true;
   }
   return false;
 }
@@ -69,12 +79,20 @@ void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
     for (const CommandPrefix& u : wide.auto_approve) covered |= IsArgvPrefix(u.argv, e.argv);
     Check(covered);
   }
-  for (const Cidr& d : wide.deny) {
+  for (const Setting<Cidr>& d : wide.deny) {
     bool kept = false;
-    for (const Cidr& n : narrow.deny) kept |= n == d;
+    for (const Setting<Cidr>& n : narrow.deny) kept |= n.value == d.value;
     Check(kept);
   }
-  for (const Cidr& a : narrow.allow) Check(Covered(wide.allow, a));
+  for (const Setting<Cidr>& a : narrow.allow) Check(Covered(wide.allow, a.value));
+  for (const Setting<std::string>& d : narrow.allow_domains) {
+    bool covered = false;
+    for (const Setting<std::string>& u : wide.allow_domains) {
+      covered |= DomainCovers(u.value, d.value);
+    }
+    Check(covered);
+  }
+  Check(narrow.dns_upstream == wide.dns_upstream);
   for (const std::string& d : narrow.persistent_dirs) {
     bool granted = false;
     for (const std::string& u : wide.persistent_dirs) granted |= u == d;
@@ -108,6 +126,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)Cidr::Parse(text);
   (void)SplitShellWords(text);
   (void)CheckAutoApproveEntry(text, nullptr);
+  if (absl::StatusOr<std::string> name = CheckDomainPattern(text); name.ok()) {
+    // Canonical forms are fixed points.
+    absl::StatusOr<std::string> again = CheckDomainPattern(*name);
+    Check(again.ok() && *again == *name && DomainCovers(*name, *name));
+  }
+  if (absl::StatusOr<std::string> up = CheckDnsUpstream(text); up.ok()) {
+    absl::StatusOr<std::string> again = CheckDnsUpstream(*up);
+    Check(again.ok() && *again == *up);
+  }
   ExpansionValues values;
   values.home = Host().home;
   values.profile_name = "fuzz";

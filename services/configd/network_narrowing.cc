@@ -1,0 +1,172 @@
+#include "services/configd/network_narrowing.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/configd/domain_pattern.h"
+#include "services/configd/narrowing.h"
+
+namespace lazaret::config {
+namespace {
+
+std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+std::vector<std::string> Values(const std::optional<SettingList<std::string>>& l) {
+  std::vector<std::string> out;
+  if (l) {
+    for (const Setting<std::string>& e : l->value) out.push_back(e.value);
+  }
+  return out;
+}
+
+std::string ListText(const std::vector<std::string>& v) {
+  std::vector<std::string> quoted;
+  for (const std::string& s : v) quoted.push_back(Q(s));
+  return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
+}
+
+// The names the user's own layers grant one profile: the network-wide
+// ones and the profile's own.
+std::vector<Setting<std::string>> GrantedNames(const LayerConfig& c, const ProfileLayer& cp) {
+  std::vector<Setting<std::string>> out;
+  if (c.default_allow_domains) out = c.default_allow_domains->value;
+  if (cp.allow_domains) {
+    out.insert(out.end(), cp.allow_domains->value.begin(), cp.allow_domains->value.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+bool NameCoveredBy(const std::string& name, const std::vector<Setting<std::string>>& granted) {
+  return std::any_of(granted.begin(), granted.end(),
+                     [&](const Setting<std::string>& g) { return DomainCovers(g.value, name); });
+}
+
+void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std::string& hint,
+                           Diagnostics& diags) {
+  // Allow and deny lists are handed to the network policy, which decides
+  // by longest prefix (a more specific allow beats a broader deny). So a
+  // workspace keeps every deny entry exactly, and an allow entry must be
+  // one the user granted, or lie inside one and overlap no deny entry.
+  const std::vector<Setting<Cidr>>& deny =
+      w.default_deny ? w.default_deny->value : c.default_deny->value;
+  auto allow_is_narrower = [&](const Cidr& n, const std::vector<Setting<Cidr>>& granted) {
+    const bool exact = std::any_of(granted.begin(), granted.end(),
+                                   [&](const Setting<Cidr>& g) { return g.value == n; });
+    if (exact) return true;
+    const bool overlaps_deny = std::any_of(
+        deny.begin(), deny.end(), [&](const Setting<Cidr>& d) { return d.value.Overlaps(n); });
+    return CoveredBy(n, granted) && !overlaps_deny;
+  };
+  if (w.default_allow && c.default_allow) {
+    for (const Setting<Cidr>& n : w.default_allow->value) {
+      if (!allow_is_narrower(n.value, c.default_allow->value)) {
+        diags.Widening(n.origin,
+                       absl::StrCat("allows ", Q(n.value.ToString()),
+                                    ", which is neither an entry of network.default_allow in "
+                                    "your configuration nor a part of one that avoids every "
+                                    "denied range"),
+                       hint);
+      }
+    }
+  }
+  if (w.default_deny && c.default_deny) {
+    for (const Setting<Cidr>& n : c.default_deny->value) {
+      const bool kept = std::any_of(w.default_deny->value.begin(), w.default_deny->value.end(),
+                                    [&](const Setting<Cidr>& d) { return d.value == n.value; });
+      if (!kept) {
+        diags.Widening(
+            w.default_deny->origin,
+            absl::StrCat("drops ", Q(n.value.ToString()), " from network.default_deny (denied by ",
+                         LayerName(n.origin.layer), " ", n.origin.file,
+                         "); a workspace file may add deny entries, not remove or "
+                         "replace them"),
+            hint);
+      }
+    }
+  }
+  // A name opens the addresses it resolves to, so each one must be covered
+  // by a name the user granted every profile it reaches.
+  if (w.default_allow_domains) {
+    for (const Setting<std::string>& d : w.default_allow_domains->value) {
+      if (c.default_allow_domains && NameCoveredBy(d.value, c.default_allow_domains->value)) {
+        continue;
+      }
+      std::vector<std::string> missing;
+      for (const auto& [name, cp] : c.profiles) {
+        if (!NameCoveredBy(d.value, GrantedNames(c, cp))) missing.push_back(name);
+      }
+      if (missing.empty()) continue;
+      diags.Widening(d.origin,
+                     absl::StrCat("allows the name ", Q(d.value),
+                                  ", which no name of network.default_allow_domains in your "
+                                  "configuration covers, nor the allow_domains of profile ",
+                                  absl::StrJoin(missing, ", ")),
+                     hint);
+    }
+  }
+  if (w.dns_upstream) {
+    const std::vector<std::string> mine = Values(c.dns_upstream);
+    const std::vector<std::string> theirs = Values(w.dns_upstream);
+    if (mine != theirs) {
+      diags.Widening(w.dns_upstream->origin,
+                     absl::StrCat("sets the resolvers asked for the sandbox's names to ",
+                                  ListText(theirs), "; your configuration uses ",
+                                  mine.empty() ? std::string("the host's own (/etc/resolv.conf)")
+                                               : ListText(mine),
+                                  ", and whoever answers decides which addresses a name opens"),
+                     hint);
+    }
+  }
+  for (const auto& [name, wp] : w.profiles) {
+    auto it = c.profiles.find(name);
+    if (it == c.profiles.end()) continue;
+    const ProfileLayer& cp = it->second;
+    const std::string base = absl::StrCat("profiles.", name);
+    if (wp.default_allow) {
+      const bool own = cp.default_allow.has_value();
+      const std::vector<Setting<Cidr>>& granted =
+          own ? cp.default_allow->value : c.default_allow->value;
+      for (const Setting<Cidr>& n : wp.default_allow->value) {
+        if (!allow_is_narrower(n.value, granted)) {
+          diags.Widening(
+              n.origin,
+              absl::StrCat("allows ", Q(n.value.ToString()), ", which is neither an entry of ",
+                           own ? base + ".default_allow" : "network.default_allow",
+                           " (this profile's default_allow) in your configuration nor "
+                           "a part of one that avoids every denied range"),
+              hint);
+        }
+      }
+    }
+    if (wp.allow_egress) {
+      for (const Setting<Cidr>& n : wp.allow_egress->value) {
+        if (!cp.allow_egress || !allow_is_narrower(n.value, cp.allow_egress->value)) {
+          diags.Widening(n.origin,
+                         absl::StrCat("allows egress to ", Q(n.value.ToString()),
+                                      ", which is neither an entry of ", base,
+                                      ".allow_egress in your configuration nor a part of one "
+                                      "that avoids every denied range"),
+                         hint);
+        }
+      }
+    }
+    if (wp.allow_domains) {
+      const std::vector<Setting<std::string>> granted = GrantedNames(c, cp);
+      for (const Setting<std::string>& d : wp.allow_domains->value) {
+        if (!NameCoveredBy(d.value, granted)) {
+          diags.Widening(d.origin,
+                         absl::StrCat("allows the name ", Q(d.value), ", which no name of ", base,
+                                      ".allow_domains or network.default_allow_domains in your "
+                                      "configuration covers"),
+                         hint);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace lazaret::config
