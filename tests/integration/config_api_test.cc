@@ -323,6 +323,143 @@ TEST_F(ConfigApiTest, ASymlinkToSshUsedAsAVolumeIsRejectedShowingItsCanonicalTar
   EXPECT_THAT(s.error_message(), HasSubstr("~/.ssh (ssh keys)"));
 }
 
+constexpr char kNetworkConfig[] = R"(
+[network]
+default_allow_domains = ["registry.npmjs.org", "*.pypi.org"]
+dns_upstream = ["192.0.2.53", "[2001:db8::53]:5353"]
+
+[profiles.names-only]
+image = "docker.io/library/node:22.11.0-bookworm"
+default_allow = []
+allow_egress = ["198.51.100.7/32"]
+allow_domains = [
+  "API.Example.COM.",
+  "*.example.net",
+  "registry.npmjs.org",
+]
+)";
+
+TEST_F(ConfigApiTest, NetworkEntriesNamesAndResolversComeWithTheirSources) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  WriteFile(cfg, kNetworkConfig);
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("names-only", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const pb::NetworkPolicy& n = resp.profile().network();
+  // default_allow = [] replaces the whole-internet default: only allow_egress.
+  ASSERT_EQ(n.allow_size(), 1);
+  EXPECT_EQ(n.allow(0).cidr().prefix(), "198.51.100.7/32");
+  EXPECT_EQ(n.allow(0).source().layer(), common::v1::CONFIG_LAYER_USER);
+  EXPECT_EQ(n.allow(0).source().file(), cfg);
+  EXPECT_EQ(n.allow(0).source().line(), 9u);
+  EXPECT_EQ(n.allow(0).source().key_path(), "profiles.names-only.allow_egress[0]");
+  // Network-wide names first, then the profile's; the repeat is dropped.
+  std::vector<std::string> names;
+  for (const pb::DomainEntry& d : n.allow_domains()) {
+    names.push_back(d.pattern() + "@" + std::to_string(d.source().line()) + ":" +
+                    d.source().key_path());
+    EXPECT_EQ(d.source().file(), cfg);
+    EXPECT_EQ(d.source().layer(), common::v1::CONFIG_LAYER_USER);
+  }
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("registry.npmjs.org@3:network.default_allow_domains[0]",
+                                     "*.pypi.org@3:network.default_allow_domains[1]",
+                                     "api.example.com@11:profiles.names-only.allow_domains[0]",
+                                     "*.example.net@12:profiles.names-only.allow_domains[1]"));
+  EXPECT_THAT(n.dns_upstream(), ::testing::ElementsAre("192.0.2.53:53", "[2001:db8::53]:5353"));
+  ASSERT_GT(n.deny_size(), 0);
+  for (const pb::CidrEntry& d : n.deny()) {
+    EXPECT_EQ(d.source().layer(), common::v1::CONFIG_LAYER_EMBEDDED_DEFAULT);
+    EXPECT_GT(d.source().line(), 0u);
+  }
+
+  // A bad name is refused with its position and how to fix it.
+  WriteFile(cfg, "[network]\ndefault_allow_domains = [\"*.com\"]\n");
+  s = Resolve("", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr(cfg + ":2:26: network.default_allow_domains[0]: \"*.com\" is not a valid "
+                              "name"));
+  WriteFile(cfg, "[network]\ndns_upstream = [\"dns.google\"]\n");
+  s = Resolve("", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("not by name"));
+}
+
+TEST_F(ConfigApiTest, AWorkspaceAddingANameOrAResolverIsRefusedUntilTrusted) {
+  WriteFile(home_ + "/.config/lazaret/config.toml", kNetworkConfig);
+  const std::string file = ws_ + "/lazaret.toml";
+  // Narrowing: a name below a granted wildcard, fewer names, the same resolvers.
+  WriteFile(file,
+            "[network]\ndns_upstream = [\"192.0.2.53:53\", \"[2001:db8::53]:5353\"]\n"
+            "[profiles.names-only]\nallow_domains = [\"a.example.net\"]\n");
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("names-only", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.profile().network().allow_domains_size(), 3);
+  EXPECT_EQ(resp.profile().network().allow_domains(2).pattern(), "a.example.net");
+  EXPECT_EQ(resp.profile().network().allow_domains(2).source().layer(),
+            common::v1::CONFIG_LAYER_WORKSPACE);
+
+  WriteFile(file,
+            "[network]\ndns_upstream = [\"192.0.2.99\"]\n"
+            "[profiles.names-only]\nallow_domains = [\"example.net\", \"exfil.example\"]\n");
+  s = Resolve("names-only", &resp);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr(file + ":4:18: profiles.names-only.allow_domains[0]: "
+                                                  "allows the name \"example.net\""));
+  EXPECT_THAT(s.error_message(), HasSubstr("allows the name \"exfil.example\""));
+  EXPECT_THAT(s.error_message(), HasSubstr(file + ":2:16: network.dns_upstream: sets the "
+                                                  "resolvers asked for the sandbox's names"));
+  pb::ValidateResponse v = Validate();
+  EXPECT_FALSE(v.ok());
+  int widenings = 0;
+  for (const pb::Diagnostic& d : v.errors()) widenings += d.widening() ? 1 : 0;
+  EXPECT_EQ(widenings, 3);
+
+  CommandResult trust = Lazaret({"trust", "--sha256", WorkspaceSha256()});
+  ASSERT_EQ(trust.exit_code, 0) << trust.out << trust.err;
+  s = Resolve("names-only", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_THAT(resp.profile().network().dns_upstream(), ::testing::ElementsAre("192.0.2.99:53"));
+}
+
+TEST_F(ConfigApiTest, ConfigShowPrintsEachNetworkEntryWithItsFileAndLine) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  WriteFile(cfg, kNetworkConfig);
+  CommandResult r = Lazaret({"config", "show", "--profile", "names-only"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The line that shows `value`, up to its end.
+  auto line_of = [&](const std::string& value) {
+    const size_t at = r.out.find(" " + value + " ");
+    if (at == std::string::npos) return std::string();
+    const size_t begin = r.out.rfind('\n', at) + 1;
+    return r.out.substr(begin, r.out.find('\n', at) - begin);
+  };
+  EXPECT_THAT(line_of("198.51.100.7/32"),
+              AllOf(HasSubstr("network allow"), HasSubstr("[user: " + cfg + ":9]")))
+      << r.out;
+  EXPECT_THAT(line_of("api.example.com"), HasSubstr("[user: " + cfg + ":11]")) << r.out;
+  EXPECT_THAT(line_of("registry.npmjs.org"),
+              AllOf(HasSubstr("allow_domains"), HasSubstr("[user: " + cfg + ":3]")))
+      << r.out;
+  EXPECT_THAT(line_of("10.0.0.0/8"), HasSubstr("[embedded default]")) << r.out;
+  EXPECT_THAT(line_of("192.0.2.53:53"),
+              AllOf(HasSubstr("dns_upstream"), HasSubstr("[user: " + cfg + "]")))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("[2001:db8::53]:5353"));
+  CommandResult json = Lazaret({"config", "show", "--profile", "names-only", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
+  EXPECT_THAT(json.out, HasSubstr("\"*.example.net\""));
+  EXPECT_THAT(json.out, HasSubstr("\"dns_upstream\""));
+  // With nothing of the user's: the host's resolvers, no names.
+  unlink(cfg.c_str());
+  r = Lazaret({"config", "show"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("allow_domains    (none)"));
+  EXPECT_THAT(r.out, HasSubstr("dns_upstream     (the host's resolvers, /etc/resolv.conf)"));
+}
+
 TEST_F(ConfigApiTest, ExampleTomlPassesConfigCheckAndResolvesEveryProfile) {
   const std::string example = std::string(LAZARET_SOURCE_DIR) + "/example.toml";
   CommandResult check = Lazaret({"config", "check", "--config", example});

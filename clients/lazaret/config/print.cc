@@ -1,10 +1,13 @@
 #include "clients/lazaret/config/print.h"
 
+#include <algorithm>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/lazaret/config/terminal_text.h"
 #include "services/configd/diagnostics.h"
 
 namespace lazaret::cli::config {
@@ -18,6 +21,57 @@ std::string AccessText(const pb::Volume& v) {
   if (v.selinux() == pb::SELINUX_LABEL_SHARED) m += ",z";
   if (v.selinux() == pb::SELINUX_LABEL_PRIVATE) m += ",Z";
   return m;
+}
+
+// "[user: /path/config.toml:12]"; the built-in default has no file to open.
+std::string EntrySourceText(const pb::EntrySource& s) {
+  if (s.layer() == cpb::CONFIG_LAYER_EMBEDDED_DEFAULT) return "[embedded default]";
+  return absl::StrCat("[", LayerText(s.layer()), ": ", EscapeForTerminal(s.file()), ":", s.line(),
+                      "]");
+}
+
+// One labelled block of entries, each with its source, values aligned.
+void PrintEntries(const char* label, const std::vector<std::pair<std::string, std::string>>& rows,
+                  const char* none) {
+  if (rows.empty()) {
+    std::printf("  %-16s %s\n", label, none);
+    return;
+  }
+  size_t width = 0;
+  for (const auto& [value, source] : rows) width = std::max(width, value.size());
+  width = std::min<size_t>(width, 40);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::printf("  %-16s %-*s   %s\n", i == 0 ? label : "", static_cast<int>(width),
+                rows[i].first.c_str(), rows[i].second.c_str());
+  }
+}
+
+// The network section: every allow and deny entry and allowed name with
+// the file and line it came from, and the resolvers asked for names.
+// Names and files are escaped: a workspace file may have supplied them.
+void PrintNetwork(const pb::NetworkPolicy& n, std::map<std::string, std::string>& from) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const pb::CidrEntry& e : n.allow()) {
+    rows.emplace_back(EscapeForTerminal(e.cidr().prefix()), EntrySourceText(e.source()));
+  }
+  PrintEntries("network allow", rows,
+               n.allow_domains().empty() ? "(none: every address is denied)"
+                                         : "(none: only what the names below resolve to)");
+  rows.clear();
+  for (const pb::CidrEntry& e : n.deny()) {
+    rows.emplace_back(EscapeForTerminal(e.cidr().prefix()), EntrySourceText(e.source()));
+  }
+  PrintEntries("network deny", rows, "(none)");
+  rows.clear();
+  for (const pb::DomainEntry& e : n.allow_domains()) {
+    rows.emplace_back(EscapeForTerminal(e.pattern()), EntrySourceText(e.source()));
+  }
+  PrintEntries("allow_domains", rows, "(none)");
+  rows.clear();
+  for (const std::string& u : n.dns_upstream()) {
+    rows.emplace_back(EscapeForTerminal(u), from["network.dns_upstream"]);
+  }
+  PrintEntries("dns_upstream", rows, "(the host's resolvers, /etc/resolv.conf)");
 }
 
 }  // namespace
@@ -82,12 +136,7 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
   row("persistent_dirs",
       p.persistent_dirs().empty() ? "(none)" : absl::StrJoin(p.persistent_dirs(), " "),
       p.persistent_dirs().empty() ? "" : base + "persistent_dirs");
-  std::vector<std::string> allow;
-  std::vector<std::string> deny;
-  for (const auto& c : p.network().allow()) allow.push_back(c.cidr().prefix());
-  for (const auto& c : p.network().deny()) deny.push_back(c.cidr().prefix());
-  row("network allow", absl::StrJoin(allow, " "), "");
-  row("network deny", absl::StrJoin(deny, " "), "network.default_deny");
+  PrintNetwork(p.network(), from);
   if (p.env().empty()) row("env", "(none)", "");
   for (int i = 0; i < p.env_size(); ++i) {
     const pb::EnvVar& e = p.env(i);

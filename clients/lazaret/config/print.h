@@ -1,8 +1,10 @@
 // Printing what lazaret-configd answers for `lazaret config`: the layers
 // found, the diagnostics and a resolved profile. Runs in the user's
-// terminal. Prints the service's answers as they are; `lazaret trust`,
-// which shows the lines of an agent-written file, escapes everything it
-// prints (terminal_text.h). Environment values are never printed.
+// terminal. Prints the service's answers as they are, except the network
+// entries, names and their files, which are escaped (terminal_text.h): a
+// workspace file may have supplied them. `lazaret trust`, which shows the
+// lines of an agent-written file, escapes everything it prints.
+// Environment values are never printed.
 #ifndef LAZARET_CLIENTS_LAZARET_CONFIG_PRINT_H_
 #define LAZARET_CLIENTS_LAZARET_CONFIG_PRINT_H_
 
@@ -30,7 +32,8 @@ void PrintDiagnostics(
     const char* kind,
     const google::protobuf::RepeatedPtrField<::lazaret::config::v1::Diagnostic>& ds, FILE* out);
 
-// The profile of `resp`, each key with the layer that set it. Literal
+// The profile of `resp`, each key with the layer that set it, each network
+// entry and allowed name with its file and line. Literal
 // environment values are not shown, only their names.
 void PrintProfile(const ::lazaret::config::v1::ResolveProfileResponse& resp);
 
