@@ -53,31 +53,41 @@ absl::StatusOr<PolicyDiff> PolicyEngine::ApplyLocked(const PolicySet& routes) {
     installed_ = now.ok() ? *std::move(now) : PolicySet{};
     installed_known_ = true;
   }
-  PolicyDiff diff = Diff(installed_, routes);
+  PolicyDiff total;
   int request = 0;
-  for (int phase = 0; phase < PolicyDiff::kPhases; ++phase) {
-    if (diff.phases[phase].empty()) continue;
-    NlBatch batch;
-    for (const RouteChange& c : diff.phases[phase]) {
-      ++request;
-      AddRouteChange(batch, c, request == fail_request_);
+  // A second pass only when the read-back shows that the kernel's table was
+  // not what the router last read (changed behind its back): the same
+  // ordered phases, from what is really there.
+  for (int pass = 0; pass < 2; ++pass) {
+    PolicyDiff diff = Diff(installed_, routes);
+    total.added += diff.added;
+    total.replaced += diff.replaced;
+    total.removed += diff.removed;
+    for (int phase = 0; phase < PolicyDiff::kPhases; ++phase) {
+      if (diff.phases[phase].empty()) continue;
+      NlBatch batch;
+      for (const RouteChange& c : diff.phases[phase]) {
+        ++request;
+        AddRouteChange(batch, c, request == fail_request_);
+      }
+      // What is in the kernel is unknown from here until the read-back.
+      installed_known_ = false;
+      if (absl::Status s = rtnl_->Run(batch); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("phase ", phase + 1, " of ", PolicyDiff::kPhases,
+                                                   ": ", s.message()));
+      }
     }
-    // What is in the kernel is unknown from here until the read-back.
-    installed_known_ = false;
-    if (absl::Status s = rtnl_->Run(batch); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("phase ", phase + 1, " of ", PolicyDiff::kPhases,
-                                                 ": ", s.message()));
+    LAZ_ASSIGN_OR_RETURN(PolicySet back, ReadPolicyTable(*rtnl_));
+    installed_ = std::move(back);
+    installed_known_ = true;
+    if (installed_ == routes) return total;
+    if (pass == 0) {
+      LAZ_LOG_WARNING << "the policy table was not as last read back ("
+                      << FirstMismatch(routes, installed_) << "); correcting it";
     }
   }
-  fail_request_ = 0;
-  LAZ_ASSIGN_OR_RETURN(PolicySet back, ReadPolicyTable(*rtnl_));
-  installed_ = std::move(back);
-  installed_known_ = true;
-  if (installed_ != routes) {
-    return absl::InternalError(absl::StrCat("the policy table read back differs from the policy: ",
-                                            FirstMismatch(routes, installed_)));
-  }
-  return diff;
+  return absl::InternalError(absl::StrCat("the policy table read back differs from the policy: ",
+                                          FirstMismatch(routes, installed_)));
 }
 
 absl::Status PolicyEngine::FailClosedLocked(const absl::Status& cause) {
@@ -110,6 +120,7 @@ absl::StatusOr<ApplyResult> PolicyEngine::Apply(uint64_t generation, const Polic
                        .routes = static_cast<uint32_t>(installed_.size())};
   }
   absl::StatusOr<PolicyDiff> diff = ApplyLocked(routes);
+  fail_request_ = 0;
   if (!diff.ok()) {
     return FailClosedLocked(absl::Status(
         diff.status().code(),

@@ -88,7 +88,7 @@ inline constexpr int kSoPeerPidfd = 77;
 // The process at the other end of a call served by GrpcUnixServer.
 struct PeerProcess {
   uid_t uid = 0;
-  pid_t pid = 0;   // in this process's pid namespace
+  pid_t pid = 0;  // in this process's pid namespace
   int pidfd = -1;  // owned by the caller; refers to that process and no other
 };
 
