@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -108,6 +109,21 @@ absl::StatusOr<std::unique_ptr<TestNetwork>> TestNetwork::Create(bool with_host)
     LAZ_RETURN_IF_ERROR(net->Ip({"addr", "add", "198.51.100.100/24", "dev", "va"}));
     LAZ_RETURN_IF_ERROR(net->Ip({"addr", "add", "2001:db8:1::100/64", "dev", "va", "nodad"}));
     LAZ_RETURN_IF_ERROR(net->Ip({"link", "set", "va", "up"}));
+    // A link without its link-local address yet sends no neighbour
+    // solicitation (the kernel retries a second later): wait for it.
+    LAZ_RETURN_IF_ERROR(net->Enter());
+    bool ready = false;
+    for (int i = 0; i < 300 && !ready; ++i) {
+      std::string text;
+      if (FILE* f = fopen("/proc/thread-self/net/if_inet6", "r")) {
+        char line[256];
+        while (fgets(line, sizeof(line), f) != nullptr) text += line;
+        fclose(f);
+      }
+      ready = text.find("fe80") != std::string::npos && text.find(" va\n") != std::string::npos;
+      if (!ready) usleep(10'000);
+    }
+    net->Leave();
     LAZ_RETURN_IF_ERROR(net->Ip({"route", "add", "default", "via", kGatewayV4}));
     LAZ_RETURN_IF_ERROR(net->Ip({"-6", "route", "add", "default", "via", kGatewayV6}));
   }
