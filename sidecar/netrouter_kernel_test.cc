@@ -354,6 +354,50 @@ TEST_F(RouterKernelTest, RulesAreThereOnceWithNoMarkUidOrDeviceSelector) {
   EXPECT_EQ(lookup, 2);
 }
 
+class LateIpv6GatewayTest : public RouterKernelTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
+    absl::StatusOr<std::unique_ptr<TestNetwork>> net = TestNetwork::Create();
+    ASSERT_TRUE(net.ok()) << net.status();
+    net_ = *std::move(net);
+    // As with slirp: no IPv6 default route yet when the router starts.
+    ASSERT_TRUE(net_->Ip({"-6", "route", "del", "default"}).ok());
+    ASSERT_TRUE(net_->Listen({80}, {}).ok());
+    ASSERT_TRUE(net_->Enter().ok());
+  }
+};
+
+// The router advertisement's effect, by hand: a STALE entry with the
+// router's link-layer address, then the default route. The watcher pins it.
+TEST_F(LateIpv6GatewayTest, AGatewayLearnedAfterStartIsPinned) {
+  absl::StatusOr<std::unique_ptr<GatewayWatcher>> watcher = GatewayWatcher::Start();
+  ASSERT_TRUE(watcher.ok());
+  absl::StatusOr<std::unique_ptr<RtnlSocket>> rtnl = RtnlSocket::Open();
+  ASSERT_TRUE(rtnl.ok());
+  ASSERT_TRUE(EnforceNeighbourDiscipline(**rtnl, kGatewayResolveTimeout).ok());
+  ASSERT_TRUE(net_->Ip({"-6", "neigh", "replace", testing::kGatewayV6, "lladdr",
+                        "02:00:00:00:00:01", "nud", "stale", "dev", "va"})
+                  .ok());
+  ASSERT_TRUE(net_->Ip({"-6", "route", "add", "default", "via", testing::kGatewayV6}).ok());
+  const std::string cmd = absl::StrCat("ip -n ", net_->router_ns(), " -6 neigh show ",
+                                       testing::kGatewayV6, " dev va");
+  std::string in_router;
+  const auto deadline = Clock::now() + 3s;
+  while (in_router.find("PERMANENT") == std::string::npos && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    in_router.clear();
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+      char line[256];
+      while (fgets(line, sizeof(line), f) != nullptr) in_router += line;
+      pclose(f);
+    }
+  }
+  EXPECT_GT((*watcher)->pinned(), 0);
+  EXPECT_THAT(in_router, ::testing::HasSubstr("PERMANENT"));
+  EXPECT_THAT(in_router, ::testing::HasSubstr("02:00:00:00:00:01"));
+}
+
 // The relay's sink as a test: records queries; the test answers them.
 class FakeRelayStream : public DnsRelaySink {
  public:
