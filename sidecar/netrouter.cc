@@ -305,7 +305,7 @@ absl::StatusOr<ServiceHandlers> StartRouter(const std::string&) {
   LAZ_RETURN_IF_ERROR(EnforceNeighbourDiscipline(*query, kGatewayResolveTimeout));
   LAZ_LOG_INFO << "neighbour discipline: gateways permanent, no dynamic resolution";
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<DnsRelay> relay, DnsRelay::Start(DnsRelayOptions{}));
-  LAZ_LOG_INFO << "DNS listeners on 127.0.0.1:53 and [::1]:53";
+  LAZ_LOG_INFO << "DNS relay listening on the loopback, port 53 (UDP and TCP)";
   LAZ_ASSIGN_OR_RETURN(NlSockPtr rules, ConnectLibnl());
   ServiceHandlers h;
   h.services.push_back(std::make_unique<NetRouterServiceImpl>(

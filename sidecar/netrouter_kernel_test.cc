@@ -380,8 +380,8 @@ TEST_F(LateIpv6GatewayTest, AGatewayLearnedAfterStartIsPinned) {
                         "02:00:00:00:00:01", "nud", "stale", "dev", "va"})
                   .ok());
   ASSERT_TRUE(net_->Ip({"-6", "route", "add", "default", "via", testing::kGatewayV6}).ok());
-  const std::string cmd = absl::StrCat("ip -n ", net_->router_ns(), " -6 neigh show ",
-                                       testing::kGatewayV6, " dev va");
+  const std::string cmd =
+      absl::StrCat("ip -n ", net_->router_ns(), " -6 neigh show ", testing::kGatewayV6, " dev va");
   std::string in_router;
   const auto deadline = Clock::now() + 3s;
   while (in_router.find("PERMANENT") == std::string::npos && Clock::now() < deadline) {
