@@ -65,6 +65,9 @@ class RelayReactor final : public grpc::ServerBidiReactor<pb::DnsAnswer, pb::Dns
                            public DnsRelaySink {
  public:
   explicit RelayReactor(DnsRelay* relay) : relay_(relay) {
+    // The initial metadata tells the caller at once that the router took
+    // the call; sent before any query can be written (Attach).
+    StartSendInitialMetadata();
     epoch_ = relay_->Attach(this);
     LAZ_LOG_INFO << "DNS relay stream " << epoch_ << " open";
     StartRead(&answer_);

@@ -285,7 +285,12 @@ std::string AskTcp6(const std::string& query) {
 
 TEST_F(NetRouterApiTest, RelaysDnsThroughTheStreamAndServfailsWithoutIt) {
   grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
   auto stream = stub_->RelayDns(&ctx);
+  // The router confirms the call with its initial metadata, before any query.
+  const auto start = std::chrono::steady_clock::now();
+  stream->WaitForInitialMetadata();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
   std::vector<pb::DnsQuery> seen;
   std::thread relay([&] {
     pb::DnsQuery q;
