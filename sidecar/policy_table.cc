@@ -52,6 +52,10 @@ absl::StatusOr<PolicySet> SortAndCheck(std::vector<std::pair<PolicyRoute, int>> 
 }  // namespace
 
 std::string Prefix::ToString() const {
+  if (family == AF_INET) {
+    // What inet_ntop prints, without its printf (digests format every route).
+    return absl::StrCat(bytes[0], ".", bytes[1], ".", bytes[2], ".", bytes[3], "/", length);
+  }
   char buf[INET6_ADDRSTRLEN] = {};
   inet_ntop(family, bytes.data(), buf, sizeof(buf));
   return absl::StrCat(buf, "/", length);
