@@ -37,9 +37,8 @@ absl::Status AddProhibitRule(nl_sock* sk, int family) {
   rtnl_rule_put(rule);
   // An identical rule already there is as closed as a new one.
   if (err < 0 && err != -NLE_EXIST) {
-    return NlError(family == AF_INET ? "adding the IPv4 prohibit rule"
-                                     : "adding the IPv6 prohibit rule",
-                   err);
+    return NlError(
+        family == AF_INET ? "adding the IPv4 prohibit rule" : "adding the IPv6 prohibit rule", err);
   }
   return absl::OkStatus();
 }

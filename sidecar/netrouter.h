@@ -17,10 +17,19 @@ namespace lazaret::netrouter {
 // deploy/capabilities.toml restates this set and a test compares the two.
 inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_NET_ADMIN};
 
+// The largest request the router's socket accepts: an ApplyPolicy of
+// kMaxPolicyRoutes IPv6 routes fits (about 60 bytes each).
+inline constexpr int kMaxRequestBytes = 16 << 20;
+
+// The router: before the socket answers, the namespace is closed (table 100
+// holds only the prohibit defaults, the rules are in place), the
+// neighbour discipline holds and the DNS listeners are bound; see
+// docs/networking.md.
+
 ServiceSpec Spec();
 
 absl::Status Run(const ServiceOptions& options);
 
 }  // namespace lazaret::netrouter
 
-#endif
+#endif  // LAZARET_SIDECAR_NETROUTER_H_

@@ -75,7 +75,8 @@ absl::Status ServeUntilSignal(const ServiceSpec& spec, const ServiceOptions& opt
   for (auto& s : handlers.services) raw.push_back(s.get());
   LAZ_ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcUnixServer> server,
-      GrpcUnixServer::Start(std::move(listener), raw, PeerPolicy{.allowed_uid = geteuid()}));
+      GrpcUnixServer::Start(std::move(listener), raw, PeerPolicy{.allowed_uid = geteuid()},
+                            spec.max_receive_message_bytes));
   LAZ_LOG_INFO << "serving on " << socket_path;
 
   const int sig = WaitForTerminationSignal();

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/common/capabilities.h"
+#include "services/common/unix_server.h"
 
 namespace lazaret {
 
@@ -45,6 +46,8 @@ struct ServiceSpec {
   caps::Declaration capabilities;
   // Builds the handlers. Runs after the drop, with the resolved runtime dir.
   std::function<absl::StatusOr<ServiceHandlers>(const std::string& runtime_dir)> make_handlers;
+  // The largest request the server accepts.
+  int max_receive_message_bytes = kDefaultMaxReceiveMessageBytes;
 };
 
 // The spec of a service whose handler is one default-constructed gRPC

@@ -98,13 +98,12 @@ UnixListener::~UnixListener() {
 
 absl::StatusOr<std::unique_ptr<GrpcUnixServer>> GrpcUnixServer::Start(
     std::unique_ptr<UnixListener> listener, const std::vector<grpc::Service*>& services,
-    PeerPolicy peers) {
+    PeerPolicy peers, int max_receive_message_bytes) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   for (grpc::Service* s : services) builder.RegisterService(s);
-  // Requests are small; a bound keeps a misbehaving peer from ballooning us.
-  builder.SetMaxReceiveMessageSize(4 << 20);
+  builder.SetMaxReceiveMessageSize(max_receive_message_bytes);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) return absl::InternalError("gRPC server failed to start");
   int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -45,13 +45,16 @@ struct PeerPolicy {
   uid_t allowed_uid;
 };
 
+// Requests are small; a bound keeps a misbehaving peer from ballooning us.
+inline constexpr int kDefaultMaxReceiveMessageBytes = 4 << 20;
+
 class GrpcUnixServer {
  public:
   // Starts serving. grpc.health.v1 and server reflection are always on.
   // `services` must outlive the server.
   static absl::StatusOr<std::unique_ptr<GrpcUnixServer>> Start(
       std::unique_ptr<UnixListener> listener, const std::vector<grpc::Service*>& services,
-      PeerPolicy peers);
+      PeerPolicy peers, int max_receive_message_bytes = kDefaultMaxReceiveMessageBytes);
   ~GrpcUnixServer();
   GrpcUnixServer(const GrpcUnixServer&) = delete;
   GrpcUnixServer& operator=(const GrpcUnixServer&) = delete;
