@@ -13,7 +13,6 @@
 namespace lazaret::netpolicyd::dns {
 namespace {
 
-constexpr size_t kHeaderSize = 12;
 constexpr size_t kMaxLabel = 63;
 constexpr size_t kMaxNameWire = 255;
 constexpr int kMaxChain = 16;
