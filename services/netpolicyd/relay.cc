@@ -66,7 +66,9 @@ DnsRelay::~DnsRelay() { Stop(); }
 
 bool DnsRelay::WaitOpen(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return open_ || stopping_; }) && open_;
+  if (!cv_.wait_for(lock, timeout, [this] { return open_ || stopping_; }) || !open_) return false;
+  cv_.wait_for(lock, kUnconfirmedWait, [this] { return confirmed_ || stopping_; });
+  return open_;
 }
 
 void DnsRelay::Stop() {
@@ -101,6 +103,13 @@ void DnsRelay::Run() {
       open_ = true;
     }
     cv_.notify_all();
+    // Returns when the router sends the call's metadata (or its first query).
+    call->WaitForInitialMetadata();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      confirmed_ = true;
+    }
+    cv_.notify_all();
     rt::DnsQuery query;
     while (call->Read(&query)) Serve(stream, query);
     {
@@ -113,6 +122,7 @@ void DnsRelay::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       ctx_ = nullptr;
       open_ = false;
+      confirmed_ = false;
       stopping = stopping_;
     }
     if (stopping) return;

@@ -55,8 +55,12 @@ class DnsRelay {
   DnsRelay(const DnsRelay&) = delete;
   DnsRelay& operator=(const DnsRelay&) = delete;
 
-  // Waits until a RelayDns call is open (the router has it). False on timeout.
+  // Waits until a RelayDns call is open. The router confirms that it took
+  // the call by sending the call's initial metadata; a router that sends
+  // none before its first query is waited for at most kUnconfirmedWait
+  // after the call went out. False when no call opened within `timeout`.
   bool WaitOpen(std::chrono::milliseconds timeout);
+  static constexpr std::chrono::milliseconds kUnconfirmedWait{100};
   // Ends the call and the thread; answers still being computed are dropped.
   void Stop();
 
@@ -76,7 +80,8 @@ class DnsRelay {
   WorkerPool* const pool_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;       // the call went out
+  bool confirmed_ ABSL_GUARDED_BY(mu_) = false;  // the router sent its metadata
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::thread thread_;
