@@ -1,0 +1,206 @@
+#include "services/netpolicyd/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
+#include "services/common/constants.h"
+#include "services/common/log.h"
+#include "services/common/runtime_dir.h"
+#include "services/common/status_util.h"
+#include "services/common/unix_server.h"
+#include "services/netpolicyd/host_inputs.h"
+
+namespace lazaret::netpolicyd {
+namespace {
+
+namespace pb = ::lazaret::netpolicy::v1;
+namespace rt = ::lazaret::netrouter::v1;
+namespace sv = ::lazaret::supervisor::v1;
+
+constexpr std::chrono::milliseconds kRelayOpenTimeout{5000};
+constexpr std::chrono::milliseconds kWatchRetry{2000};
+
+}  // namespace
+
+Registry::Registry(std::string runtime_dir, RegistryOptions options)
+    : runtime_dir_(std::move(runtime_dir)),
+      options_(std::move(options)),
+      pool_(options_.dns_workers, options_.dns_queue) {}
+
+Registry::~Registry() { Stop(); }
+
+void Registry::Start() {
+  if (options_.watch_supervisor) watch_thread_ = std::thread([this] { WatchSupervisor(); });
+  tick_thread_ = std::thread([this] { Tick(); });
+}
+
+void Registry::Stop() {
+  std::map<std::string, Entry> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
+    sessions.swap(sessions_);
+  }
+  cv_.notify_all();
+  if (watch_thread_.joinable()) watch_thread_.join();
+  if (tick_thread_.joinable()) tick_thread_.join();
+  for (auto& [id, entry] : sessions) {
+    entry.relay.reset();
+    entry.session->log().Close();
+  }
+}
+
+absl::StatusOr<SessionInputs> Registry::Gather(const std::string& id, Session& session) {
+  SessionInputs in;
+  LAZ_ASSIGN_OR_RETURN(in.info, FetchSession(runtime_dir_, id));
+  if (in.info.state() == sv::SESSION_STATE_REAPING) {
+    return absl::FailedPreconditionError(absl::StrCat("session ", id, " is ending"));
+  }
+  LAZ_ASSIGN_OR_RETURN(in.network, ResolveNetwork(runtime_dir_, in.info.record()));
+  LAZ_ASSIGN_OR_RETURN(in.host_addresses, ReadHostAddresses());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kHostCallTimeout);
+  grpc::Status st =
+      session.router().GetNamespaceInfo(&ctx, rt::GetNamespaceInfoRequest(), &in.namespace_info);
+  if (!st.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("the router of session ", id, ": GetNamespaceInfo: ", st.error_message()));
+  }
+  std::vector<std::string> configured(in.network.dns_upstream().begin(),
+                                      in.network.dns_upstream().end());
+  LAZ_ASSIGN_OR_RETURN(in.upstreams, ChooseUpstreams(configured, options_.resolv_conf));
+  return in;
+}
+
+absl::StatusOr<pb::PolicyApplied> Registry::Attach(const std::string& id) {
+  LAZ_RETURN_IF_ERROR(CheckSessionId(id));
+  std::lock_guard<std::mutex> attach_lock(attach_mu_);
+  std::shared_ptr<Session> session;
+  bool fresh = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::UnavailableError("lazaret-netpolicyd is stopping");
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) session = it->second.session;
+  }
+  if (session == nullptr) {
+    session = std::make_shared<Session>(id, DialUnix(RouterSocketPath(runtime_dir_, id)),
+                                        options_.session);
+    fresh = true;
+  }
+  absl::StatusOr<SessionInputs> inputs = Gather(id, *session);
+  if (!inputs.ok()) return inputs.status();
+  absl::StatusOr<pb::PolicyApplied> applied = session->Configure(*std::move(inputs));
+  if (!applied.ok() || !fresh) return applied;
+  auto relay = std::make_unique<DnsRelay>(session, &pool_);
+  if (!relay->WaitOpen(kRelayOpenTimeout)) {
+    return absl::UnavailableError(
+        absl::StrCat("the router of session ", id, " did not take the DNS relay call"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return absl::UnavailableError("lazaret-netpolicyd is stopping");
+  sessions_[id] = Entry{session, std::move(relay)};
+  LAZ_LOG_INFO << "session " << id << " attached: generation " << applied->generation() << ", "
+               << applied->routes() << " routes";
+  return applied;
+}
+
+absl::StatusOr<pb::PolicyApplied> Registry::Reload(const std::string& id) {
+  LAZ_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Find(id));
+  std::lock_guard<std::mutex> attach_lock(attach_mu_);
+  LAZ_ASSIGN_OR_RETURN(SessionInputs inputs, Gather(id, *session));
+  return session->Configure(std::move(inputs));
+}
+
+absl::Status Registry::Detach(const std::string& id) {
+  LAZ_RETURN_IF_ERROR(CheckSessionId(id));
+  Entry entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return absl::OkStatus();  // forgotten already
+    entry = std::move(it->second);
+    sessions_.erase(it);
+  }
+  entry.relay.reset();
+  entry.session->log().Close();
+  LAZ_LOG_INFO << "session " << id << " detached";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Session>> Registry::Find(const std::string& id) const {
+  LAZ_RETURN_IF_ERROR(CheckSessionId(id));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return absl::NotFoundError(absl::StrCat("session ", id, " is not attached"));
+  }
+  return it->second.session;
+}
+
+std::vector<std::shared_ptr<Session>> Registry::List() const {
+  std::vector<std::shared_ptr<Session>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, entry] : sessions_) out.push_back(entry.session);
+  return out;
+}
+
+void Registry::WatchSupervisor() {
+  bool warned = false;
+  while (true) {
+    auto stub =
+        sv::SupervisorService::NewStub(DialUnix(SocketPath(runtime_dir_, kSupervisorSocketName)));
+    grpc::ClientContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      watch_ctx_ = &ctx;
+    }
+    std::unique_ptr<grpc::ClientReader<sv::SessionEvent>> reader =
+        stub->WatchSessions(&ctx, sv::WatchSessionsRequest());
+    sv::SessionEvent event;
+    while (reader->Read(&event)) {
+      warned = false;
+      const std::string& id = event.session().record().id();
+      if (event.kind() == sv::SESSION_EVENT_ENDED) {
+        (void)Detach(id);
+      } else if (event.kind() == sv::SESSION_EVENT_STARTED &&
+                 event.session().state() == sv::SESSION_STATE_ATTACHED && !Find(id).ok()) {
+        // Attached before this netpolicyd started: take it up again.
+        absl::StatusOr<pb::PolicyApplied> applied = Attach(id);
+        if (!applied.ok()) {
+          LAZ_LOG_ERROR << "session " << id
+                        << " could not be attached again: " << applied.status().message();
+        }
+      }
+    }
+    grpc::Status st = reader->Finish();
+    std::unique_lock<std::mutex> lock(mu_);
+    watch_ctx_ = nullptr;
+    if (stopping_) return;
+    if (!warned) {
+      LAZ_LOG_WARNING << "the supervisor's session registry is not reachable ("
+                      << st.error_message() << "); trying again";
+      warned = true;
+    }
+    cv_.wait_for(lock, kWatchRetry, [this] { return stopping_; });
+  }
+}
+
+void Registry::Tick() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, options_.tick, [this] { return stopping_; });
+      if (stopping_) return;
+    }
+    for (const auto& session : List()) {
+      absl::Status s = session->ApplyIfExpired();
+      if (!s.ok()) {
+        LAZ_LOG_ERROR << "session " << session->id() << ": expiry re-apply failed: " << s.message();
+      }
+    }
+  }
+}
+
+}  // namespace lazaret::netpolicyd

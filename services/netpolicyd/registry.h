@@ -1,0 +1,85 @@
+// lazaret-netpolicyd's sessions: attach (gather the inputs, compile, apply,
+// open the DNS relay), reload, detach; a thread that follows the
+// supervisor's session registry (ENDED forgets a session; at start the
+// sessions already ATTACHED are attached again, so a restarted netpolicyd
+// picks its sessions up), and a ticker that re-applies when a live rule or
+// a name route expires. Runs in lazaret-netpolicyd, unprivileged. Callers
+// name sessions by id only: the id is checked, and the record, the profile
+// and the router socket come from the supervisor, configd and the runtime
+// directory, never from the request.
+#ifndef LAZARET_SERVICES_NETPOLICYD_REGISTRY_H_
+#define LAZARET_SERVICES_NETPOLICYD_REGISTRY_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "lazaret/netpolicy/v1/netpolicy.pb.h"
+#include "services/netpolicyd/relay.h"
+#include "services/netpolicyd/session.h"
+
+namespace lazaret::netpolicyd {
+
+struct RegistryOptions {
+  SessionOptions session;
+  std::string resolv_conf = "/etc/resolv.conf";
+  int dns_workers = 8;
+  size_t dns_queue = 1024;
+  // Follow the supervisor's WatchSessions (off in tests without one).
+  bool watch_supervisor = true;
+  std::chrono::milliseconds tick{1000};
+};
+
+class Registry {
+ public:
+  Registry(std::string runtime_dir, RegistryOptions options);
+  ~Registry();  // Stop()
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Starts the supervisor watch (if enabled) and the expiry ticker.
+  void Start();
+  void Stop();
+
+  // Attaches the session, or re-applies it when attached already.
+  absl::StatusOr<lazaret::netpolicy::v1::PolicyApplied> Attach(const std::string& id);
+  absl::StatusOr<lazaret::netpolicy::v1::PolicyApplied> Reload(const std::string& id);
+  absl::Status Detach(const std::string& id);
+  absl::StatusOr<std::shared_ptr<Session>> Find(const std::string& id) const;
+  std::vector<std::shared_ptr<Session>> List() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<Session> session;
+    std::unique_ptr<DnsRelay> relay;
+  };
+  // Reads the session's inputs from the supervisor, configd, the host and
+  // the router.
+  absl::StatusOr<SessionInputs> Gather(const std::string& id, Session& session);
+  void WatchSupervisor();
+  void Tick();
+
+  const std::string runtime_dir_;
+  const RegistryOptions options_;
+  WorkerPool pool_;
+  std::mutex attach_mu_;  // one attach or reload at a time
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* watch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::thread watch_thread_;
+  std::thread tick_thread_;
+};
+
+}  // namespace lazaret::netpolicyd
+
+#endif  // LAZARET_SERVICES_NETPOLICYD_REGISTRY_H_
