@@ -7,7 +7,9 @@
  *   net_probe connect HOST PORT [OPTIONS]
  *       -> "ok <ms>" | "err <ERRNO> <ms>" | "optfail <OPTION> <ERRNO>"
  *       TCP connect (or, with --udp, a UDP connect + one datagram that the
- *       peer must echo). <ms> is the time connect() (plus the echo) took.
+ *       peer must echo; with --udp --connect-only the UDP connect() alone:
+ *       the route decision, nothing sent). <ms> is the time connect()
+ *       (plus the echo) took.
  *   net_probe flood HOST PORT SECONDS [--out FILE] [--interval-ms N] [OPTIONS]
  *       TCP connects in a loop. Writes one line per success
  *       "ok <start_ns> <end_ns>" (CLOCK_REALTIME when connect() was called
@@ -24,9 +26,9 @@
  *           packet-dgram=<r> tcp=<r>", <r> "OPEN" or an errno name.
  *
  * OPTIONS (connect, flood, dns): --mark N (SO_MARK), --bind-dev DEV
- * (SO_BINDTODEVICE), --dontroute (SO_DONTROUTE), --udp, --timeout-ms N
- * (default 2000), --uid N (setgroups/setgid/setuid to N first; the
- * sandbox's root may). HOST is an IPv4 or IPv6 literal; an IPv6 link-local
+ * (SO_BINDTODEVICE), --dontroute (SO_DONTROUTE), --udp, --connect-only,
+ * --timeout-ms N (default 2000), --uid N (setgroups/setgid/setuid to N
+ * first; the sandbox's root may). HOST is an IPv4 or IPv6 literal; an IPv6 link-local
  * one takes a zone, "fe80::2%tap0".
  *
  * Exit status: 0 when the line was printed (whatever the network said),
@@ -49,7 +51,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
 
 const char* ProbeErrName(int e) {
   const char* n = strerrorname_np(e);
@@ -90,6 +91,8 @@ static void ParseOptions(int argc, char** argv, struct options* o) {
       o->dontroute = 1;
     } else if (strcmp(a, "--udp") == 0) {
       o->udp = 1;
+    } else if (strcmp(a, "--connect-only") == 0) {
+      o->connect_only = 1;
     } else if (strcmp(a, "--tcp") == 0) {
       o->tcp_dns = 1;
     } else if (!has_value) {
@@ -182,9 +185,8 @@ int ProbeOpenSocket(int family, int type, const struct options* o) {
       return -1;
     }
   }
-  if (o->bind_dev != NULL &&
-      setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->bind_dev, (socklen_t)strlen(o->bind_dev)) !=
-          0) {
+  if (o->bind_dev != NULL && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->bind_dev,
+                                        (socklen_t)strlen(o->bind_dev)) != 0) {
     printf("optfail SO_BINDTODEVICE %s\n", ProbeErrName(errno));
     close(fd);
     return -1;
@@ -210,8 +212,7 @@ int ProbeWaitFd(int fd, short events, int timeout_ms) {
 }
 
 /* connect() with a deadline: 0 or an errno. */
-int ProbeConnect(int fd, const struct sockaddr_storage* ss, socklen_t len,
-                              int timeout_ms) {
+int ProbeConnect(int fd, const struct sockaddr_storage* ss, socklen_t len, int timeout_ms) {
   const int flags = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);
   if (connect(fd, (const struct sockaddr*)ss, len) == 0) return 0;
@@ -245,7 +246,7 @@ static int CmdConnect(const char* host, int port, const struct options* o) {
   if (fd < 0) return 0;
   const int64_t start = ProbeNowNs(CLOCK_MONOTONIC);
   int err = ProbeConnect(fd, &ss, len, o->timeout_ms);
-  if (err == 0 && o->udp) err = UdpEcho(fd, o->timeout_ms);
+  if (err == 0 && o->udp && !o->connect_only) err = UdpEcho(fd, o->timeout_ms);
   const double ms = ProbeMsSince(start);
   if (err == 0) {
     printf("ok %.3f\n", ms);

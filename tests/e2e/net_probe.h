@@ -13,6 +13,7 @@ struct options {
   const char* bind_dev;
   int dontroute;
   int udp;
+  int connect_only; /* --udp: report the connect() alone, send nothing */
   int tcp_dns;
   int timeout_ms;
   long uid; /* -1: not set */

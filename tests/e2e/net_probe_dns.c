@@ -21,8 +21,7 @@ static const char* RcodeName(int rcode) {
   static const char* const kNames[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN",
                                        "NOTIMP",  "REFUSED", "YXDOMAIN", "YXRRSET",
                                        "NXRRSET", "NOTAUTH", "NOTZONE"};
-  return rcode >= 0 && rcode < (int)(sizeof(kNames) / sizeof(kNames[0])) ? kNames[rcode]
-                                                                          : "RCODE?";
+  return rcode >= 0 && rcode < (int)(sizeof(kNames) / sizeof(kNames[0])) ? kNames[rcode] : "RCODE?";
 }
 
 /* The first `nameserver` of /etc/resolv.conf, into buf. */
