@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -25,6 +26,16 @@ std::string ShellQuote(const std::string& s) {
     }
   }
   return out + "'";
+}
+
+// A dns probe names its server: the router unless the test chose one.
+std::vector<std::string> WithServer(std::vector<std::string> args) {
+  if (!args.empty() && args[0] == "dns" &&
+      std::find(args.begin(), args.end(), "--server") == args.end()) {
+    args.push_back("--server");
+    args.push_back("127.0.0.1");
+  }
+  return args;
 }
 
 bool ParseMs(const std::string& s, double* ms) {
@@ -116,6 +127,8 @@ absl::StatusOr<std::unique_ptr<NetSession>> NetSession::Start(const std::string&
     const std::string id = Trim(r.out);
     if (!id.empty() && id.find('\n') == std::string::npos) {
       s->id_ = id;
+      s->resolv_conf_is_router_ =
+          Trim(s->Exec({"cat", "/etc/resolv.conf"}).out) == "nameserver 127.0.0.1";
       return s;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -144,13 +157,24 @@ CommandResult NetSession::Exec(const std::vector<std::string>& argv,
   return Podman(args);
 }
 
+CommandResult NetSession::Getent(const std::vector<std::string>& args) const {
+  if (!resolv_conf_is_router_) {
+    CommandResult r;
+    r.err = "not resolved: /etc/resolv.conf inside names a resolver other than the router";
+    return r;
+  }
+  std::vector<std::string> argv = {"getent"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Exec(argv);
+}
+
 CommandResult NetSession::Shell(const std::string& script) const {
   return Exec({"sh", "-c", script});
 }
 
 ProbeResult NetSession::Probe(const std::vector<std::string>& args, const std::string& user) const {
   std::vector<std::string> argv = {kProbe};
-  argv.insert(argv.end(), args.begin(), args.end());
+  for (auto& a : WithServer(args)) argv.push_back(a);
   CommandResult r = Exec(argv, user);
   ProbeResult p = ParseProbeLine(Trim(r.out));
   if (!p.parsed) p.line = absl::StrCat(r.out, r.err, " (exit ", r.exit_code, ")");
@@ -161,7 +185,7 @@ std::map<std::string, ProbeResult> NetSession::Probes(const std::vector<ProbeCal
   std::string script;
   for (const auto& c : calls) {
     std::vector<std::string> quoted = {kProbe};
-    for (const auto& a : c.args) quoted.push_back(ShellQuote(a));
+    for (const auto& a : WithServer(c.args)) quoted.push_back(ShellQuote(a));
     absl::StrAppend(&script, "r=$(", absl::StrJoin(quoted, " "), " 2>&1); echo ",
                     ShellQuote(c.label), " \"$r\"\n");
   }

@@ -80,10 +80,19 @@ class NetSession {
   pid_t RouterPid() const;
   std::string Log() const;
 
+  // /etc/resolv.conf inside is exactly "nameserver 127.0.0.1" (read at
+  // start). Only then do tests resolve through it: names the tests use must
+  // never reach a resolver off this machine.
+  bool resolv_conf_is_router() const { return resolv_conf_is_router_; }
+  // `getent ARGS` inside, or exit code -1 without running it when
+  // resolv.conf names anything but the router.
+  CommandResult Getent(const std::vector<std::string>& args) const;
+
   // argv run inside the sandbox (podman exec; `user` empty: the sandbox's).
   CommandResult Exec(const std::vector<std::string>& argv, const std::string& user = "") const;
   CommandResult Shell(const std::string& script) const;
-  // One probe run, its single line parsed.
+  // One probe run, its single line parsed. A `dns` probe without --server
+  // asks the router (127.0.0.1), whatever resolv.conf says.
   ProbeResult Probe(const std::vector<std::string>& args, const std::string& user = "") const;
   // Many probe runs in one exec; results by label (a missing label maps to
   // an unparsed result).
@@ -105,6 +114,7 @@ class NetSession {
   std::string id_;
   pid_t pid_ = -1;
   bool ended_ = false;
+  bool resolv_conf_is_router_ = false;
 };
 
 // `lazaret net ARGS` as the mode's user.
