@@ -12,6 +12,7 @@ namespace lazaret::test::e2e::net {
 namespace {
 
 constexpr char kSandboxImage[] = "localhost/lazaret-sandbox:trixie";
+constexpr char kUserConfigMarker[] = "# written by net_e2e_test, removed at its end\n";
 
 NetWorld* world = nullptr;
 
@@ -114,7 +115,10 @@ void NetWorld::Build() {
   struct stat st {};
   had_user_config_ = stat(user_config_.c_str(), &st) == 0;
   if (had_user_config_) user_config_before_ = test::ReadFile(user_config_);
-  std::ofstream(user_config_) << "[network]\ndns_upstream = [\"" << kDnsServer << ":53\"]\n";
+  // One an earlier run left (it ended without its teardown) is not the user's.
+  if (user_config_before_.rfind(kUserConfigMarker, 0) == 0) had_user_config_ = false;
+  std::ofstream(user_config_) << kUserConfigMarker << "[network]\ndns_upstream = [\"" << kDnsServer
+                              << ":53\"]\n";
   chmod(user_config_.c_str(), 0644);
   if (chown(user_config_.c_str(), Env().uid, Env().gid) != 0) error_ = "chown user config";
 }
