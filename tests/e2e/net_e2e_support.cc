@@ -181,14 +181,18 @@ ProbeResult NetSession::Probe(const std::vector<std::string>& args, const std::s
   return p;
 }
 
-std::map<std::string, ProbeResult> NetSession::Probes(const std::vector<ProbeCall>& calls) const {
+std::map<std::string, ProbeResult> NetSession::Probes(const std::vector<ProbeCall>& calls,
+                                                      bool parallel) const {
   std::string script;
   for (const auto& c : calls) {
     std::vector<std::string> quoted = {kProbe};
     for (const auto& a : WithServer(c.args)) quoted.push_back(ShellQuote(a));
-    absl::StrAppend(&script, "r=$(", absl::StrJoin(quoted, " "), " 2>&1); echo ",
-                    ShellQuote(c.label), " \"$r\"\n");
+    // Each result is one short line written at once: lines of parallel
+    // probes do not mix.
+    absl::StrAppend(&script, parallel ? "( " : "", "r=$(", absl::StrJoin(quoted, " "),
+                    " 2>&1); echo ", ShellQuote(c.label), " \"$r\"", parallel ? " ) &\n" : "\n");
   }
+  if (parallel) script += "wait\n";
   CommandResult r = Shell(script);
   std::map<std::string, ProbeResult> out;
   for (const auto& c : calls) out[c.label].line = "no output (" + r.err + ")";

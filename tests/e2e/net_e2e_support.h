@@ -94,9 +94,10 @@ class NetSession {
   // One probe run, its single line parsed. A `dns` probe without --server
   // asks the router (127.0.0.1), whatever resolv.conf says.
   ProbeResult Probe(const std::vector<std::string>& args, const std::string& user = "") const;
-  // Many probe runs in one exec; results by label (a missing label maps to
-  // an unparsed result).
-  std::map<std::string, ProbeResult> Probes(const std::vector<ProbeCall>& calls) const;
+  // Many probe runs in one exec, one after the other or all at once;
+  // results by label (a missing label maps to an unparsed result).
+  std::map<std::string, ProbeResult> Probes(const std::vector<ProbeCall>& calls,
+                                            bool parallel = false) const;
   // `ip ARGS` in the router's network namespace, from the host.
   CommandResult RouterIp(const std::vector<std::string>& args) const;
   // A file of the router's namespace's /proc/sys/net, from the host.
