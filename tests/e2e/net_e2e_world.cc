@@ -1,0 +1,168 @@
+#include "tests/e2e/net_e2e_world.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "tests/e2e/net_e2e_hosts.h"
+
+namespace lazaret::test::e2e::net {
+namespace {
+
+constexpr char kSandboxImage[] = "localhost/lazaret-sandbox:trixie";
+constexpr char kUserConfigMarker[] = "# written by net_e2e_test, removed at its end\n";
+
+NetWorld* world = nullptr;
+
+std::vector<TestDnsRecord> Records() {
+  using T = DnsRecordType;
+  return {
+      {kNameOk, T::kA, kPublicV4, 300},
+      {kNameOk, T::kAaaa, kPublicV6, 300},
+      {kNameWild, T::kA, "198.51.100.4", 300},
+      {kNameWildApex, T::kA, kPublicV4, 300},
+      {kNameChain, T::kCname, "hop.lzt-cdn.test", 300},
+      {"hop.lzt-cdn.test", T::kCname, "end.lzt-cdn.test", 300},
+      {"end.lzt-cdn.test", T::kA, kPublicCname, 300},
+      {kNamePrivate, T::kA, kPrivate10, 300},
+      {kNameHostAddr, T::kA, kPublicHostSide, 300},
+      {kNameSecret, T::kA, kPublicV4, 300},
+      {kNameLate, T::kA, "198.51.100.5", 300},
+      {kNameFree, T::kA, kPublicV4, 300},
+      {kNameBypass, T::kA, kPublicV4, 300},
+  };
+}
+
+std::string Profile(const std::string& name, const std::string& body, const std::string& probe) {
+  return absl::StrCat("[profiles.", name, "]\nimage = \"", kSandboxImage, "\"\n", body,
+                      "[[profiles.", name, ".volumes]]\nhost = \"", probe,
+                      "\"\ncontainer = \"/opt/probe\"\nmode = \"ro\"\n\n");
+}
+
+}  // namespace
+
+NetWorld& NetWorld::Get() {
+  if (world == nullptr) {
+    world = new NetWorld();
+    world->Build();
+  }
+  return *world;
+}
+
+void NetWorld::Destroy() {
+  delete world;
+  world = nullptr;
+}
+
+void NetWorld::Build() {
+  absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(NetTestHostSpecs());
+  if (!hosts.ok()) {
+    error_ = absl::StrCat("test hosts: ", hosts.status().ToString());
+    return;
+  }
+  hosts_ = std::move(*hosts);
+  // Built after the test hosts, so their host-side addresses count.
+  absl::StatusOr<std::unique_ptr<Listeners>> l = Listeners::Start("", {"0.0.0.0", "::"}, 0);
+  if (!l.ok()) {
+    error_ = absl::StrCat("host listener: ", l.status().ToString());
+    return;
+  }
+  host_listener_ = std::move(*l);
+  absl::Status dns_started;
+  absl::Status inside = hosts_->Find("pub")->RunInside([&] {
+    TestDnsServerOptions options;
+    options.listen = absl::StrCat(kDnsServer, ":53");
+    options.records = Records();
+    absl::StatusOr<std::unique_ptr<TestDnsServer>> dns = TestDnsServer::Start(options);
+    dns_started = dns.status();
+    if (dns.ok()) dns_ = std::move(*dns);
+  });
+  if (!inside.ok() || !dns_started.ok()) {
+    error_ = absl::StrCat("test DNS server: ", inside.ToString(), " ", dns_started.ToString());
+    return;
+  }
+
+  probe_dir_ = std::make_unique<UserDir>("netprobe");
+  const std::string probe = probe_dir_->path() + "/net_probe";
+  if (test::Run({"cp", test::Binary("lazaret_net_probe"), probe}).exit_code != 0) {
+    error_ = "cannot copy the probe";
+    return;
+  }
+  chmod(probe.c_str(), 0755);
+  config_dir_ = std::make_unique<UserDir>("netcfg");
+  ws_pub_ = std::make_unique<UserDir>("netws-pub");
+  ws_names_ = std::make_unique<UserDir>("netws-names");
+  ws_kill_ = std::make_unique<UserDir>("netws-kill");
+  const std::string pub_body = absl::StrCat("allow_egress = [\"", kSubnetCidr,
+                                            "\", \"10.203.0.3/32\", \"172.20.99.0/24\"]\n");
+  config_ = config_dir_->Write(
+      "net.toml",
+      absl::StrCat("[network]\ndefault_deny = ", DefaultDenyWith({"172.20.99.0/24"}), "\n\n",
+                   Profile(kPubProfile, pub_body, probe_dir_->path()),
+                   Profile(kKillProfile, pub_body, probe_dir_->path()),
+                   Profile(kNamesProfile,
+                           absl::StrCat("default_allow = []\nallow_domains = [\"", kNameOk,
+                                        "\", \"*.wild.lzt.test\", \"", kNameChain, "\", \"",
+                                        kNamePrivate, "\", \"", kNameHostAddr, "\"]\n"),
+                           probe_dir_->path())));
+
+  // The upstream resolver is the user's own setting.
+  const std::string dir = Env().home + "/.config/lazaret";
+  RunAs("/", {"mkdir", "-p", dir});
+  user_config_ = dir + "/config.toml";
+  struct stat st {};
+  had_user_config_ = stat(user_config_.c_str(), &st) == 0;
+  if (had_user_config_) user_config_before_ = test::ReadFile(user_config_);
+  // One an earlier run left (it ended without its teardown) is not the user's.
+  if (user_config_before_.rfind(kUserConfigMarker, 0) == 0) had_user_config_ = false;
+  std::ofstream(user_config_) << kUserConfigMarker << "[network]\ndns_upstream = [\"" << kDnsServer
+                              << ":53\"]\n";
+  chmod(user_config_.c_str(), 0644);
+  if (chown(user_config_.c_str(), Env().uid, Env().gid) != 0) error_ = "chown user config";
+}
+
+NetWorld::~NetWorld() {
+  pub_.reset();
+  names_.reset();
+  if (!user_config_.empty()) {
+    if (had_user_config_) {
+      std::ofstream(user_config_) << user_config_before_;
+    } else {
+      unlink(user_config_.c_str());
+    }
+  }
+  dns_.reset();
+  host_listener_.reset();
+  hosts_.reset();
+}
+
+NetSession* NetWorld::Shared(const std::string& profile, std::unique_ptr<NetSession>* slot) {
+  std::string& err = profile == kPubProfile ? pub_error_ : names_error_;
+  if (*slot == nullptr && err.empty()) {
+    absl::StatusOr<std::unique_ptr<NetSession>> s = StartSession(profile);
+    if (s.ok()) {
+      *slot = std::move(*s);
+    } else {
+      err = s.status().ToString();
+    }
+  }
+  return slot->get();
+}
+
+NetSession* NetWorld::Pub() { return Shared(kPubProfile, &pub_); }
+NetSession* NetWorld::Names() { return Shared(kNamesProfile, &names_); }
+
+std::string NetWorld::Workspace(const std::string& profile) const {
+  if (profile == kPubProfile) return ws_pub_->path();
+  if (profile == kNamesProfile) return ws_names_->path();
+  return ws_kill_->path();
+}
+
+absl::StatusOr<std::unique_ptr<NetSession>> NetWorld::StartSession(const std::string& profile) {
+  const std::string ws = Workspace(profile);
+  return NetSession::Start(ws, config_, profile, config_dir_->path() + "/" + profile + ".log");
+}
+
+}  // namespace lazaret::test::e2e::net
