@@ -263,7 +263,8 @@ class NetRouterServiceImpl final : public ServiceBase {
       LAZ_ASSIGN_OR_RETURN(kr, LookupKernelRoute(*query_, family, address, ipproto, port));
       LAZ_ASSIGN_OR_RETURN(rules, ListRules(rules_.get()));
     }
-    const std::string rule = kr.error != 0 ? RefusingRule(rules, family, ipproto, port) : "";
+    const std::string rule =
+        kr.error != 0 ? RefusingRule(rules, family, address, ipproto, port) : "";
     response->set_allowed(kr.error == 0);
     response->set_rule(rule);
     if (kr.error == 0) {

@@ -158,6 +158,17 @@ TEST_F(NoDisciplineTest, WithoutTheNeighbourDisciplineABoundSocketGetsThrough) {
   EXPECT_EQ(Connect(testing::kOnLinkV4, 80, BindToVa), 0);
 }
 
+TEST_F(RouterKernelTest, ScopedIpv6DestinationsAreRefusedWhateverThePolicy) {
+  // An IPv6 lookup with a zone takes only routes on that interface, so the
+  // table's prohibit fe80::/10 alone would never match it (the connect went
+  // on-link): the pref-95 rule refuses link-local outright, even under a
+  // policy that allows the whole space.
+  Apply(1, Policy({{"::/0", Action::kAllow}, {"0.0.0.0/0", Action::kAllow}}));
+  EXPECT_EQ(Connect(testing::kRemoteAV6, 80), 0);
+  EXPECT_EQ(Connect(testing::kLinkLocalV6, 80), EACCES);
+  EXPECT_EQ(Connect(testing::kLinkLocalV6, 80, BindToVa), EACCES);
+}
+
 TEST_F(RouterKernelTest, DontRouteToAProhibitedAddressIsRefused) {
   Apply(1, AllowA());
   auto dontroute = [](int fd) {

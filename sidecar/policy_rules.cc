@@ -1,12 +1,15 @@
 #include "sidecar/policy_rules.h"
 
+#include <arpa/inet.h>
 #include <linux/fib_rules.h>
 #include <sys/socket.h>
 // Spelled with libnl3/ so the header is found where Debian installs it.
+#include <libnl3/netlink/addr.h>
 #include <libnl3/netlink/route/rule.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +42,21 @@ absl::Status AddRule(nl_sock* sk, rtnl_rule* rule, const std::string& what) {
   return absl::OkStatus();
 }
 
+bool PrefixContains(const std::array<uint8_t, 16>& prefix, int length,
+                    const std::array<uint8_t, 16>& address) {
+  for (int bit = 0; bit < length; ++bit) {
+    const uint8_t mask = static_cast<uint8_t>(0x80 >> (bit % 8));
+    if ((prefix[bit / 8] & mask) != (address[bit / 8] & mask)) return false;
+  }
+  return true;
+}
+
+std::string FormatPrefix(int family, const std::array<uint8_t, 16>& address, int length) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family, address.data(), text, sizeof(text));
+  return absl::StrCat(text, "/", length);
+}
+
 const char* ProtoName(uint8_t ipproto) {
   return ipproto == 6 ? "tcp" : ipproto == 17 ? "udp" : "ipproto";
 }
@@ -55,6 +73,21 @@ absl::Status InstallPolicyRules(nl_sock* sk) {
       LAZ_RETURN_IF_ERROR(AddRule(sk, rule.get(),
                                   absl::StrCat("the ", FamilyName(family), " rule refusing ",
                                                ProtoName(d.ipproto), " port ", d.port)));
+    }
+    if (family == AF_INET6) {
+      for (const char* prefix : kScopedIpv6Prefixes) {
+        RulePtr rule = NewRule(family, kScopedRulePriority, FR_ACT_PROHIBIT);
+        if (rule == nullptr) return absl::ResourceExhaustedError("rtnl_rule_alloc");
+        nl_addr* dst = nullptr;
+        if (int err = nl_addr_parse(prefix, AF_INET6, &dst); err < 0) {
+          return NlStatus(absl::StrCat("parsing ", prefix), err);
+        }
+        const int err = rtnl_rule_set_dst(rule.get(), dst);
+        nl_addr_put(dst);
+        if (err < 0) return NlStatus(absl::StrCat("setting the destination ", prefix), err);
+        LAZ_RETURN_IF_ERROR(
+            AddRule(sk, rule.get(), absl::StrCat("the IPv6 rule refusing ", prefix)));
+      }
     }
     RulePtr lookup = NewRule(family, kPolicyRulePriority, FR_ACT_TO_TBL);
     if (lookup == nullptr) return absl::ResourceExhaustedError("rtnl_rule_alloc");
@@ -112,10 +145,15 @@ absl::StatusOr<std::vector<RuleInfo>> ListRules(nl_sock* sk) {
       info.dport_start = start;
       info.dport_end = end;
     }
+    if (nl_addr* dst = rtnl_rule_get_dst(r);
+        dst != nullptr && nl_addr_get_len(dst) <= info.dst.size()) {
+      info.dst_length = static_cast<int>(nl_addr_get_prefixlen(dst));
+      std::memcpy(info.dst.data(), nl_addr_get_binary_addr(dst), nl_addr_get_len(dst));
+    }
     uint16_t sstart = 0;
     uint16_t send = 0;
-    info.has_other_selector = rtnl_rule_get_src(r) != nullptr || rtnl_rule_get_dst(r) != nullptr ||
-                              rtnl_rule_get_iif(r) != nullptr || rtnl_rule_get_oif(r) != nullptr ||
+    info.has_other_selector = rtnl_rule_get_src(r) != nullptr || rtnl_rule_get_iif(r) != nullptr ||
+                              rtnl_rule_get_oif(r) != nullptr ||
                               (rtnl_rule_get_mark(r) != 0 && rtnl_rule_get_mark(r) != UINT32_MAX) ||
                               rtnl_rule_get_sport(r, &sstart, &send) == 0;
     out.push_back(info);
@@ -126,11 +164,16 @@ absl::StatusOr<std::vector<RuleInfo>> ListRules(nl_sock* sk) {
   return out;
 }
 
-std::string RefusingRule(const std::vector<RuleInfo>& rules, int family, uint8_t ipproto,
-                         uint16_t port) {
+std::string RefusingRule(const std::vector<RuleInfo>& rules, int family,
+                         const std::array<uint8_t, 16>& address, uint8_t ipproto, uint16_t port) {
   for (const RuleInfo& r : rules) {
     if (r.family != family || r.priority >= kPolicyRulePriority) continue;
     if (r.action != FR_ACT_PROHIBIT || r.has_other_selector) continue;
+    if (r.dst_length >= 0) {
+      if (!PrefixContains(r.dst, r.dst_length, address)) continue;
+      return absl::StrCat("pref ", r.priority, ": to ", FormatPrefix(family, r.dst, r.dst_length),
+                          " prohibit");
+    }
     if (r.ipproto != 0 && r.ipproto != ipproto) continue;
     if (r.dport_start != 0 && (port < r.dport_start || port > r.dport_end)) continue;
     if (r.ipproto == 0 && r.dport_start == 0) {

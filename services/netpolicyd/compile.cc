@@ -21,11 +21,20 @@ namespace rt = ::lazaret::netrouter::v1;
 // name route never beats anything at its own prefix.
 enum class Class { kHardDeny = 0, kAllow = 1, kSoftDeny = 2, kName = 3 };
 
-// The metadata and link-local addresses no sandbox reaches unless allowed
-// by an exact entry.
-constexpr const char* kAlwaysDenied[] = {
-    "169.254.169.254/32", "100.100.100.200/32", "fd00:ec2::254/128", "169.254.0.0/16", "fe80::/10",
+// The metadata addresses no sandbox reaches unless an allow names exactly
+// that host.
+constexpr const char* kMetadataAddresses[] = {
+    "169.254.169.254/32",
+    "100.100.100.200/32",
+    "fd00:ec2::254/128",
 };
+// IPv4 link-local: inside it only an exact host allow opens an address; an
+// allow of the range or of a part of it wider than one host opens nothing.
+constexpr char kIpv4LinkLocal[] = "169.254.0.0/16";
+// IPv6 link-local: refused by the router's pref-95 rule ahead of the
+// table (a scoped lookup never reaches the table's routes), so no allow
+// can open it and none is pretended to.
+constexpr const char* kScopedIpv6[] = {"fe80::/10"};
 
 struct Candidate {
   IpPrefix prefix;
@@ -97,6 +106,28 @@ absl::StatusOr<IpPrefix> ParseHostAddress(const std::string& text) {
   return IpPrefix::ParseAddress(text.substr(0, text.find('%')));
 }
 
+// An allow that lies inside IPv4 link-local without being one host, or
+// inside IPv6 link-local at all, opens nothing: a deny at the
+// very same prefix outranks it (deny wins at equal prefix) and says why.
+void PinAlwaysDenied(const IpPrefix& allow, Collector& out) {
+  if (allow.is_ipv4()) {
+    if (allow.is_host() || !IpPrefix::Parse(kIpv4LinkLocal)->Contains(allow)) return;
+    out.Add(allow, pb::RULE_ACTION_DENY,
+            SourceOf(pb::RULE_KIND_ALWAYS, absl::StrCat("link-local: only an exact host allow "
+                                                        "opens an address of ",
+                                                        kIpv4LinkLocal)),
+            Class::kHardDeny, false);
+    return;
+  }
+  for (const char* text : kScopedIpv6) {
+    if (!IpPrefix::Parse(text)->Contains(allow)) continue;
+    out.Add(allow, pb::RULE_ACTION_DENY,
+            SourceOf(pb::RULE_KIND_ALWAYS,
+                     absl::StrCat("inside ", text, ": refused by the router's pref-95 rule")),
+            Class::kHardDeny, false);
+  }
+}
+
 // Adds every rule that does not come from a name. Fails on any bad entry.
 absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next_expiry) {
   for (const auto& rule : in.live_rules) {
@@ -112,6 +143,7 @@ absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next
     source.set_kind(pb::RULE_KIND_LIVE);
     bool deny = rule.action() == pb::RULE_ACTION_DENY;
     out.Add(prefix, rule.action(), source, deny ? Class::kHardDeny : Class::kAllow, false);
+    if (!deny) PinAlwaysDenied(prefix, out);
   }
   for (const auto& entry : in.network.deny()) {
     LAZ_ASSIGN_OR_RETURN(IpPrefix prefix, IpPrefix::Parse(entry.cidr().prefix()));
@@ -120,6 +152,7 @@ absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next
   for (const auto& entry : in.network.allow()) {
     LAZ_ASSIGN_OR_RETURN(IpPrefix prefix, IpPrefix::Parse(entry.cidr().prefix()));
     out.Add(prefix, pb::RULE_ACTION_ALLOW, SourceOf(entry.source()), Class::kAllow, false);
+    PinAlwaysDenied(prefix, out);
   }
   for (const auto& host : in.host_addresses) {
     if (!host.address.is_host()) {
@@ -140,11 +173,16 @@ absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next
     out.Add(address, pb::RULE_ACTION_DENY, SourceOf(pb::RULE_KIND_GATEWAY, "link service"),
             Class::kSoftDeny, false);
   }
-  for (const char* text : kAlwaysDenied) {
-    IpPrefix prefix = *IpPrefix::Parse(text);
-    std::string detail = prefix.is_host() ? "metadata address" : "link-local";
-    out.Add(prefix, pb::RULE_ACTION_DENY, SourceOf(pb::RULE_KIND_ALWAYS, detail), Class::kSoftDeny,
-            false);
+  for (const char* text : kMetadataAddresses) {
+    out.Add(*IpPrefix::Parse(text), pb::RULE_ACTION_DENY,
+            SourceOf(pb::RULE_KIND_ALWAYS, "metadata address"), Class::kSoftDeny, false);
+  }
+  out.Add(*IpPrefix::Parse(kIpv4LinkLocal), pb::RULE_ACTION_DENY,
+          SourceOf(pb::RULE_KIND_ALWAYS, "link-local"), Class::kHardDeny, false);
+  for (const char* text : kScopedIpv6) {
+    out.Add(*IpPrefix::Parse(text), pb::RULE_ACTION_DENY,
+            SourceOf(pb::RULE_KIND_ALWAYS, "IPv6 link-local (router rule pref 95)"),
+            Class::kHardDeny, false);
   }
   for (auto family : {IpPrefix::Family::kIpv4, IpPrefix::Family::kIpv6}) {
     out.Add(IpPrefix::Default(family), pb::RULE_ACTION_DENY,

@@ -178,13 +178,33 @@ TEST_F(CompileTest, GatewaysLinkServicesAndMetadataAreAlwaysDenied) {
   EXPECT_EQ(Decide(p, "fe80::2").source().kind(), pb::RULE_KIND_GATEWAY);
   EXPECT_EQ(Decide(p, "fd00::3").source().kind(), pb::RULE_KIND_GATEWAY);
   EXPECT_TRUE(Allowed(p, "10.0.2.4"));
-  // The link-local range is opened by its exact allow, the metadata host is not.
-  EXPECT_TRUE(Allowed(p, "169.254.1.1"));
+  // An allow of the link-local range opens none of it, the metadata host
+  // included: only exact host allows open link-local addresses.
+  EXPECT_FALSE(Allowed(p, "169.254.1.1"));
+  EXPECT_EQ(Decide(p, "169.254.1.1").source().kind(), pb::RULE_KIND_ALWAYS);
   EXPECT_EQ(Decide(p, "169.254.169.254").source().kind(), pb::RULE_KIND_ALWAYS);
   EXPECT_EQ(Decide(p, "100.100.100.200").source().kind(), pb::RULE_KIND_ALWAYS);
   EXPECT_EQ(Decide(p, "fd00:ec2::254").source().kind(), pb::RULE_KIND_ALWAYS);
   EXPECT_EQ(Decide(p, "fe80::1234").source().kind(), pb::RULE_KIND_ALWAYS);
   EXPECT_FALSE(Allowed(p, "fe80::1234"));
+}
+
+TEST_F(CompileTest, InsideLinkLocalOnlyExactHostAllowsOpen) {
+  Allow("169.254.7.0/24");
+  Allow("169.254.9.9/32");
+  Allow("169.254.169.254/32");
+  Allow("fe80::/10");
+  Allow("fe80::5/128");
+  CompiledPolicy p = Compiled();
+  EXPECT_FALSE(Allowed(p, "169.254.7.1")) << "a part of the range wider than one host";
+  EXPECT_FALSE(Allowed(p, "::ffff:169.254.7.1"));
+  EXPECT_TRUE(Allowed(p, "169.254.9.9"));
+  EXPECT_TRUE(Allowed(p, "169.254.169.254")) << "the metadata address, named exactly";
+  // IPv6 link-local: the router refuses it ahead of the table, so not even
+  // an exact allow is shown as open.
+  EXPECT_FALSE(Allowed(p, "fe80::1"));
+  EXPECT_FALSE(Allowed(p, "fe80::5"));
+  EXPECT_EQ(Decide(p, "fe80::5").source().kind(), pb::RULE_KIND_ALWAYS);
 }
 
 TEST_F(CompileTest, ExactAllowOpensTheGateway) {

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -60,7 +61,13 @@ bool ToSockaddr(const std::string& address, uint16_t port, sockaddr_storage* ss,
     a->sin6_family = AF_INET6;
     a->sin6_port = htons(port);
     *len = sizeof(*a);
-    return inet_pton(AF_INET6, address.c_str(), &a->sin6_addr) == 1;
+    // "fe80::b%va": a scoped address names its interface.
+    const size_t zone = address.find('%');
+    if (zone != std::string::npos) {
+      a->sin6_scope_id = if_nametoindex(address.substr(zone + 1).c_str());
+      if (a->sin6_scope_id == 0) return false;
+    }
+    return inet_pton(AF_INET6, address.substr(0, zone).c_str(), &a->sin6_addr) == 1;
   }
   auto* a = reinterpret_cast<sockaddr_in*>(ss);
   a->sin_family = AF_INET;
@@ -98,7 +105,7 @@ absl::StatusOr<std::unique_ptr<TestNetwork>> TestNetwork::Create(bool with_host)
     for (const char* a : {"198.51.100.1/24", "198.51.100.2/24"}) {
       LAZ_RETURN_IF_ERROR(host({"addr", "add", a, "dev", "vb"}));
     }
-    for (const char* a : {"2001:db8:1::1/64", "2001:db8:1::2/64"}) {
+    for (const char* a : {"2001:db8:1::1/64", "2001:db8:1::2/64", "fe80::b/64"}) {
       LAZ_RETURN_IF_ERROR(host({"addr", "add", a, "dev", "vb", "nodad"}));
     }
     for (const char* a :

@@ -28,6 +28,8 @@ inline constexpr char kGatewayV4[] = "198.51.100.1";
 inline constexpr char kGatewayV6[] = "2001:db8:1::1";
 inline constexpr char kOnLinkV4[] = "198.51.100.2";
 inline constexpr char kOnLinkV6[] = "2001:db8:1::2";
+// H's link-local address on the veth, scoped to R's end of it.
+inline constexpr char kLinkLocalV6[] = "fe80::b%va";
 inline constexpr char kRemoteAV4[] = "203.0.113.5";
 inline constexpr char kRemoteBV4[] = "203.0.113.6";
 inline constexpr char kRemoteAV6[] = "2001:db8:99::5";
