@@ -162,7 +162,13 @@ TEST(SandboxArgvTest, BothContainersPinWhatAContainersConfCouldChange) {
       for (const auto& a : *argv) {
         EXPECT_THAT(a, Not(HasSubstr("unconfined")));
         EXPECT_THAT(a, Not(HasSubstr("--device")));
-        EXPECT_THAT(a, Not(HasSubstr("--sysctl")));
+      }
+      // The one sysctl: the sidecar's router binds port 53 unprivileged.
+      if (argv == &sidecar) {
+        EXPECT_THAT(Values(*argv, "--sysctl"),
+                    ElementsAre("net.ipv4.ip_unprivileged_port_start=53"));
+      } else {
+        EXPECT_THAT(Values(*argv, "--sysctl"), ElementsAre());
       }
       if (rootless) {
         EXPECT_THAT(Values(*argv, "--cgroups"), ElementsAre());
@@ -176,8 +182,21 @@ TEST(SandboxArgvTest, BothContainersPinWhatAContainersConfCouldChange) {
 TEST(SidecarArgvTest, RuntimeByPathAndNoHostLoopback) {
   const std::vector<std::string> a = SidecarArgv(Sidecar(false));
   EXPECT_THAT(Values(a, "--runtime"), ElementsAre("/usr/bin/runc"));
-  EXPECT_THAT(Values(a, "--network"), ElementsAre("slirp4netns:allow_host_loopback=false"));
+  EXPECT_THAT(Values(a, "--network"),
+              ElementsAre("slirp4netns:allow_host_loopback=false,enable_ipv6=true"));
   EXPECT_TRUE(Has(a, "--read-only"));
+}
+
+TEST(SidecarArgvTest, RouterIsTheOnlyResolverAndMayBindPort53) {
+  for (bool rootless : {false, true}) {
+    const std::vector<std::string> a = SidecarArgv(Sidecar(rootless));
+    EXPECT_THAT(Values(a, "--dns"), ElementsAre("127.0.0.1"));
+    EXPECT_THAT(Values(a, "--dns-search"), ElementsAre());
+    EXPECT_THAT(Values(a, "--dns-option"), ElementsAre());
+    EXPECT_THAT(Values(a, "--sysctl"), ElementsAre("net.ipv4.ip_unprivileged_port_start=53"));
+    // The capability set stays NET_ADMIN alone: no NET_BIND_SERVICE for 53.
+    EXPECT_THAT(Values(a, "--cap-add"), ElementsAre("NET_ADMIN"));
+  }
 }
 
 // Every --volume and --mount argument of `argv`, in order: the complete
@@ -384,7 +403,9 @@ TEST(PlanSessionTest, EveryFlagOfBothContainers) {
       ElementsAre("podman", "run", "--detach", "--name=lazaret-0123456789ab-sidecar",
                   "--label=io.lazaret.profile=p1", "--label=io.lazaret.session=0123456789ab",
                   "--label=io.lazaret.role=sidecar", "--label=io.lazaret.runtime-dir=/rt",
-                  "--runtime=/usr/bin/runc", "--network=slirp4netns:allow_host_loopback=false",
+                  "--runtime=/usr/bin/runc",
+                  "--network=slirp4netns:allow_host_loopback=false,enable_ipv6=true",
+                  "--dns=127.0.0.1", "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
                   "--read-only", "--read-only-tmpfs=false", "--cap-drop=all", "--cap-add=NET_ADMIN",
                   "--pull=never", "--env-host=false", "--http-proxy=false", "--ipc=private",
                   "--pid=private", "--uts=private", "--cgroupns=private", "--init=false",
