@@ -47,6 +47,7 @@ absl::StatusOr<std::map<std::string, SessionView>> CollectSessions(const std::st
   for (FoundSession& d : *dirs) {
     SessionView& v = out[d.id];
     v.id = d.id;
+    v.runtime_dir = runtime_dir;
     v.dir = std::move(d);
   }
   absl::StatusOr<std::vector<ContainerInfo>> containers = ListLazaretContainers();
@@ -56,6 +57,7 @@ absl::StatusOr<std::map<std::string, SessionView>> CollectSessions(const std::st
     if (c.runtime_dir != runtime_dir || !IsValidSessionId(c.session)) continue;
     SessionView& v = out[c.session];
     v.id = c.session;
+    v.runtime_dir = runtime_dir;
     v.containers.push_back(std::move(c));
   }
   return out;

@@ -23,6 +23,7 @@ namespace lazaret::cli::session {
 // Everything known about one session id.
 struct SessionView {
   std::string id;
+  std::string runtime_dir;  // of the instance it belongs to
   std::optional<FoundSession> dir;
   std::vector<ContainerInfo> containers;
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/plan.h"
+#include "clients/lazaret/session/dry_run.h"
 #include "clients/lazaret/session/terminfo.h"
 #include "tests/support/git_test_util.h"
 #include "tests/support/test_support.h"
@@ -431,6 +432,26 @@ TEST(PlanSessionTest, EveryFlagOfBothContainers) {
                   "--workdir=/workspace", "--volume=/home/dev/proj:/workspace:rw,z", kInitMount,
                   "--entrypoint=/run/lazaret/bin/lazaret-sandbox-init",
                   "localhost/lazaret-sandbox:trixie", "--", "make", "test"));
+}
+
+TEST(DryRunTest, SaysWhichPolicyCallGatesTheSandboxAndInWhatOrder) {
+  auto plan = PlanSession(Inputs(), PlainProfile(), gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string text = DryRunText(*plan, "/rt", [](const std::string&) { return false; });
+  EXPECT_THAT(text, Not(HasSubstr("not applied yet")));
+  const size_t sidecar = text.find("podman run --detach");
+  const size_t attach = text.find(
+      "# egress policy: NetPolicyService.AttachSession{0123456789ab} on "
+      "/rt/netpolicyd.sock (at most 20 s)");
+  const size_t sandbox = text.find("podman --runtime-flag=network=host run");
+  const size_t detach = text.find("# then NetPolicyService.DetachSession{0123456789ab}");
+  const size_t remove = text.find("podman rm --force --ignore --depend");
+  ASSERT_NE(attach, std::string::npos) << text;
+  ASSERT_NE(detach, std::string::npos) << text;
+  EXPECT_LT(sidecar, attach);
+  EXPECT_LT(attach, sandbox);
+  EXPECT_LT(remove, detach);
+  EXPECT_THAT(text, HasSubstr("on any error the sandbox is not started"));
 }
 
 TEST(SeedArgvTest, CreateNeverStartsOrPullsAndCopyTakesTheDirectoryContent) {
