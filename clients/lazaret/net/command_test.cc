@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "clients/lazaret/net/args.h"
+#include "clients/lazaret/net/fake_netpolicy_service.h"
 #include "clients/lazaret/net/format.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "google/protobuf/util/json_util.h"
@@ -31,77 +32,6 @@ using ::testing::Not;
 
 constexpr char kId[] = "0123456789ab";
 constexpr int64_t kNow = 1700000000;
-
-// Answers with what the test set, and records every request.
-class FakeNetPolicy final : public pb::NetPolicyService::Service {
- public:
-  grpc::Status AttachSession(grpc::ServerContext*, const pb::AttachSessionRequest* r,
-                             pb::PolicyApplied* out) override {
-    return Answer("AttachSession", r->session().id(), out);
-  }
-  grpc::Status ReloadSession(grpc::ServerContext*, const pb::ReloadSessionRequest* r,
-                             pb::PolicyApplied* out) override {
-    return Answer("ReloadSession", r->session().id(), out);
-  }
-  grpc::Status ChangeSession(grpc::ServerContext*, const pb::ChangeSessionRequest* r,
-                             pb::PolicyApplied* out) override {
-    std::lock_guard<std::mutex> l(mu);
-    change = *r;
-    return AnswerLocked("ChangeSession", r->session().id(), out);
-  }
-  grpc::Status DetachSession(grpc::ServerContext*, const pb::DetachSessionRequest* r,
-                             pb::DetachSessionResponse*) override {
-    pb::PolicyApplied ignored;
-    return Answer("DetachSession", r->session().id(), &ignored);
-  }
-  grpc::Status ShowPolicy(grpc::ServerContext*, const pb::ShowPolicyRequest* r,
-                          pb::SessionPolicy* out) override {
-    std::lock_guard<std::mutex> l(mu);
-    *out = policy;
-    return AnswerLocked("ShowPolicy", r->session().id(), nullptr);
-  }
-  grpc::Status TestDestination(grpc::ServerContext*, const pb::TestDestinationRequest* r,
-                               pb::TestDestinationResponse* out) override {
-    std::lock_guard<std::mutex> l(mu);
-    test = *r;
-    *out = verdict;
-    return AnswerLocked("TestDestination", r->session().id(), nullptr);
-  }
-  grpc::Status WatchLog(grpc::ServerContext*, const pb::WatchLogRequest* r,
-                        grpc::ServerWriter<pb::LogEntry>* w) override {
-    std::vector<pb::LogEntry> entries;
-    {
-      std::lock_guard<std::mutex> l(mu);
-      watch = *r;
-      calls.push_back("WatchLog " + r->session().id());
-      entries = log;
-    }
-    for (const pb::LogEntry& e : entries) w->Write(e);
-    return status;
-  }
-
-  std::mutex mu;
-  grpc::Status status = grpc::Status::OK;
-  pb::PolicyApplied applied;
-  pb::SessionPolicy policy;
-  pb::TestDestinationResponse verdict;
-  std::vector<pb::LogEntry> log;
-  std::vector<std::string> calls;
-  pb::ChangeSessionRequest change;
-  pb::TestDestinationRequest test;
-  pb::WatchLogRequest watch;
-
- private:
-  grpc::Status Answer(const char* rpc, const std::string& id, pb::PolicyApplied* out) {
-    std::lock_guard<std::mutex> l(mu);
-    return AnswerLocked(rpc, id, out);
-  }
-  grpc::Status AnswerLocked(const char* rpc, const std::string& id, pb::PolicyApplied* out) {
-    calls.push_back(std::string(rpc) + " " + id);
-    if (out != nullptr) *out = applied;
-    return status;
-  }
-};
 
 class NetCommandTest : public ::testing::Test {
  protected:
@@ -139,7 +69,7 @@ class NetCommandTest : public ::testing::Test {
   }
 
   std::string dir_;
-  FakeNetPolicy fake_;
+  FakeNetPolicyService fake_;
   std::unique_ptr<GrpcUnixServer> server_;
   std::string out_;
   std::string err_;

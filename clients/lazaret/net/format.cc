@@ -132,7 +132,8 @@ std::string RemainingText(int64_t s) {
   if (s <= 0) return "expired";
   if (s < 120) return absl::StrCat(s, " s");
   if (s < 7200) return absl::StrCat(s / 60, " min");
-  return absl::StrCat(s / 3600, " h ", (s % 3600) / 60, " min");
+  const int64_t min = (s % 3600) / 60;
+  return min == 0 ? absl::StrCat(s / 3600, " h") : absl::StrCat(s / 3600, " h ", min, " min");
 }
 
 std::string RuleSourceText(const pb::RuleSource& s, int64_t now) {

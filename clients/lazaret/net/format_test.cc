@@ -56,6 +56,7 @@ TEST(RemainingTextTest, SecondsMinutesHours) {
   EXPECT_EQ(RemainingText(119), "119 s");
   EXPECT_EQ(RemainingText(600), "10 min");
   EXPECT_EQ(RemainingText(7500), "2 h 5 min");
+  EXPECT_EQ(RemainingText(7200), "2 h");
   EXPECT_EQ(RemainingText(0), "expired");
 }
 
