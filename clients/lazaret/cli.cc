@@ -27,6 +27,8 @@ constexpr CommandInfo kCommands[] = {
     {"stop", "stop SESSION", "end a session (its sandbox and sidecar)", CmdStop},
     {"clean", "clean [--session ID]",
      "reap what killed sessions left (containers, session dirs; commits written back)", CmdClean},
+    {"net", "net show|test|log|reload|allow|deny",
+     "see, test and change a live session's egress policy (lazaret net --help)", CmdNet},
     {"image", "image build [sandbox|sidecar|all] [--force]",
      "build Lazaret's local images (no registry needed)", CmdImage},
     {"doctor", "doctor", "check this host and say how to fix each problem", CmdDoctor},

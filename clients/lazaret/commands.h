@@ -27,6 +27,9 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args);
 int CmdStop(const Context& ctx, const std::vector<std::string>& args);
 int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 
+// net_cmd.cc: a live session's egress policy (net/).
+int CmdNet(const Context& ctx, const std::vector<std::string>& args);
+
 // image_cmd.cc: Lazaret's local images (sandbox, sidecar).
 int CmdImage(const Context& ctx, const std::vector<std::string>& args);
 

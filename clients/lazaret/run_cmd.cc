@@ -51,6 +51,13 @@ int CmdRun(const Context& ctx, const std::vector<std::string>& args) {
     std::printf("%s", session::kRunUsage);
     return 0;
   }
+  // --config FILE by its canonical path: what configd resolves now is what
+  // lazaret-netpolicyd resolves again from the session record. A file that
+  // cannot be resolved is left as given for configd to report.
+  if (char resolved[PATH_MAX]; !parsed->explicit_config.empty() &&
+                               realpath(parsed->explicit_config.c_str(), resolved) != nullptr) {
+    parsed->explicit_config = resolved;
+  }
   session::SessionOptions options;
   options.runtime_dir = ctx.runtime_dir;
   options.libexec_dir = ctx.libexec_dir;

@@ -61,6 +61,12 @@ absl::Status ValidateSessionRecord(const common::v1::SessionRecord& r) {
   if (!fs::IsCleanAbsolutePath(r.git_state_dir())) {
     return absl::InvalidArgumentError("the record's git_state_dir is not a clean absolute path");
   }
+  // Empty without a --config FILE; lazaret-netpolicyd resolves the
+  // session's network settings from it, so nothing but a clean path.
+  if (!r.explicit_config().empty() && !fs::IsCleanAbsolutePath(r.explicit_config())) {
+    return absl::InvalidArgumentError(
+        "the record's explicit_config is neither empty nor a clean absolute path");
+  }
   if (r.pid() <= 0) return absl::InvalidArgumentError("the record has no owner pid");
   if (r.started_unix() <= 0) return absl::InvalidArgumentError("the record has no start time");
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 namespace lazaret::supervisor {
 namespace {
@@ -42,6 +43,23 @@ TEST(SessionRecordTest, EachBadFieldIsNamed) {
   EXPECT_NE(with([](auto& r) { r.set_git_state_dir("rel"); }).find("git_state_dir"),
             std::string::npos);
   EXPECT_NE(with([](auto& r) { r.set_pid(0); }).find("pid"), std::string::npos);
+}
+
+TEST(SessionRecordTest, ExplicitConfigIsEmptyOrACleanAbsolutePath) {
+  auto check = [](const std::string& path) {
+    common::v1::SessionRecord r = GoodRecord();
+    r.set_explicit_config(path);
+    return ValidateSessionRecord(r);
+  };
+  EXPECT_TRUE(check("").ok());
+  EXPECT_TRUE(check("/home/u/lazaret-ci.toml").ok());
+  const std::vector<std::string> bads = {"rel.toml",   "/a/../etc/passwd", "/a//b.toml",
+                                         "/a/b.toml/", "/a/b\nc.toml",     std::string("/a\0b", 4)};
+  for (const std::string& bad : bads) {
+    const absl::Status s = check(bad);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("explicit_config"), std::string::npos) << bad;
+  }
 }
 
 class RegistryTest : public ::testing::Test {

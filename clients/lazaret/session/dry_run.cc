@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
@@ -33,13 +34,19 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
   absl::StrAppend(&out, CommandLine(plan.sidecar_argv), "\n");
   absl::StrAppend(&out, "# wait until the router answers grpc.health.v1 on ", plan.session_path,
                   "/router/router.sock\n");
-  absl::StrAppend(&out, "# egress policy: not applied yet (netpolicyd will push it here)\n");
+  absl::StrAppend(&out, "# hold the router (this lazaret, then the supervisor)\n");
+  absl::StrAppend(&out, "# egress policy: NetPolicyService.AttachSession{", plan.id, "} on ",
+                  net::NetPolicySocket(runtime_dir), " (at most ", net::kAttachTimeout.count(),
+                  " s): lazaret-netpolicyd resolves profile ", plan.sandbox.profile,
+                  "'s network settings, applies them in the router and returns the applied "
+                  "generation; on any error the sandbox is not started\n");
   absl::StrAppend(&out, CommandLine(plan.sandbox_argv), "\n");
   absl::StrAppend(&out, "# when the command ends, or on SIGINT/SIGTERM/SIGHUP:\n");
   absl::StrAppend(&out, "#   (on a signal first: ",
                   CommandLine(RemoveArgv(SandboxName(plan.id), kSandboxStopGraceSeconds, false)),
                   ")\n");
   absl::StrAppend(&out, CommandLine(RemoveArgv(SidecarName(plan.id), 0, true)), "\n");
+  absl::StrAppend(&out, "# then NetPolicyService.DetachSession{", plan.id, "} (best effort)\n");
   return out;
 }
 

@@ -23,6 +23,7 @@ namespace lazaret::cli::session {
 // Everything known about one session id.
 struct SessionView {
   std::string id;
+  std::string runtime_dir;  // of the instance it belongs to
   std::optional<FoundSession> dir;
   std::vector<ContainerInfo> containers;
 
@@ -44,6 +45,13 @@ absl::StatusOr<std::map<std::string, SessionView>> CollectSessions(const std::st
 // The session an argument names: the full id or a unique prefix.
 absl::StatusOr<SessionView> FindSession(const std::map<std::string, SessionView>& all,
                                         const std::string& arg);
+
+// The live session (its owner's lock held) that `arg` names among `dirs`:
+// the full id or a unique prefix; with `arg` empty, the only live session.
+// The error says why (none, several - listing them -, no match) and what
+// to do.
+absl::StatusOr<std::string> ChooseLiveSession(const std::vector<FoundSession>& dirs,
+                                              const std::string& arg);
 
 }  // namespace lazaret::cli::session
 

@@ -33,6 +33,7 @@ struct LiveSession {
   bool sidecar_created = false;  // teardown removes the sidecar (by name)
   RouterProcess router;
   std::unique_ptr<RouterHold> hold;
+  bool policy_attached = false;  // AttachSession was called: the teardown detaches
   SavedTerminalMode terminal;
   SandboxWrites writes;
 

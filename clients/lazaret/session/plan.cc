@@ -71,8 +71,17 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
                         absl::StrCat("--runtime=", s.runc_path),
                         // One topology rootful and rootless; the host's
                         // loopback is not reachable through it, whatever
-                        // containers.conf network_cmd_options say.
-                        "--network=slirp4netns:allow_host_loopback=false",
+                        // containers.conf network_cmd_options say. IPv6
+                        // on, so that the router polices both families
+                        // with the same defaults.
+                        "--network=slirp4netns:allow_host_loopback=false,enable_ipv6=true",
+                        // The router is the namespace's only resolver: the
+                        // resolv.conf podman writes (which the sandbox
+                        // shares) names only it, on the shared loopback.
+                        "--dns=127.0.0.1",
+                        // The router binds port 53 without
+                        // CAP_NET_BIND_SERVICE (NET_ADMIN is its only one).
+                        "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
                         "--read-only",
                         "--read-only-tmpfs=false",
                     });

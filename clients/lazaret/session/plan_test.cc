@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/plan.h"
+#include "clients/lazaret/session/dry_run.h"
 #include "clients/lazaret/session/terminfo.h"
 #include "tests/support/git_test_util.h"
 #include "tests/support/test_support.h"
@@ -162,7 +163,13 @@ TEST(SandboxArgvTest, BothContainersPinWhatAContainersConfCouldChange) {
       for (const auto& a : *argv) {
         EXPECT_THAT(a, Not(HasSubstr("unconfined")));
         EXPECT_THAT(a, Not(HasSubstr("--device")));
-        EXPECT_THAT(a, Not(HasSubstr("--sysctl")));
+      }
+      // The one sysctl: the sidecar's router binds port 53 unprivileged.
+      if (argv == &sidecar) {
+        EXPECT_THAT(Values(*argv, "--sysctl"),
+                    ElementsAre("net.ipv4.ip_unprivileged_port_start=53"));
+      } else {
+        EXPECT_THAT(Values(*argv, "--sysctl"), ElementsAre());
       }
       if (rootless) {
         EXPECT_THAT(Values(*argv, "--cgroups"), ElementsAre());
@@ -176,8 +183,21 @@ TEST(SandboxArgvTest, BothContainersPinWhatAContainersConfCouldChange) {
 TEST(SidecarArgvTest, RuntimeByPathAndNoHostLoopback) {
   const std::vector<std::string> a = SidecarArgv(Sidecar(false));
   EXPECT_THAT(Values(a, "--runtime"), ElementsAre("/usr/bin/runc"));
-  EXPECT_THAT(Values(a, "--network"), ElementsAre("slirp4netns:allow_host_loopback=false"));
+  EXPECT_THAT(Values(a, "--network"),
+              ElementsAre("slirp4netns:allow_host_loopback=false,enable_ipv6=true"));
   EXPECT_TRUE(Has(a, "--read-only"));
+}
+
+TEST(SidecarArgvTest, RouterIsTheOnlyResolverAndMayBindPort53) {
+  for (bool rootless : {false, true}) {
+    const std::vector<std::string> a = SidecarArgv(Sidecar(rootless));
+    EXPECT_THAT(Values(a, "--dns"), ElementsAre("127.0.0.1"));
+    EXPECT_THAT(Values(a, "--dns-search"), ElementsAre());
+    EXPECT_THAT(Values(a, "--dns-option"), ElementsAre());
+    EXPECT_THAT(Values(a, "--sysctl"), ElementsAre("net.ipv4.ip_unprivileged_port_start=53"));
+    // The capability set stays NET_ADMIN alone: no NET_BIND_SERVICE for 53.
+    EXPECT_THAT(Values(a, "--cap-add"), ElementsAre("NET_ADMIN"));
+  }
 }
 
 // Every --volume and --mount argument of `argv`, in order: the complete
@@ -384,7 +404,9 @@ TEST(PlanSessionTest, EveryFlagOfBothContainers) {
       ElementsAre("podman", "run", "--detach", "--name=lazaret-0123456789ab-sidecar",
                   "--label=io.lazaret.profile=p1", "--label=io.lazaret.session=0123456789ab",
                   "--label=io.lazaret.role=sidecar", "--label=io.lazaret.runtime-dir=/rt",
-                  "--runtime=/usr/bin/runc", "--network=slirp4netns:allow_host_loopback=false",
+                  "--runtime=/usr/bin/runc",
+                  "--network=slirp4netns:allow_host_loopback=false,enable_ipv6=true",
+                  "--dns=127.0.0.1", "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
                   "--read-only", "--read-only-tmpfs=false", "--cap-drop=all", "--cap-add=NET_ADMIN",
                   "--pull=never", "--env-host=false", "--http-proxy=false", "--ipc=private",
                   "--pid=private", "--uts=private", "--cgroupns=private", "--init=false",
@@ -410,6 +432,26 @@ TEST(PlanSessionTest, EveryFlagOfBothContainers) {
                   "--workdir=/workspace", "--volume=/home/dev/proj:/workspace:rw,z", kInitMount,
                   "--entrypoint=/run/lazaret/bin/lazaret-sandbox-init",
                   "localhost/lazaret-sandbox:trixie", "--", "make", "test"));
+}
+
+TEST(DryRunTest, SaysWhichPolicyCallGatesTheSandboxAndInWhatOrder) {
+  auto plan = PlanSession(Inputs(), PlainProfile(), gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string text = DryRunText(*plan, "/rt", [](const std::string&) { return false; });
+  EXPECT_THAT(text, Not(HasSubstr("not applied yet")));
+  const size_t sidecar = text.find("podman run --detach");
+  const size_t attach = text.find(
+      "# egress policy: NetPolicyService.AttachSession{0123456789ab} on "
+      "/rt/netpolicyd.sock (at most 20 s)");
+  const size_t sandbox = text.find("podman --runtime-flag=network=host run");
+  const size_t detach = text.find("# then NetPolicyService.DetachSession{0123456789ab}");
+  const size_t remove = text.find("podman rm --force --ignore --depend");
+  ASSERT_NE(attach, std::string::npos) << text;
+  ASSERT_NE(detach, std::string::npos) << text;
+  EXPECT_LT(sidecar, attach);
+  EXPECT_LT(attach, sandbox);
+  EXPECT_LT(remove, detach);
+  EXPECT_THAT(text, HasSubstr("on any error the sandbox is not started"));
 }
 
 TEST(SeedArgvTest, CreateNeverStartsOrPullsAndCopyTakesTheDirectoryContent) {

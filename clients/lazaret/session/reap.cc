@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/state.h"
 #include "clients/lazaret/gitshadow/sync.h"
+#include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/workspace/scan.h"
@@ -105,6 +106,12 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
   for (const auto& c : v.containers) {
     out(absl::StrCat("  removed container ", c.name, " (", c.state, ")"));
   }
+  // netpolicyd forgets the session's policy once its containers are gone.
+  if (ok && !v.runtime_dir.empty()) {
+    if (absl::Status s = net::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
+      out(absl::StrCat("  ", s.message()));
+    }
+  }
   if (!v.dir.has_value()) return ok;
   if (v.dir->has_record && !v.dir->record.git_state_dir.empty()) {
     ReportWriteBacks(gitshadow::WriteBackAll(v.dir->record.git_state_dir), out);
@@ -143,6 +150,7 @@ absl::StatusOr<CleanOutcome> CleanDeadSession(const std::string& runtime_dir, co
   if (dir->owner_alive) return CleanOutcome::kOwnerAlive;
   SessionView view;
   view.id = id;
+  view.runtime_dir = runtime_dir;
   view.dir = *std::move(dir);
   return ReapSession(view, out) ? CleanOutcome::kReaped : CleanOutcome::kReapFailed;
 }

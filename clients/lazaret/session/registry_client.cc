@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<SessionRegistration>> SessionRegistration::Regist
   m->set_git_state_dir(record.git_state_dir);
   m->set_pid(record.pid);
   m->set_started_unix(record.started_unix);
+  m->set_explicit_config(record.explicit_config);
   spb::RegisterSessionResponse resp;
   grpc::ClientContext cc;
   SetDeadline(cc, 10);

@@ -58,6 +58,7 @@ std::string SessionRecordJson(const SessionRecord& r) {
   m.set_git_state_dir(r.git_state_dir);
   m.set_pid(r.pid);
   m.set_started_unix(r.started_unix);
+  m.set_explicit_config(r.explicit_config);
   google::protobuf::util::JsonPrintOptions o;
   o.add_whitespace = true;
   o.preserve_proto_field_names = true;
@@ -87,6 +88,7 @@ absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& text) {
   r.git_state_dir = m.git_state_dir();
   r.pid = static_cast<pid_t>(m.pid());
   r.started_unix = m.started_unix();
+  r.explicit_config = m.explicit_config();
   return r;
 }
 

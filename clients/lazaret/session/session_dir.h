@@ -46,6 +46,9 @@ struct SessionRecord {
   std::string git_state_dir;  // <profile_dir>/git; WriteBackAll target for `clean`
   pid_t pid = 0;              // the owning `lazaret run`
   int64_t started_unix = 0;
+  // The run's --config FILE, canonical; empty without one. What
+  // lazaret-netpolicyd resolves the session's network settings from.
+  std::string explicit_config;
 };
 
 std::string SessionRecordJson(const SessionRecord& record);

@@ -24,11 +24,16 @@ TEST(SessionIdTest, TwelveHexDigitsAndRandom) {
 }
 
 TEST(SessionRecordTest, RoundTripsAndRejectsGarbage) {
-  SessionRecord r{"0123456789ab", "p1", "/ws", "/data/p1/git", 42, 1700000000};
+  SessionRecord r{"0123456789ab", "p1", "/ws", "/data/p1/git", 42, 1700000000, ""};
   auto back = ParseSessionRecord(SessionRecordJson(r));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->profile, "p1");
   EXPECT_EQ(back->pid, 42);
+  EXPECT_EQ(back->explicit_config, "");
+  r.explicit_config = "/home/u/ci.toml";
+  back = ParseSessionRecord(SessionRecordJson(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->explicit_config, "/home/u/ci.toml");
   EXPECT_FALSE(ParseSessionRecord("{").ok());
   EXPECT_FALSE(ParseSessionRecord("{\"id\":\"../x\"}").ok());
   EXPECT_FALSE(ParseSessionRecord("[1,2]").ok());
@@ -38,7 +43,7 @@ TEST(SessionDirTest, PrivateDirectoryEnvFileAndLockThenGone) {
   char tmpl[] = "/tmp/laz-sess-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string rt = tmpl;
-  SessionRecord r{NewSessionId(), "p1", "/ws", "/data/p1/git", getpid(), 1};
+  SessionRecord r{NewSessionId(), "p1", "/ws", "/data/p1/git", getpid(), 1, ""};
   auto dir = SessionDir::Create(rt, r);
   ASSERT_TRUE(dir.ok()) << dir.status();
   struct stat st {};
@@ -67,7 +72,7 @@ TEST(SessionDirTest, ADeadOwnersLockIsFree) {
   const std::string id = NewSessionId();
   const pid_t pid = fork();
   if (pid == 0) {
-    auto dir = SessionDir::Create(rt, SessionRecord{id, "p1", "/ws", "", getpid(), 1});
+    auto dir = SessionDir::Create(rt, SessionRecord{id, "p1", "/ws", "", getpid(), 1, ""});
     if (!dir.ok()) _exit(1);
     std::quick_exit(0);  // no destructor: like a kill -9
   }

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/env.h"
@@ -24,6 +25,7 @@
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/profile.h"
 #include "clients/lazaret/session/signals.h"
+#include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
@@ -46,6 +48,7 @@ absl::Status Register(LiveSession* s) {
   record.git_state_dir = GitStateDir(s->profile);
   record.pid = getpid();
   record.started_unix = time(nullptr);
+  record.explicit_config = s->explicit_config;
   LAZ_ASSIGN_OR_RETURN(s->dir, SessionDir::Create(s->runtime_dir, record));
   LAZ_ASSIGN_OR_RETURN(s->registration, SessionRegistration::Register(s->runtime_dir, record));
   return absl::OkStatus();
@@ -141,14 +144,34 @@ absl::Status HoldRouter(LiveSession* s) {
   return s->registration->AttachRouter();
 }
 
-void ApplyEgressPolicy() {
-  // This is where lazaret-netpolicyd will turn the profile's network table
-  // into the session's route table and push it into the router over
-  // router.sock (ApplyRoutes, then read back) - before the sandbox exists,
-  // so its first packet is already governed. Until then, say so on every
-  // run.
-  Say("egress policy enforcement is not applied yet: the sandbox has the sidecar's unrestricted "
-      "outbound network (the profile's allow/deny lists are not enforced)");
+// lazaret-netpolicyd compiles the profile's network settings into the
+// session's route table and pushes it into the router (ApplyPolicy, read
+// back) before the sandbox exists, so its first connect is governed. No
+// answer, no sandbox: the namespace stays closed and the start ends.
+absl::Status ApplyEgressPolicy(LiveSession* s) {
+  s->policy_attached = true;  // from here on, the teardown detaches it
+  net::NetPolicyClient client(net::NetPolicySocket(s->runtime_dir));
+  absl::StatusOr<netpolicy::v1::PolicyApplied> applied = client.Attach(s->plan.id);
+  if (!applied.ok()) {
+    return absl::Status(applied.status().code(),
+                        absl::StrCat("the egress policy could not be applied: ",
+                                     applied.status().message(), "; the sandbox was not started"));
+  }
+  if (applied->has_session() && applied->session().id() != s->plan.id) {
+    return absl::InternalError(absl::StrCat(
+        "the egress policy could not be applied: lazaret-netpolicyd answered for session ",
+        applied->session().id().substr(0, 64), "; the sandbox was not started"));
+  }
+  if (applied->generation() == 0) {
+    return absl::InternalError(
+        "the egress policy could not be applied: lazaret-netpolicyd answered without an "
+        "applied generation; the sandbox was not started");
+  }
+  const std::string line =
+      absl::StrCat("egress policy applied: generation ", applied->generation(), ", ",
+                   applied->routes(), " routes, digest ", applied->digest());
+  Trace(line.c_str());
+  return absl::OkStatus();
 }
 
 // A termination signal that is pending ends the start.
@@ -185,8 +208,9 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   s->router = RouterProcess::Find(s->dir->router_socket());
   LAZ_RETURN_IF_ERROR(HoldRouter(s));
   Trace("router held");
-  // 2. The egress policy (not yet: netpolicyd's call goes here).
-  ApplyEgressPolicy();
+  // 2. The egress policy, applied in the router before the sandbox exists.
+  LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  LAZ_RETURN_IF_ERROR(ApplyEgressPolicy(s));
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
 
   // 3. Only now the agent sandbox. Its volume sources are re-checked here,

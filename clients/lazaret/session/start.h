@@ -5,12 +5,12 @@
 // of persistent directories, the network sidecar (runc), the wait until
 // its router answers grpc.health.v1 on the session's router socket, the
 // two holds on the router (this process's and the supervisor's, so that if
-// both die the router closes the namespace at once), and only then the
-// agent sandbox (runsc) in the sidecar's network namespace, attached to the
-// terminal. Runs in the `lazaret` CLI, as the user, driving podman itself
-// (it needs the TTY). Trusts the plan (plan.h) and re-checks the profile's
-// host paths right before the sandbox starts; the router is trusted only
-// to answer on its socket.
+// both die the router closes the namespace at once), the egress policy
+// (lazaret-netpolicyd's AttachSession: without an applied generation
+// nothing more starts), and only then the agent sandbox (runsc) in the sidecar's network namespace,
+// attached to the terminal. Runs in the `lazaret` CLI, as the user, driving podman itself (it needs
+// the TTY). Trusts the plan (plan.h) and re-checks the profile's host paths right before the
+// sandbox starts; the router is trusted only to answer on its socket.
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_START_H_
 #define LAZARET_CLIENTS_LAZARET_SESSION_START_H_
 

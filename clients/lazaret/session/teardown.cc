@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
@@ -55,6 +56,13 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
       Say(std::string(st.message()));
     }
     s->sidecar_created = false;
+  }
+  // The containers are gone: netpolicyd forgets the session's policy.
+  if (s->policy_attached) {
+    if (absl::Status st = net::DetachSessionBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->policy_attached = false;
   }
   if (s->dir != nullptr && !keep_session_dir) {
     if (absl::Status st = s->dir->Remove(); !st.ok()) Say(std::string(st.message()));
