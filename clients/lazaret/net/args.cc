@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/config/terminal_text.h"
 #include "services/configd/cidr.h"
+#include "services/configd/domain_pattern.h"
 
 namespace lazaret::cli::net {
 
@@ -53,8 +54,6 @@ namespace {
 std::string Shown(absl::string_view s) {
   return absl::StrCat("'", config::EscapeForTerminal(s.substr(0, 300)), "'");
 }
-
-bool IsLdh(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-'; }
 
 absl::StatusOr<uint32_t> ParsePort(absl::string_view text, absl::string_view whole) {
   uint32_t port = 0;
@@ -130,40 +129,12 @@ absl::StatusOr<uint64_t> ParseDuration(absl::string_view text) {
 }
 
 absl::StatusOr<std::string> CanonicalName(absl::string_view text) {
-  auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(Shown(text), " is not a valid name: ", why));
-  };
-  if (text.empty()) return absl::InvalidArgumentError("empty name");
-  if (std::any_of(text.begin(), text.end(),
-                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
-    return bad("it is not ASCII; write an internationalised name in its \"xn--\" form");
-  }
-  std::string name = absl::AsciiStrToLower(text);
-  if (absl::EndsWith(name, ".")) name.pop_back();
-  if (name.size() > 253) return bad("it is longer than 253 characters");
-  if (name == "*") return bad("\"*\" alone would match every name");
-  const bool wildcard = absl::StartsWith(name, "*.");
-  const std::vector<absl::string_view> labels =
-      absl::StrSplit(absl::string_view(name).substr(wildcard ? 2 : 0), '.');
-  for (absl::string_view l : labels) {
-    if (l.empty()) return bad("it has an empty label (\"..\", or a leading dot)");
-    if (l.size() > 63) return bad("a label is longer than 63 characters");
-    if (l.find('*') != absl::string_view::npos) {
-      return bad("'*' is only allowed as the whole first label, as in \"*.example.com\"");
-    }
-    if (!std::all_of(l.begin(), l.end(), IsLdh)) {
-      return bad("a label holds only letters, digits and '-'");
-    }
-    if (l.front() == '-' || l.back() == '-') return bad("a label starts or ends with '-'");
-  }
-  if (labels.size() < 2) {
-    return bad(wildcard ? "a wildcard needs a name of at least two labels below it "
-                          "(\"*.com\" would open a whole top-level domain)"
-                        : "a name has at least two labels, as in \"example.com\"");
-  }
-  if (std::all_of(labels.back().begin(), labels.back().end(),
-                  [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); })) {
-    return bad("its last label is all digits (an address is written as a CIDR: 10.1.2.3/32)");
+  // The very rules of allow_domains, so that a live allow means what the
+  // same name in the configuration would.
+  absl::StatusOr<std::string> name = ::lazaret::config::CheckDomainPattern(text);
+  if (!name.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Shown(text), " is not a valid name: ", name.status().message()));
   }
   return name;
 }
