@@ -741,7 +741,11 @@ TEST_F(RunE2eTest, KillingTheCliAndTheSupervisorClosesTheNetworkAndUpReaps) {
       "if (exec 3<>/dev/tcp/" + host + "/" + port + ") 2>/dev/null; "
       "then r=ok; else r=fail; fi; e=$EPOCHREALTIME; "
       "echo \"$r $(( (${e/./} - ${s/./}) / 1000 ))\" >> /workspace/probe.log; sleep 0.2; done";
-  const pid_t pid = SpawnLazaret(ws_->path(), {"run", "--", "bash", "-c", probe}, {}, log);
+  // The host's own addresses are always denied; an exact host allow is
+  // the one way to open one, which gives the probe a destination.
+  const std::string cfg = Config("allow_egress = [\"" + host + "/32\"]\n");
+  const pid_t pid =
+      SpawnLazaret(ws_->path(), {"run", "--config", cfg, "t1", "--", "bash", "-c", probe}, {}, log);
   const std::string probe_log = ws_->path() + "/probe.log";
   ASSERT_TRUE(test::WaitFor([&] { return test::ReadFile(probe_log).find("ok ") != std::string::npos; },
                             std::chrono::seconds(90)))
