@@ -780,7 +780,7 @@ TEST_F(RunE2eTest, KillingTheCliAndTheSupervisorClosesTheNetworkAndUpReaps) {
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)));
   EXPECT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
-  EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-default"), "closed-agent-commit");
+  EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-t1"), "closed-agent-commit");
   ExpectNoProcessesOf(id);
 }
 
