@@ -15,6 +15,7 @@
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 #include "sidecar/dns_relay.h"
+#include "sidecar/multicast_guard.h"
 #include "sidecar/namespace_guard.h"
 #include "sidecar/namespace_info.h"
 #include "sidecar/neighbours.h"
@@ -296,7 +297,7 @@ class NetRouterServiceImpl final : public ServiceBase {
 };
 
 // Everything before the socket answers: the namespace closed (table, then
-// rules), the neighbour discipline, the DNS listeners. Any failure ends the
+// rules), the neighbour discipline, the multicast guard, the DNS listeners. Any failure ends the
 // router, so `lazaret run`'s health wait fails the session.
 absl::StatusOr<ServiceHandlers> StartRouter(const std::string&) {
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<PolicyEngine> engine, PolicyEngine::Create());
@@ -308,6 +309,11 @@ absl::StatusOr<ServiceHandlers> StartRouter(const std::string&) {
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<RtnlSocket> query, RtnlSocket::Open());
   LAZ_RETURN_IF_ERROR(EnforceNeighbourDiscipline(*query, kGatewayResolveTimeout));
   LAZ_LOG_INFO << "neighbour discipline: gateways permanent, no dynamic resolution";
+  {
+    LAZ_ASSIGN_OR_RETURN(NlSockPtr tc, ConnectLibnl());
+    LAZ_RETURN_IF_ERROR(DropMulticastEgress(tc.get()));
+  }
+  LAZ_LOG_INFO << "multicast egress dropped on every link (IPv4 224.0.0.0/4, IPv6 ff00::/8)";
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<DnsRelay> relay, DnsRelay::Start(DnsRelayOptions{}));
   LAZ_LOG_INFO << "DNS relay listening on the loopback, port 53 (UDP and TCP)";
   LAZ_ASSIGN_OR_RETURN(NlSockPtr rules, ConnectLibnl());

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/fs/sha256.h"
 #include "sidecar/dns_relay.h"
+#include "sidecar/multicast_guard.h"
 #include "sidecar/neighbours.h"
 #include "sidecar/netlink_routes.h"
 #include "sidecar/policy_engine.h"
@@ -75,6 +76,11 @@ class RouterKernelTest : public ::testing::Test {
       absl::StatusOr<std::unique_ptr<RtnlSocket>> rtnl = RtnlSocket::Open();
       ASSERT_TRUE(rtnl.ok());
       absl::Status s = EnforceNeighbourDiscipline(**rtnl, kGatewayResolveTimeout);
+      ASSERT_TRUE(s.ok()) << s;
+      // As the router does: every test's unicast runs through the guard.
+      absl::StatusOr<NlSockPtr> tc = ConnectLibnl();
+      ASSERT_TRUE(tc.ok());
+      s = DropMulticastEgress(tc->get());
       ASSERT_TRUE(s.ok()) << s;
     }
   }
