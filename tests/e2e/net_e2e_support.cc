@@ -56,7 +56,7 @@ ProbeResult ParseProbeLine(const std::string& line) {
   ProbeResult r;
   r.line = line;
   std::vector<std::string> t = absl::StrSplit(line, ' ', absl::SkipEmpty());
-  if (t.size() == 2 && t[0] == "ok") {
+  if (t.size() == 2 && (t[0] == "ok" || t[0] == "sent")) {
     r.parsed = ParseMs(t[1], &r.ms);
     r.ok = r.parsed;
   } else if (t.size() >= 3 && t[0] == "err") {

@@ -23,11 +23,11 @@ namespace lazaret::test::e2e::net {
 // Where the probe appears inside the sandbox.
 inline constexpr char kProbe[] = "/opt/probe/net_probe";
 
-// One `connect` (or `dns`) line of the probe.
+// One `connect`, `dns` or `udp-send` line of the probe.
 struct ProbeResult {
   std::string line;
   bool parsed = false;
-  bool ok = false;       // "ok <ms>"
+  bool ok = false;       // "ok <ms>" ("sent <ms>" for udp-send)
   bool optfail = false;  // a socket option was refused: the trick is impossible
   std::string error;     // "EACCES", ... (or the refused option)
   double ms = -1;

@@ -21,11 +21,19 @@
  *       A hand-built query (RD=1, one question) to ADDR (default: the first
  *       nameserver of /etc/resolv.conf), port 53 by default.
  *       -> "rcode <RCODE> <ms> [ADDRESS|cname:NAME]..." | "err <ERRNO> <ms>"
+ *   net_probe udp-send HOST PORT [--mcast-if DEV|ADDR] [--broadcast] [--hops N] [OPTIONS]
+ *       -> "sent <ms>" | "err <ERRNO> <ms>" | "optfail <OPTION> <ERRNO>"
+ *       One datagram ("lazaret-net-probe-udp-send") with sendto(), no
+ *       connect: HOST may be a multicast or broadcast address. --mcast-if
+ *       sets IP_MULTICAST_IF (a device or, IPv4 only, an address) or
+ *       IPV6_MULTICAST_IF, --broadcast SO_BROADCAST, --hops the multicast
+ *       TTL / hop limit. "sent" means the kernel took it, not that it
+ *       arrived anywhere.
  *   net_probe raw
  *       -> "raw-icmp=<r> raw-tcp=<r> raw-ipv6=<r> packet-raw=<r>
  *           packet-dgram=<r> tcp=<r>", <r> "OPEN" or an errno name.
  *
- * OPTIONS (connect, flood, dns): --mark N (SO_MARK), --bind-dev DEV
+ * OPTIONS (connect, flood, dns, udp-send): --mark N (SO_MARK), --bind-dev DEV
  * (SO_BINDTODEVICE), --dontroute (SO_DONTROUTE), --udp, --connect-only,
  * --timeout-ms N (default 2000), --uid N (setgroups/setgid/setuid to N
  * first; the sandbox's root may). HOST is an IPv4 or IPv6 literal; an IPv6 link-local
@@ -68,9 +76,11 @@ double ProbeMsSince(int64_t start_mono) {
 }
 
 void ProbeUsage(void) {
-  fprintf(stderr,
-          "usage: net_probe connect HOST PORT [options] | flood HOST PORT SECONDS [options] |\n"
-          "       dns NAME [--server ADDR] [--port N] [--type A|AAAA] [--tcp] [options] | raw\n");
+  fprintf(
+      stderr,
+      "usage: net_probe connect HOST PORT [options] | flood HOST PORT SECONDS [options] |\n"
+      "       dns NAME [--server ADDR] [--port N] [--type A|AAAA] [--tcp] [options] |\n"
+      "       udp-send HOST PORT [--mcast-if DEV|ADDR] [--broadcast] [--hops N] [options] | raw\n");
   exit(2);
 }
 
@@ -95,12 +105,18 @@ static void ParseOptions(int argc, char** argv, struct options* o) {
       o->connect_only = 1;
     } else if (strcmp(a, "--tcp") == 0) {
       o->tcp_dns = 1;
+    } else if (strcmp(a, "--broadcast") == 0) {
+      o->broadcast = 1;
     } else if (!has_value) {
       ProbeUsage();
     } else if (strcmp(a, "--mark") == 0) {
       o->mark = ProbeParseNumber(argv[++i], 0, 0xffffffffL);
     } else if (strcmp(a, "--bind-dev") == 0) {
       o->bind_dev = argv[++i];
+    } else if (strcmp(a, "--mcast-if") == 0) {
+      o->mcast_if = argv[++i];
+    } else if (strcmp(a, "--hops") == 0) {
+      o->hops = (int)ProbeParseNumber(argv[++i], 0, 255);
     } else if (strcmp(a, "--timeout-ms") == 0) {
       o->timeout_ms = (int)ProbeParseNumber(argv[++i], 1, 600000);
     } else if (strcmp(a, "--uid") == 0) {
@@ -334,7 +350,8 @@ static void CmdRaw(void) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  struct options o = {.mark = -1, .timeout_ms = 2000, .uid = -1, .port = 53, .qtype = 1};
+  struct options o = {
+      .mark = -1, .timeout_ms = 2000, .uid = -1, .port = 53, .qtype = 1, .hops = -1};
   if (argc < 2) ProbeUsage();
   const char* cmd = argv[1];
   if (strcmp(cmd, "connect") == 0) {
@@ -353,6 +370,11 @@ int main(int argc, char** argv) {
     if (argc < 3) ProbeUsage();
     ParseOptions(argc - 3, argv + 3, &o);
     return ProbeDns(argv[2], &o);
+  }
+  if (strcmp(cmd, "udp-send") == 0) {
+    if (argc < 4) ProbeUsage();
+    ParseOptions(argc - 4, argv + 4, &o);
+    return ProbeUdpSend(argv[2], (int)ProbeParseNumber(argv[3], 1, 65535), &o);
   }
   if (strcmp(cmd, "raw") == 0 && argc == 2) {
     CmdRaw();

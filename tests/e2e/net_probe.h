@@ -1,6 +1,7 @@
 /* Shared between the parts of the network e2e probe (net_probe.c,
- * net_probe_dns.c), which runs inside the sandbox as the sandbox's root
- * and trusts nothing but its own argv. See net_probe.c for the commands. */
+ * net_probe_dns.c, net_probe_send.c), which runs inside the sandbox as the
+ * sandbox's root and trusts nothing but its own argv. See net_probe.c for
+ * the commands. */
 #ifndef LAZARET_TESTS_E2E_NET_PROBE_H_
 #define LAZARET_TESTS_E2E_NET_PROBE_H_
 
@@ -22,6 +23,9 @@ struct options {
   const char* server;
   int port;
   int qtype;
+  const char* mcast_if; /* udp-send: IP_MULTICAST_IF / IPV6_MULTICAST_IF (device or IPv4) */
+  int broadcast;        /* udp-send: SO_BROADCAST */
+  int hops;             /* udp-send: multicast TTL / hop limit; -1: the kernel's */
 };
 
 /* "EACCES", ... (glibc's own names). */
@@ -45,5 +49,8 @@ int ProbeConnect(int fd, const struct sockaddr_storage* ss, socklen_t len, int t
 
 /* net_probe_dns.c */
 int ProbeDns(const char* name, const struct options* o);
+
+/* net_probe_send.c */
+int ProbeUdpSend(const char* host, int port, const struct options* o);
 
 #endif /* LAZARET_TESTS_E2E_NET_PROBE_H_ */
