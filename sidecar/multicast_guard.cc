@@ -53,6 +53,10 @@ absl::Status AddFilter(nl_sock* sk, int ifindex, uint16_t protocol, uint16_t pri
     return NlStatus(absl::StrCat("matching ", what), err);
   }
   rtnl_u32_set_classid(cls.get(), classid);
+  // A match decides (TC_U32_TERMINAL); without it u32 classifies nothing.
+  if (int err = rtnl_u32_set_cls_terminal(cls.get()); err < 0) {
+    return NlStatus(absl::StrCat("making the filter for ", what, " final"), err);
+  }
   if (int err = rtnl_cls_add(sk, cls.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) {
     return NlStatus(absl::StrCat("adding the filter for ", what), err);
   }

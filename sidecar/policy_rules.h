@@ -13,8 +13,9 @@
 //              a rule does). Multicast and broadcast are not governed by
 //              rules or routes at all: the kernel sends them out of a named
 //              interface without a lookup (and IPv6 multicast takes the
-//              local table's ff00::/8 route at pref 0); slirp4netns forwards
-//              none of them (docs/networking.md, the e2e test).
+//              local table's ff00::/8 route at pref 0). The multicast guard
+//              (multicast_guard.h) drops multicast at tap0's qdisc;
+//              slirp4netns refuses both broadcasts (docs/networking.md).
 //              (no resolver but the router's loopback listener)
 //   pref 100   lookup 100 (the policy table)
 //   pref 32766 main, 32767 default

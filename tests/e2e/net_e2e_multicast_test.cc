@@ -3,7 +3,8 @@
 // multicast, any multicast with IP_MULTICAST_IF, broadcast with
 // SO_BROADCAST and anything from a socket bound to tap0 straight out of
 // the interface, and IPv6 multicast takes the local table's ff00::/8 route
-// (sidecar/policy_rules.h). So whatever keeps them in must be past tap0.
+// (sidecar/policy_rules.h). So whatever keeps them in must be past the
+// rules: the router's multicast guard on tap0 (sidecar/multicast_guard.h).
 // This case sends every such form from the sandbox, and the same from the
 // sidecar's namespace itself (root there, past anything gVisor refuses),
 // to receivers on this machine that first proved they hear a host-local
@@ -17,7 +18,8 @@
 // sends to ff02::1; but it forwards IPv4 multicast, link-local groups
 // included, and IPv6 multicast beyond link scope with a TTL / hop limit of
 // 2 or more, sending it from a socket of the host with the host's routing
-// (without these routes: out of the default route's interface). Part of
+// (without these routes: out of the default route's interface) - which
+// the guard stops: it drops every multicast datagram before tap0. Part of
 // net_e2e_test (same binary); runs as root.
 #include <gtest/gtest.h>
 
@@ -102,6 +104,19 @@ uint64_t Tap0TxPackets(const NetSession& s) {
   return std::stoull(out.substr(packets + 10));
 }
 
+// Packets the router's multicast guard dropped on tap0 (its empty pfifo
+// 2:), read from the host in the router's namespace.
+uint64_t GuardDrops(const NetSession& s) {
+  const std::string out =
+      test::Run({"nsenter", "--net=/proc/" + std::to_string(s.RouterPid()) + "/ns/net", "tc", "-s",
+                 "qdisc", "show", "dev", "tap0"})
+          .out;
+  const size_t q = out.find("qdisc pfifo 2:");
+  const size_t d = out.find("dropped ", q == std::string::npos ? 0 : q);
+  if (q == std::string::npos || d == std::string::npos) return 0;
+  return std::stoull(out.substr(d + 8));
+}
+
 TEST_F(NetE2eTest, MulticastAndBroadcastFromInsideReachNothing) {
   NetSession* s = Pub();
   ASSERT_NE(s, nullptr) << PubError();
@@ -149,6 +164,7 @@ TEST_F(NetE2eTest, MulticastAndBroadcastFromInsideReachNothing) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const size_t host_before = (*host)->Count(), v6_before = (*v6)->Count();
   const uint64_t tx_before = Tap0TxPackets(*s);
+  const uint64_t drops_before = GuardDrops(*s);
 
   const std::vector<Form> forms = Forms(mdns);
   std::vector<ProbeCall> calls;
@@ -178,10 +194,14 @@ TEST_F(NetE2eTest, MulticastAndBroadcastFromInsideReachNothing) {
     }
   }
   const uint64_t tx = Tap0TxPackets(*s) - tx_before;
-  std::cout << "[ measured ] tap0 sent " << tx << " packets; " << left_via_tap0
-            << " sends said \"sent\" through tap0\n";
-  // Those datagrams did reach slirp4netns ...
-  EXPECT_GE(tx, left_via_tap0);
+  const uint64_t drops = GuardDrops(*s) - drops_before;
+  std::cout << "[ measured ] tap0 sent " << tx << " packets and the multicast guard dropped "
+            << drops << "; " << left_via_tap0 << " sends said \"sent\" through tap0\n";
+  // Every datagram the kernel accepted went to tap0: the guard dropped the
+  // multicast ones (the kernel sends them past every rule), the broadcast
+  // ones reached slirp4netns ...
+  EXPECT_GE(tx + drops, left_via_tap0);
+  EXPECT_GT(drops, 0u) << "the multicast guard dropped nothing";
   // ... and nothing came out of it anywhere on this machine (a datagram
   // here came from slirp4netns's own socket, the host's address as sender).
   EXPECT_EQ((*host)->Count(), host_before) << "the host received:\n" << (*host)->Describe();
