@@ -8,6 +8,7 @@
 #include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"
 #include "services/netpolicyd/names.h"
+#include "services/netpolicyd/route_digest.h"
 
 namespace lazaret::netpolicyd {
 namespace {
@@ -193,21 +194,6 @@ absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> RoutesDigest(const std::vector<rt::Route>& routes) {
-  std::vector<std::pair<IpPrefix, bool>> sorted;
-  sorted.reserve(routes.size());
-  for (const auto& route : routes) {
-    LAZ_ASSIGN_OR_RETURN(IpPrefix prefix, IpPrefix::Parse(route.destination().prefix()));
-    sorted.emplace_back(prefix, route.action() == rt::ROUTE_ACTION_ALLOW);
-  }
-  std::sort(sorted.begin(), sorted.end());
-  fs::Sha256 sha;
-  for (const auto& [prefix, allow] : sorted) {
-    sha.Update(absl::StrCat(allow ? "allow " : "prohibit ", prefix.ToString(), "\n"));
-  }
-  return sha.HexDigest();
-}
 
 const CompiledPolicy::Winner* CompiledPolicy::Lookup(const WinnerMap& map,
                                                      const std::vector<int>& lengths,

@@ -29,6 +29,7 @@
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "lazaret/netrouter/v1/netrouter.pb.h"
 #include "services/netpolicyd/ip_prefix.h"
+#include "services/netpolicyd/route_digest.h"
 
 namespace lazaret::netpolicyd {
 
@@ -124,11 +125,6 @@ class CompiledPolicy {
 };
 
 absl::StatusOr<CompiledPolicy> Compile(const CompileInput& input);
-
-// Lowercase hex SHA-256 over "allow CIDR\n" / "prohibit CIDR\n" lines of
-// `routes` sorted (family, address, length): what ApplyPolicy returns.
-// Routes whose prefix does not parse are refused.
-absl::StatusOr<std::string> RoutesDigest(const std::vector<lazaret::netrouter::v1::Route>& routes);
 
 }  // namespace lazaret::netpolicyd
 

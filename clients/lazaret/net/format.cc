@@ -1,11 +1,8 @@
 #include "clients/lazaret/net/format.h"
 
-#include <arpa/inet.h>
 #include <time.h>
 
 #include <algorithm>
-#include <array>
-#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/config/terminal_text.h"
 #include "google/protobuf/util/json_util.h"
-#include "services/common/fs/sha256.h"
-#include "services/configd/cidr.h"
+#include "services/netpolicyd/route_digest.h"
 
 namespace lazaret::cli::net {
 namespace {
@@ -73,21 +69,6 @@ std::string ActionText(pb::RuleAction a) {
 
 std::string Padded(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
-}
-
-// Sort key of a route as the router orders its table: family, address
-// bytes, prefix length.
-using RouteKey = std::tuple<int, std::array<uint8_t, 16>, int>;
-
-absl::StatusOr<RouteKey> KeyOf(const ::lazaret::config::Cidr& c) {
-  const std::string text = c.ToString();
-  const std::string addr = text.substr(0, text.find('/'));
-  const bool v4 = c.family() == ::lazaret::config::Cidr::Family::kIpv4;
-  std::array<uint8_t, 16> bytes{};
-  if (inet_pton(v4 ? AF_INET : AF_INET6, addr.c_str(), bytes.data()) != 1) {
-    return absl::InternalError(absl::StrCat("unparsable address ", addr));
-  }
-  return RouteKey{v4 ? 0 : 1, bytes, c.prefix_length()};
 }
 
 std::string KernelText(const rpb::LookupRouteResponse& k) {
@@ -164,27 +145,7 @@ std::string RuleSourceText(const pb::RuleSource& s, int64_t now) {
 
 absl::StatusOr<std::string> RoutesDigest(
     const google::protobuf::RepeatedPtrField<rpb::Route>& routes) {
-  std::vector<std::pair<RouteKey, std::string>> lines;
-  lines.reserve(routes.size());
-  for (const rpb::Route& r : routes) {
-    absl::StatusOr<::lazaret::config::Cidr> c =
-        ::lazaret::config::Cidr::Parse(r.destination().prefix());
-    if (!c.ok()) return c.status();
-    const char* action = r.action() == rpb::ROUTE_ACTION_ALLOW      ? "allow"
-                         : r.action() == rpb::ROUTE_ACTION_PROHIBIT ? "prohibit"
-                                                                    : nullptr;
-    if (action == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the route ", c->ToString(), " has no action"));
-    }
-    absl::StatusOr<RouteKey> key = KeyOf(*c);
-    if (!key.ok()) return key.status();
-    lines.emplace_back(*key, absl::StrCat(action, " ", c->ToString(), "\n"));
-  }
-  std::sort(lines.begin(), lines.end());
-  fs::Sha256 sha;
-  for (const auto& [key, line] : lines) sha.Update(line);
-  return sha.HexDigest();
+  return netpolicyd::RoutesDigest(routes);
 }
 
 std::string PolicyText(const pb::SessionPolicy& p, int64_t now) {
