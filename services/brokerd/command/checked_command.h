@@ -48,6 +48,11 @@ class CheckedCommand {
   CheckedCommand& operator=(CheckedCommand&&) noexcept = default;
 
   const std::vector<std::string>& argv() const { return argv_; }
+  // What argv[0] resolved to when checked; execve runs binary().path with
+  // argv()[0] unchanged. The PATH directories are the host's (root-owned),
+  // out of the sandbox's reach, so the file cannot be swapped by it between
+  // the check and the exec; Judge compares binary() with the file an entry
+  // named at session start.
   const ResolvedBinary& binary() const { return binary_; }
   // The host path of the working directory, for display and the audit.
   const std::string& host_cwd() const { return host_cwd_; }

@@ -1,5 +1,6 @@
 #include "services/brokerd/command/executor.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -9,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_join.h"
@@ -39,11 +42,30 @@ class ExecutorTest : public fs::ScratchTest {
     if (!running.ok()) return {};
     return (*running)->Wait();
   }
-  // True once no process is left in group `pgid` (orphans are reaped by
-  // init, which may take a moment).
+  // The live (not zombie) members of process group `pgid`, from /proc.
+  static int LiveMembers(pid_t pgid) {
+    int live = 0;
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return -1;
+    while (struct dirent* e = readdir(proc)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;  // pids only
+      std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const size_t paren = stat.rfind(')');
+      if (paren == std::string::npos) continue;
+      std::istringstream fields(stat.substr(paren + 1));
+      char state = 0;
+      pid_t ppid = 0, pgrp = 0;
+      fields >> state >> ppid >> pgrp;
+      if (pgrp == pgid && state != 'Z' && state != 'X') ++live;
+    }
+    closedir(proc);
+    return live;
+  }
+  // True once no live process is left in group `pgid`.
   static bool GroupGone(pid_t pgid) {
     for (int i = 0; i < 200; ++i) {
-      if (kill(-pgid, 0) != 0 && errno == ESRCH) return true;
+      if (LiveMembers(pgid) == 0) return true;
       usleep(10 * 1000);
     }
     return false;
@@ -84,6 +106,8 @@ TEST_F(ExecutorTest, TimeoutKillsTheWholeGroup) {
   ASSERT_TRUE(running.ok()) << running.status();
   const pid_t pgid = (*running)->pgid();
   EXPECT_EQ(getpgid(pgid), pgid);
+  for (int i = 0; i < 100 && LiveMembers(pgid) < 3; ++i) usleep(10 * 1000);
+  EXPECT_EQ(LiveMembers(pgid), 3);  // sh and both sleeps
   const ExecResult r = (*running)->Wait();
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.exit_code, 128 + SIGTERM);
