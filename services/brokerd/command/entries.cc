@@ -1,0 +1,47 @@
+#include "services/brokerd/command/entries.h"
+
+#include "absl/strings/str_cat.h"
+#include "services/brokerd/command/text_scan.h"
+
+namespace lazaret::brokerd::command {
+
+absl::StatusOr<std::vector<AutoApproveEntry>> ResolveEntries(
+    const lazaret::config::v1::EscalationPolicy& policy, std::vector<std::string>* warnings,
+    absl::string_view search_path) {
+  std::vector<AutoApproveEntry> entries;
+  for (const lazaret::config::v1::CommandPrefix& prefix : policy.auto_approve()) {
+    const std::string shown = EscapeForDisplay(prefix.text(), nullptr);
+    if (prefix.argv().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("auto_approve entry '", shown, "' has no command"));
+    }
+    for (const std::string& word : prefix.argv()) {
+      const TextFindings f = ScanText(word);
+      if (f.any()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("auto_approve entry '", shown, "': a word ", f.first));
+      }
+    }
+    absl::StatusOr<ResolvedBinary> binary = ResolveCommandName(prefix.argv(0), search_path);
+    if (absl::IsNotFound(binary.status())) {
+      if (warnings != nullptr) {
+        warnings->push_back(absl::StrCat("auto_approve entry '", shown,
+                                         "' is not used: ", binary.status().message()));
+      }
+      continue;
+    }
+    if (!binary.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("auto_approve entry '", shown, "': ", binary.status().message()));
+    }
+    AutoApproveEntry entry;
+    entry.argv.assign(prefix.argv().begin(), prefix.argv().end());
+    entry.exact = prefix.exact();
+    entry.text = prefix.text();
+    entry.binary = std::move(*binary);
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+}  // namespace lazaret::brokerd::command

@@ -1,0 +1,86 @@
+#include "services/brokerd/command/matcher.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/brokerd/command/text_scan.h"
+#include "services/configd/auto_approve.h"
+#include "services/configd/shell_words.h"
+
+namespace lazaret::brokerd::command {
+namespace {
+
+Judgement NotAuto(std::string reason) {
+  Judgement j;
+  j.reason_not_auto = std::move(reason);
+  return j;
+}
+
+// `text` for a reason: the judged text is plain ASCII once check 1 passed,
+// but entry text and argv[0] are shown before or without it.
+std::string Shown(absl::string_view text) { return EscapeForDisplay(text, nullptr); }
+
+}  // namespace
+
+Judgement Judge(absl::string_view command_text, const std::vector<std::string>& argv,
+                const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries) {
+  // 1. The text.
+  if (!command_text.empty()) {
+    const TextFindings f = ScanText(command_text);
+    if (f.any()) return NotAuto(f.first);
+  } else {
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const TextFindings f = ScanText(argv[i]);
+      if (f.any()) return NotAuto(absl::StrCat("argv[", i, "] ", f.first));
+    }
+  }
+  if (argv.empty()) return NotAuto("the command is empty");
+
+  // 2. The text is the argv.
+  if (!command_text.empty()) {
+    absl::StatusOr<std::vector<std::string>> words = config::SplitShellWords(command_text);
+    if (!words.ok()) {
+      return NotAuto(
+          absl::StrCat("the command does not split into words: ", words.status().message()));
+    }
+    if (*words != argv) return NotAuto("the command does not split into the argv judged");
+  }
+
+  // 3. argv[0].
+  const std::string& name = argv[0];
+  if (name.find('=') != std::string::npos) return NotAuto("argv[0] is an assignment (VAR=value)");
+  if (absl::Status s = CheckCommandName(name); !s.ok()) return NotAuto(std::string(s.message()));
+
+  // 4. and 5. A covering entry whose program is still the same file.
+  const AutoApproveEntry* exact_shorter = nullptr;
+  const AutoApproveEntry* other_file = nullptr;
+  for (const AutoApproveEntry& entry : entries) {
+    if (entry.argv.empty() || !config::IsArgvPrefix(entry.argv, argv)) continue;
+    if (entry.exact && entry.argv.size() != argv.size()) {
+      if (exact_shorter == nullptr) exact_shorter = &entry;
+      continue;
+    }
+    if (!entry.binary.SameFile(binary)) {
+      if (other_file == nullptr) other_file = &entry;
+      continue;
+    }
+    Judgement j;
+    j.auto_approved = true;
+    j.entry_text = entry.text;
+    return j;
+  }
+  if (other_file != nullptr && other_file->binary.path == binary.path) {
+    return NotAuto(absl::StrCat("'", Shown(name), "' resolves to ", Shown(binary.path),
+                                ", which is not the file it was at session start"));
+  }
+  if (other_file != nullptr) {
+    return NotAuto(absl::StrCat("'", Shown(name), "' now resolves to ", Shown(binary.path),
+                                ", not ", Shown(other_file->binary.path), " as at session start"));
+  }
+  if (exact_shorter != nullptr) {
+    return NotAuto(absl::StrCat("the entry '", Shown(exact_shorter->text),
+                                "' is exact and this command adds arguments"));
+  }
+  return NotAuto("no auto_approve entry is a prefix of this command");
+}
+
+}  // namespace lazaret::brokerd::command
