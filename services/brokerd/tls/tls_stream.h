@@ -36,7 +36,9 @@ struct RecordCounter {
 // every read on it.
 void CountApplicationRecords(SSL* ssl, RecordCounter* counter);
 
-// Not thread-safe: one thread reads and writes a stream at a time.
+// Not thread-safe: one thread reads and writes a stream at a time. The
+// process must ignore SIGPIPE (service_main does), so that writing to a
+// peer that went away is an error, not the broker's death.
 class TlsStream : public escalation::ByteStream {
  public:
   // Without Close(): the connection is dropped without close_notify.
