@@ -42,8 +42,7 @@ absl::StatusOr<std::unique_ptr<TlsAcceptor>> TlsAcceptor::Create(const Certifica
   return std::unique_ptr<TlsAcceptor>(new TlsAcceptor(std::move(ctx)));
 }
 
-absl::StatusOr<std::unique_ptr<TlsStream>> TlsAcceptor::Accept(int listen_fd,
-                                                               const ExpectedPeer& expected) const {
+absl::StatusOr<fs::UniqueFd> TlsAcceptor::AcceptConnection(int listen_fd) {
   int fd;
   do {
     fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -55,7 +54,13 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsAcceptor::Accept(int listen_fd,
     }
     return ErrnoStatus("accepting a connection", err);
   }
-  return Establish(fs::UniqueFd(fd), expected, absl::Now() + kHandshakeTimeout);
+  return fs::UniqueFd(fd);
+}
+
+absl::StatusOr<std::unique_ptr<TlsStream>> TlsAcceptor::Accept(int listen_fd,
+                                                               const ExpectedPeer& expected) const {
+  LAZ_ASSIGN_OR_RETURN(fs::UniqueFd conn, AcceptConnection(listen_fd));
+  return Establish(std::move(conn), expected, absl::Now() + kHandshakeTimeout);
 }
 
 absl::Status TlsAcceptor::Handshake(SSL* ssl, int fd, absl::Time deadline) const {

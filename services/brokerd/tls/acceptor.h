@@ -41,9 +41,15 @@ class TlsAcceptor {
   // Builds the server context from `ca` (CertificateAuthority::NewServerContext).
   static absl::StatusOr<std::unique_ptr<TlsAcceptor>> Create(const CertificateAuthority& ca);
 
-  // Accepts one connection on `listen_fd` (blocks if it is a blocking
-  // socket; a non-blocking one with nothing pending is Unavailable) and
-  // runs Establish on it with a deadline kHandshakeTimeout from now.
+  // accept4 of one connection on `listen_fd` (CLOEXEC, non-blocking),
+  // nothing else: blocks if `listen_fd` is a blocking socket; a
+  // non-blocking one with nothing pending is Unavailable.
+  static absl::StatusOr<fs::UniqueFd> AcceptConnection(int listen_fd);
+
+  // AcceptConnection, then Establish with a deadline kHandshakeTimeout from
+  // now, on the calling thread: a broker serving several clients at once
+  // calls AcceptConnection itself and runs Establish per connection
+  // elsewhere.
   absl::StatusOr<std::unique_ptr<TlsStream>> Accept(int listen_fd,
                                                     const ExpectedPeer& expected) const;
 

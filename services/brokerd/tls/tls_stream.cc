@@ -76,9 +76,11 @@ absl::StatusOr<size_t> TlsStream::Io(bool write, void* buf, size_t len) {
         if (!write) return 0;
         return absl::UnavailableError("the TLS peer closed the connection");
       case SSL_ERROR_SYSCALL:
+        broken_ = true;
         if (errno != 0) return ErrnoStatus(what, errno);
         return absl::UnavailableError(absl::StrCat(what, ": connection cut"));
       default:
+        broken_ = true;
         return OpenSslError(what);
     }
   }
@@ -101,6 +103,11 @@ absl::Status TlsStream::WriteAll(const void* buf, size_t len) {
 
 absl::Status TlsStream::Close() {
   if (ssl_ == nullptr) return absl::OkStatus();
+  if (broken_) {  // OpenSSL forbids SSL_shutdown after a fatal error
+    ssl_.reset();
+    fd_.reset();
+    return absl::OkStatus();
+  }
   const absl::Time deadline = std::min(deadline_, absl::Now() + absl::Seconds(1));
   absl::Status status;
   for (;;) {

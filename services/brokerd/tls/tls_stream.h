@@ -56,7 +56,7 @@ class TlsStream : public escalation::ByteStream {
   absl::StatusOr<size_t> Read(void* buf, size_t len) override;
   absl::Status WriteAll(const void* buf, size_t len) override;
   // Sends close_notify (waiting at most a second, never for the peer's
-  // reply) and closes the socket. Idempotent.
+  // reply; none after a fatal error) and closes the socket. Idempotent.
   absl::Status Close();
 
   const VerifiedPeer& peer() const { return peer_; }
@@ -80,6 +80,7 @@ class TlsStream : public escalation::ByteStream {
   VerifiedPeer peer_;
   pid_t peer_pid_;
   absl::Time deadline_;
+  bool broken_ = false;  // a fatal TLS or socket error: no close_notify
 };
 
 }  // namespace lazaret::brokerd::tls

@@ -261,6 +261,26 @@ TEST_F(TlsTest, ReadHonoursTheStreamDeadline) {
   client.join();
 }
 
+TEST_F(TlsTest, ConnectionCutWithoutCloseNotifyIsAnErrorNotAnEnd) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const ClientCredentials creds = Credentials();
+  std::thread client([&] { testing::RunClientOnFd(fds[1], creds, "abc"); });
+  auto stream = acceptor_->Establish(fs::UniqueFd(fds[0]), endpoint_->expected_peer(),
+                                     absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  char buf[16];
+  auto n = (*stream)->Read(buf, sizeof(buf));
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(std::string(buf, *n), "abc");
+  shutdown(fds[1], SHUT_WR);  // the client's side ends with no close_notify
+  auto cut = (*stream)->Read(buf, sizeof(buf));
+  EXPECT_FALSE(cut.ok());
+  EXPECT_TRUE((*stream)->Close().ok());
+  EXPECT_FALSE((*stream)->Read(buf, sizeof(buf)).ok());
+  client.join();
+}
+
 TEST_F(TlsTest, PeerOfAnotherUidIsRefusedBeforeTheHandshake) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to setuid() the client to nobody";
   const passwd* nobody = getpwnam("nobody");
