@@ -5,7 +5,7 @@
 // line per result; the broker's answers are untrusted text and only
 // printed or counted.
 //
-//   [--socket P] [--certs D] [--profile NAME] MODE ...
+//   [--socket P] [--certs D] [--profile NAME] [--io-timeout S] MODE ...
 //   send (--payload-file F | --payload-json J) [--len-override N]
 //       -> "frame <json>" per server frame, then "end <how>"
 //   replay --id ID --argv0 X [ARGS...]
@@ -346,6 +346,10 @@ int Main(int argc, char** argv) {
       continue;
     }
     if (f == "--id" && next(f.c_str(), &a.id)) continue;
+    if (f == "--io-timeout" && next(f.c_str(), &v)) {
+      a.client.io_timeout_s = std::atoi(v.c_str());
+      continue;
+    }
     if (f == "--exe" && next(f.c_str(), &a.exe)) continue;
     if (f == "--n" && next(f.c_str(), &v)) {
       a.n = std::atoi(v.c_str());

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,12 +163,16 @@ void Conn::SetEnd(int ret, const char* during) {
   const int e = SSL_get_error(ssl_, ret);
   if (e == SSL_ERROR_ZERO_RETURN) {
     end_ = "eof";
+  } else if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    end_ = "timeout";  // SO_RCVTIMEO / SO_SNDTIMEO ran out
   } else if (e == SSL_ERROR_SYSCALL) {
     const unsigned long q = ERR_peek_error();
     if (q != 0) {
       end_ = std::string(during) + OpenSslError();
     } else {
-      end_ = (errno == ECONNRESET || errno == EPIPE) ? "reset" : "eof";
+      end_ = (errno == ECONNRESET || errno == EPIPE)     ? "reset"
+             : (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout"
+                                                         : "eof";
     }
   } else {
     end_ = std::string(during) + OpenSslError();
@@ -183,6 +188,9 @@ bool Conn::Open(SSL_SESSION* session) {
     end_ = std::string("connect-failed: ") + strerrorname_np(errno);
     return false;
   }
+  const timeval tv{ctx_.options().io_timeout_s, 0};
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   ssl_ = SSL_new(ctx_.ctx());
   SSL_set_fd(ssl_, fd_);
   if (session != nullptr) SSL_set_session(ssl_, session);

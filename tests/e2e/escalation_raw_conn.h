@@ -18,7 +18,8 @@ namespace lazaret::test::rawesc {
 struct ClientOptions {
   std::string socket = "/run/lazaret/escalate.sock";
   std::string certs = "/run/lazaret/certs";
-  std::string profile;  // empty: read from client.pem's SAN URI
+  std::string profile;    // empty: read from client.pem's SAN URI
+  int io_timeout_s = 60;  // per read or write; then the connection ends "timeout"
 };
 
 // One TLS context for every connection of a run: TLS 1.3 only, the broker
@@ -42,7 +43,7 @@ class Context {
   std::string profile_;
 };
 
-// How a connection ended, as printed: "eof", "reset", "handshake-failed:
+// How a connection ended, as printed: "eof", "reset", "timeout", "handshake-failed:
 // <reason>", "tls-error: <reason>", "connect-failed: <errno name>".
 class Conn {
  public:
