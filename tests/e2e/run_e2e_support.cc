@@ -148,6 +148,11 @@ pid_t SpawnLazaret(const std::string& cwd, const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& extra, const std::string& log) {
   std::vector<std::string> argv = {test::Binary("lazaret")};
   argv.insert(argv.end(), args.begin(), args.end());
+  return SpawnAs(cwd, argv, extra, log);
+}
+
+pid_t SpawnAs(const std::string& cwd, const std::vector<std::string>& argv,
+              const std::map<std::string, std::string>& extra, const std::string& log) {
   std::vector<std::string> full = AsMode(argv, extra);
   std::vector<char*> cargv;
   for (auto& s : full) cargv.push_back(s.data());

@@ -55,7 +55,11 @@ CommandResult Podman(const std::vector<std::string>& args);
 pid_t SpawnLazaret(const std::string& cwd, const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& extra, const std::string& log);
 
-// Waits for a child started by SpawnLazaret; returns its exit code
+// Any argv in the background as the mode's user, like SpawnLazaret.
+pid_t SpawnAs(const std::string& cwd, const std::vector<std::string>& argv,
+              const std::map<std::string, std::string>& extra, const std::string& log);
+
+// Waits for a child started by SpawnLazaret or SpawnAs; returns its exit code
 // (128+N when killed by N), or -1 on timeout (it is then killed).
 int WaitChild(pid_t pid, int timeout_seconds);
 
