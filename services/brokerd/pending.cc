@@ -25,24 +25,11 @@ std::string KindName(pb::Approver::Kind kind) {
   }
 }
 
-pb::PendingEvent Event(pb::PendingEvent::Kind kind, const pb::PendingRequest& request,
-                       const std::string& resolution) {
-  pb::PendingEvent event;
-  event.set_kind(kind);
-  *event.mutable_request() = request;
-  event.set_resolution(resolution);
-  return event;
-}
-
 RequestBookOptions Clamped(RequestBookOptions options) {
   // The entry just finished is never the one forgotten.
   options.kept_finished = std::max<size_t>(options.kept_finished, 1);
   options.watcher_queue = std::max<size_t>(options.watcher_queue, 1);
   return options;
-}
-
-bool Covers(const std::string& filter, const std::string& session_id) {
-  return filter.empty() || filter == session_id;
 }
 
 }  // namespace
@@ -61,22 +48,6 @@ std::string DescribeApprover(const pb::Approver& approver) {
   if (approver.pid() > 0) parts.push_back(absl::StrCat("pid ", approver.pid()));
   std::string name = approver.name().empty() ? "an approver" : approver.name();
   return absl::StrCat(name, " (", absl::StrJoin(parts, ", "), ")");
-}
-
-PendingWatch::~PendingWatch() { book_->Unwatch(state_); }
-
-PendingWatch::Next PendingWatch::Wait(pb::PendingEvent* event, absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(book_->mu_);
-  state_->cv.wait_until(lock, absl::ToChronoTime(deadline), [this] {
-    return book_->closed_ || state_->dropped || !state_->queue.empty();
-  });
-  if (state_->dropped) return Next::kDropped;
-  if (!state_->queue.empty()) {
-    *event = std::move(state_->queue.front());
-    state_->queue.pop_front();
-    return Next::kEvent;
-  }
-  return book_->closed_ ? Next::kClosed : Next::kTimeout;
 }
 
 RequestBook::RequestBook(RequestBookOptions options, EditCheck edit_check,
@@ -150,7 +121,7 @@ absl::StatusOr<RequestHandle> RequestBook::Insert(pb::PendingRequest request, Ph
   entry.phase = phase;
   if (phase == Phase::kPending) {
     ++session.pending;
-    Announce(Event(pb::PendingEvent::KIND_ADDED, entry.request, ""));
+    Announce(pb::PendingEvent::KIND_ADDED, entry.request, "");
   } else {
     entry.taken = true;  // nothing to decide
   }
@@ -168,7 +139,7 @@ void RequestBook::Resolve(Entry& entry, Decision decision) {
       decision.kind == Decision::Kind::kApproved || decision.kind == Decision::Kind::kEdited;
   auto session = sessions_.find(entry.request.session_id());
   if (session != sessions_.end() && session->second.pending > 0) --session->second.pending;
-  Announce(Event(pb::PendingEvent::KIND_RESOLVED, entry.request, decision.resolution));
+  Announce(pb::PendingEvent::KIND_RESOLVED, entry.request, decision.resolution);
   entry.decision = std::move(decision);
   entry.phase = runs ? Phase::kRunning : Phase::kDone;
   if (!runs) Finished(entry);
@@ -182,21 +153,6 @@ void RequestBook::Finished(Entry& entry) {
     finished_.pop_front();
     auto it = entries_.find(id);
     if (it != entries_.end() && it->second.serial == serial) entries_.erase(it);
-  }
-}
-
-void RequestBook::Announce(const pb::PendingEvent& event) {
-  for (const auto& w : watches_) {
-    if (w->dropped || !Covers(w->session_filter, event.request().session_id())) continue;
-    if (w->queue.size() >= options_.watcher_queue) {
-      // Dropped rather than grown: the stream ends and the approver
-      // watches again, getting every pending request anew.
-      w->dropped = true;
-      w->queue.clear();
-    } else {
-      w->queue.push_back(event);
-    }
-    w->cv.notify_all();
   }
 }
 
@@ -409,56 +365,6 @@ absl::StatusOr<pb::RequestState> RequestBook::Get(const std::string& request_id)
   state.set_stdout(entry.stdout_bytes);
   state.set_stderr(entry.stderr_bytes);
   return state;
-}
-
-SessionCounts RequestBook::Counts(const std::string& session_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  SessionCounts counts;
-  auto it = sessions_.find(session_id);
-  if (it != sessions_.end()) counts.pending = it->second.pending;
-  for (const auto& w : watches_) {
-    if (w->dropped || !Covers(w->session_filter, session_id)) continue;
-    switch (w->kind) {
-      case pb::Approver::KIND_TERMINAL:
-        ++counts.approvers_terminal;
-        break;
-      case pb::Approver::KIND_INLINE:
-        ++counts.approvers_inline;
-        break;
-      default:
-        ++counts.approvers_script;
-        break;
-    }
-  }
-  return counts;
-}
-
-std::unique_ptr<PendingWatch> RequestBook::Watch(const std::string& session_filter,
-                                                 pb::Approver::Kind kind) {
-  auto state = std::make_shared<PendingWatch::State>();
-  state->session_filter = session_filter;
-  state->kind = kind;
-  std::lock_guard<std::mutex> lock(mu_);
-  // Oldest first. The snapshot may exceed watcher_queue: it is bounded by
-  // the pending cap.
-  std::vector<const Entry*> pending;
-  for (const auto& [id, entry] : entries_) {
-    if (entry.phase == Phase::kPending && Covers(session_filter, entry.request.session_id())) {
-      pending.push_back(&entry);
-    }
-  }
-  std::sort(pending.begin(), pending.end(),
-            [](const Entry* a, const Entry* b) { return a->serial < b->serial; });
-  for (const Entry* entry : pending) {
-    state->queue.push_back(Event(pb::PendingEvent::KIND_ADDED, entry->request, ""));
-  }
-  watches_.push_back(state);
-  return std::unique_ptr<PendingWatch>(new PendingWatch(this, std::move(state)));
-}
-
-void RequestBook::Unwatch(const std::shared_ptr<PendingWatch::State>& state) {
-  std::lock_guard<std::mutex> lock(mu_);
-  watches_.erase(std::remove(watches_.begin(), watches_.end(), state), watches_.end());
 }
 
 }  // namespace lazaret::brokerd

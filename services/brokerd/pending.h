@@ -240,7 +240,9 @@ class RequestBook {
   void Resolve(Entry& entry, Decision decision) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that `entry` reached DONE; forgets the oldest finished ones.
   void Finished(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Announce(const lazaret::approver::v1::PendingEvent& event)
+  // To every watcher covering the request's session (pending_watch.cc).
+  void Announce(lazaret::approver::v1::PendingEvent::Kind kind,
+                const lazaret::approver::v1::PendingRequest& request, const std::string& resolution)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkEnded(const std::string& session_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Unwatch(const std::shared_ptr<PendingWatch::State>& state);

@@ -55,8 +55,18 @@ void SessionWatcher::Reconcile() {
       sv::SupervisorService::NewStub(DialUnix(SocketPath(runtime_dir_, kSupervisorSocketName)));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kHostCallTimeout);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    ctx_ = &ctx;
+  }
   sv::ListSessionsResponse resp;
-  if (!stub->ListSessions(&ctx, sv::ListSessionsRequest(), &resp).ok()) return;
+  grpc::Status st = stub->ListSessions(&ctx, sv::ListSessionsRequest(), &resp);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_ = nullptr;
+    if (stopping_ || !st.ok()) return;
+  }
   std::set<std::string> listed;
   for (const auto& info : resp.sessions()) listed.insert(info.record().id());
   std::vector<sv::SessionInfo> gone;
