@@ -161,6 +161,9 @@ absl::StatusOr<Decision> RequestBook::WaitForDecision(const RequestHandle& handl
   std::unique_lock<std::mutex> lock(mu_);
   Entry* entry = Find(handle);
   if (entry == nullptr) return absl::NotFoundError("the request is no longer held");
+  if (entry->request.deadline_unix() > 0) {
+    expiry = std::min(expiry, absl::FromUnixSeconds(entry->request.deadline_unix()));
+  }
   cv_.wait_until(lock, absl::ToChronoTime(expiry), [&] {
     entry = Find(handle);
     return entry == nullptr || entry->decision.has_value() || closed_;

@@ -169,10 +169,12 @@ class RequestBook {
   absl::StatusOr<RequestHandle> AddRunning(lazaret::approver::v1::PendingRequest request);
 
   // For the connection thread, once per request: blocks until the request
-  // is decided, its session ends, or `expiry` (the approval timeout,
-  // PendingRequest.deadline_unix) passes - then it is DONE as expired,
-  // unless a decision won the race. FAILED_PRECONDITION when the decision
-  // was taken already; NOT_FOUND for a stale handle.
+  // is decided, its session ends, or the approval timeout passes: `expiry`
+  // or the request's deadline_unix (when set), whichever comes first - then
+  // it is DONE as expired, unless a decision won the race.
+  // FAILED_PRECONDITION when the decision was taken already; NOT_FOUND for
+  // a stale handle. The connection thread waits even when its peer has gone
+  // (or Completes the handle), so that nothing stays pending for ever.
   absl::StatusOr<Decision> WaitForDecision(const RequestHandle& handle, absl::Time expiry);
 
   // The approver API's Decide; `request` checked by the service. NOT_FOUND:

@@ -131,6 +131,19 @@ TEST(RequestBookTest, UnansweredRequestExpiresAndCannotBeDecidedAfter) {
   EXPECT_EQ(book.Counts(kSession).pending, 0u);
 }
 
+TEST(RequestBookTest, RequestDeadlineBoundsTheWait) {
+  RequestBook book(Fast(), AcceptEdit, nullptr);
+  pb::PendingRequest r = Request("dl");
+  r.set_deadline_unix(absl::ToUnixSeconds(absl::Now()) + 1);
+  auto handle = book.Add(r);
+  ASSERT_TRUE(handle.ok());
+  absl::Time start = absl::Now();
+  auto decision = book.WaitForDecision(*handle, start + absl::Seconds(30));
+  ASSERT_TRUE(decision.ok());
+  EXPECT_EQ(decision->kind, Decision::Kind::kExpired);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
 TEST(RequestBookTest, EditErrorKeepsTheRequestPending) {
   RequestBook book(Fast(), AcceptEdit, nullptr);
   auto handle = book.Add(Request("edit"));
