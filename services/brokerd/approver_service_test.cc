@@ -173,6 +173,15 @@ TEST_F(ApproverServiceTest, WatchStreamsPendingThenAddedAndResolved) {
   while (reader->Read(&event)) {
   }
   reader->Finish();
+  // Once the stream is gone the watcher no longer counts.
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        grpc::ClientContext list_ctx;
+        pb::ListSessionsResponse list;
+        return stub_->ListSessions(&list_ctx, pb::ListSessionsRequest(), &list).ok() &&
+               list.sessions_size() == 1 && list.sessions(0).approvers_terminal() == 0;
+      },
+      std::chrono::seconds(5)));
 }
 
 TEST_F(ApproverServiceTest, SecondDecisionIsFailedPreconditionNamingTheFirst) {
