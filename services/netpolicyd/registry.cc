@@ -1,10 +1,9 @@
 #include "services/netpolicyd/registry.h"
 
 #include "absl/strings/str_cat.h"
-#include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
-#include "services/common/constants.h"
+#include "lazaret/supervisor/v1/supervisor.pb.h"
 #include "services/common/log.h"
-#include "services/common/runtime_dir.h"
+#include "services/common/session_client.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 #include "services/netpolicyd/host_inputs.h"
@@ -17,7 +16,6 @@ namespace rt = ::lazaret::netrouter::v1;
 namespace sv = ::lazaret::supervisor::v1;
 
 constexpr std::chrono::milliseconds kRelayOpenTimeout{5000};
-constexpr std::chrono::milliseconds kWatchRetry{2000};
 
 }  // namespace
 
@@ -29,7 +27,14 @@ Registry::Registry(std::string runtime_dir, RegistryOptions options)
 Registry::~Registry() { Stop(); }
 
 void Registry::Start() {
-  if (options_.watch_supervisor) watch_thread_ = std::thread([this] { WatchSupervisor(); });
+  if (options_.watch_supervisor) {
+    watcher_ = std::make_unique<SessionWatcher>(
+        runtime_dir_,
+        SessionWatcher::Callbacks{
+            .started = [this](const sv::SessionInfo& info) { SessionStarted(info); },
+            .ended = [this](const sv::SessionInfo& info) { (void)Detach(info.record().id()); }});
+    watcher_->Start();
+  }
   tick_thread_ = std::thread([this] { Tick(); });
 }
 
@@ -38,11 +43,15 @@ void Registry::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
+  }
+  // The watcher's callbacks attach and detach: stop it before taking the
+  // sessions away.
+  if (watcher_ != nullptr) watcher_->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     sessions.swap(sessions_);
   }
   cv_.notify_all();
-  if (watch_thread_.joinable()) watch_thread_.join();
   if (tick_thread_.joinable()) tick_thread_.join();
   for (auto& [id, entry] : sessions) {
     entry.relay.reset();
@@ -145,45 +154,14 @@ std::vector<std::shared_ptr<Session>> Registry::List() const {
   return out;
 }
 
-void Registry::WatchSupervisor() {
-  bool warned = false;
-  while (true) {
-    auto stub =
-        sv::SupervisorService::NewStub(DialUnix(SocketPath(runtime_dir_, kSupervisorSocketName)));
-    grpc::ClientContext ctx;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return;
-      watch_ctx_ = &ctx;
-    }
-    std::unique_ptr<grpc::ClientReader<sv::SessionEvent>> reader =
-        stub->WatchSessions(&ctx, sv::WatchSessionsRequest());
-    sv::SessionEvent event;
-    while (reader->Read(&event)) {
-      warned = false;
-      const std::string& id = event.session().record().id();
-      if (event.kind() == sv::SESSION_EVENT_ENDED) {
-        (void)Detach(id);
-      } else if (event.kind() == sv::SESSION_EVENT_STARTED &&
-                 event.session().state() == sv::SESSION_STATE_ATTACHED && !Find(id).ok()) {
-        // Attached before this netpolicyd started: take it up again.
-        absl::StatusOr<pb::PolicyApplied> applied = Attach(id);
-        if (!applied.ok()) {
-          LAZ_LOG_ERROR << "session " << id
-                        << " could not be attached again: " << applied.status().message();
-        }
-      }
-    }
-    grpc::Status st = reader->Finish();
-    std::unique_lock<std::mutex> lock(mu_);
-    watch_ctx_ = nullptr;
-    if (stopping_) return;
-    if (!warned) {
-      LAZ_LOG_WARNING << "the supervisor's session registry is not reachable ("
-                      << st.error_message() << "); trying again";
-      warned = true;
-    }
-    cv_.wait_for(lock, kWatchRetry, [this] { return stopping_; });
+void Registry::SessionStarted(const sv::SessionInfo& info) {
+  const std::string& id = info.record().id();
+  if (info.state() != sv::SESSION_STATE_ATTACHED || Find(id).ok()) return;
+  // Attached before this netpolicyd started: take it up again.
+  absl::StatusOr<pb::PolicyApplied> applied = Attach(id);
+  if (!applied.ok()) {
+    LAZ_LOG_ERROR << "session " << id
+                  << " could not be attached again: " << applied.status().message();
   }
 }
 

@@ -23,6 +23,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
+#include "lazaret/supervisor/v1/supervisor.pb.h"
+#include "services/common/session_watcher.h"
 #include "services/netpolicyd/relay.h"
 #include "services/netpolicyd/session.h"
 
@@ -64,7 +66,8 @@ class Registry {
   // Reads the session's inputs from the supervisor, configd, the host and
   // the router.
   absl::StatusOr<SessionInputs> Gather(const std::string& id, Session& session);
-  void WatchSupervisor();
+  // The watcher's STARTED: a session ATTACHED before this netpolicyd ran.
+  void SessionStarted(const lazaret::supervisor::v1::SessionInfo& info);
   void Tick();
 
   const std::string runtime_dir_;
@@ -75,8 +78,7 @@ class Registry {
   std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
   std::condition_variable cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::ClientContext* watch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::thread watch_thread_;
+  std::unique_ptr<SessionWatcher> watcher_;
   std::thread tick_thread_;
 };
 

@@ -1,0 +1,124 @@
+#include "services/brokerd/audit_reader.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "services/common/fs/fd.h"
+#include "services/common/status_util.h"
+
+namespace lazaret::brokerd {
+namespace {
+
+namespace pb = ::lazaret::approver::v1;
+
+std::string HomeDir() {
+  const char* home = getenv("HOME");
+  if (home != nullptr && home[0] == '/') return home;
+  passwd pw{};
+  passwd* found = nullptr;
+  std::string buf(16384, '\0');
+  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+      found->pw_dir != nullptr) {
+    return found->pw_dir;
+  }
+  return "/";
+}
+
+}  // namespace
+
+std::string DefaultAuditPath() {
+  const char* explicit_path = getenv("LAZARET_AUDIT_LOG");
+  if (explicit_path != nullptr && explicit_path[0] != '\0') return explicit_path;
+  const char* state = getenv("XDG_STATE_HOME");
+  if (state != nullptr && state[0] == '/') return absl::StrCat(state, "/lazaret/audit.jsonl");
+  return absl::StrCat(HomeDir(), "/.local/state/lazaret/audit.jsonl");
+}
+
+absl::StatusOr<pb::AuditRecord> ParseAuditLine(const std::string& line) {
+  pb::AuditRecord record;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(line, &record, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not an audit record: ", status.message().as_string()));
+  }
+  return record;
+}
+
+absl::StatusOr<AuditScan> ScanAudit(const std::string& path, const std::string& session_id,
+                                    const std::function<void(pb::AuditRecord)>& fn) {
+  fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no audit log yet"));
+    if (errno == ELOOP) return absl::FailedPreconditionError(absl::StrCat(path, " is a symlink"));
+    return ErrnoStatus(absl::StrCat("open ", path), errno);
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("fstat ", path), errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  AuditScan scan;
+  uint64_t line_number = 0;
+  std::string line;
+  bool too_long = false;
+  auto finish_line = [&] {
+    ++line_number;
+    absl::StatusOr<pb::AuditRecord> record =
+        too_long ? absl::StatusOr<pb::AuditRecord>(absl::OutOfRangeError("too long"))
+                 : ParseAuditLine(line);
+    if (record.ok()) {
+      ++scan.records;
+      if (session_id.empty() || record->session_id() == session_id) fn(*std::move(record));
+    } else {
+      ++scan.unparsable;
+      if (scan.unparsable_lines.size() < 16) scan.unparsable_lines.push_back(line_number);
+    }
+    line.clear();
+    too_long = false;
+  };
+  std::string buf(1 << 16, '\0');
+  while (true) {
+    ssize_t n = read(fd.get(), buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(absl::StrCat("read ", path), errno);
+    }
+    if (n == 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') {
+        finish_line();
+      } else if (line.size() < kMaxAuditLineBytes) {
+        line.push_back(buf[i]);
+      } else {
+        too_long = true;
+      }
+    }
+  }
+  if (!line.empty() || too_long) finish_line();  // a last line without its newline
+  return scan;
+}
+
+absl::StatusOr<AuditRead> ReadAudit(const std::string& path, const std::string& session_id,
+                                    uint32_t last) {
+  std::deque<pb::AuditRecord> kept;
+  LAZ_ASSIGN_OR_RETURN(AuditScan scan, ScanAudit(path, session_id, [&](pb::AuditRecord record) {
+                         kept.push_back(std::move(record));
+                         if (last != 0 && kept.size() > last) kept.pop_front();
+                       }));
+  AuditRead out;
+  out.scan = scan;
+  out.records.assign(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
+  return out;
+}
+
+}  // namespace lazaret::brokerd
