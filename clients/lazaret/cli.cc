@@ -29,6 +29,8 @@ constexpr CommandInfo kCommands[] = {
      "reap what killed sessions left (containers, session dirs; commits written back)", CmdClean},
     {"net", "net show|test|log|reload|allow|deny",
      "see, test and change a live session's egress policy (lazaret net --help)", CmdNet},
+    {"audit", "audit [--session ID] [--json]",
+     "show every host command a sandbox asked for and how it was decided", CmdAudit},
     {"image", "image build [sandbox|sidecar|all] [--force]",
      "build Lazaret's local images (no registry needed)", CmdImage},
     {"doctor", "doctor", "check this host and say how to fix each problem", CmdDoctor},

@@ -30,6 +30,9 @@ int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 // net_cmd.cc: a live session's egress policy (net/).
 int CmdNet(const Context& ctx, const std::vector<std::string>& args);
 
+// audit_cmd.cc: the escalation audit (escalation/).
+int CmdAudit(const Context& ctx, const std::vector<std::string>& args);
+
 // image_cmd.cc: Lazaret's local images (sandbox, sidecar).
 int CmdImage(const Context& ctx, const std::vector<std::string>& args);
 

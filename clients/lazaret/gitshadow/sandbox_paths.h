@@ -1,5 +1,6 @@
 // Fixed paths inside the sandbox, shared by the Git Shadow's plan, the
-// runner and lazaret-sandbox-init's command line. Constants only, used by
+// runner (the session's plan, with the host escalation mounts) and
+// lazaret-sandbox-init's command line. Constants only, used by
 // the `lazaret` CLI on the host.
 #ifndef LAZARET_CLIENTS_LAZARET_GITSHADOW_SANDBOX_PATHS_H_
 #define LAZARET_CLIENTS_LAZARET_GITSHADOW_SANDBOX_PATHS_H_
@@ -24,6 +25,19 @@ inline constexpr char kSandboxLinkedGitDir[] = "/run/lazaret/git-dir";
 // Where the runner binds lazaret-sandbox-init (read-only) and runs it as the
 // container's entrypoint: `<kSandboxInitPath> <plan.init_args> -- CMD...`.
 inline constexpr char kSandboxInitPath[] = "/run/lazaret/bin/lazaret-sandbox-init";
+
+// Host escalation (docs/escalation.md), only when the profile enables it,
+// all read-only: the session's endpoint directory on the host (it holds
+// escalate.sock only), its certificate directory (ca.pem, client.pem,
+// client.key, on a host memory filesystem), and the lazaret-escalate
+// client. lazaret-sandbox-init links kSandboxEscalateSocket to
+// broker/escalate.sock, the client's default socket.
+inline constexpr char kSandboxBrokerDir[] = "/run/lazaret/broker";
+inline constexpr char kSandboxCertsDir[] = "/run/lazaret/certs";
+inline constexpr char kSandboxEscalateClient[] = "/run/lazaret/escalate";
+inline constexpr char kSandboxEscalateSocket[] = "/run/lazaret/escalate.sock";
+// The environment variable naming the client, so that agents can find it.
+inline constexpr char kEscalateEnvName[] = "LAZARET_ESCALATE";
 
 }  // namespace lazaret::cli::gitshadow
 

@@ -4,6 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/lazaret/escalation/broker_client.h"
+#include "clients/lazaret/escalation/endpoint.h"
+#include "clients/lazaret/gitshadow/sandbox_paths.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/names.h"
@@ -40,6 +43,23 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
                   " s): lazaret-netpolicyd resolves profile ", plan.sandbox.profile,
                   "'s network settings, applies them in the router and returns the applied "
                   "generation; on any error the sandbox is not started\n");
+  if (plan.sandbox.escalation.has_value()) {
+    const EscalationMounts& e = *plan.sandbox.escalation;
+    absl::StrAppend(
+        &out, "# host escalation: EscalationEndpointService.AttachSession{", plan.id, "} on ",
+        escalation::BrokerSocket(runtime_dir), " (at most ", escalation::kAttachTimeout.count(),
+        " s): lazaret-brokerd creates ", e.socket_dir, " (0700, holding only ",
+        escalation::kEndpointSocketName, ") and the session's certificates (expected in ",
+        e.certs_dir,
+        ", a memory filesystem); both are checked, then bound read-only: ", e.socket_dir, " -> ",
+        gitshadow::kSandboxBrokerDir, ", the certificates -> ", gitshadow::kSandboxCertsDir, ", ",
+        e.client_host, " -> ", gitshadow::kSandboxEscalateClient,
+        "; runsc gets --runtime-flag=host-uds=open; on any error the sandbox is not started\n");
+  } else {
+    absl::StrAppend(&out,
+                    "# host escalation: disabled for this profile (no socket, no mount, no "
+                    "host-uds)\n");
+  }
   absl::StrAppend(&out, CommandLine(plan.sandbox_argv), "\n");
   absl::StrAppend(&out, "# when the command ends, or on SIGINT/SIGTERM/SIGHUP:\n");
   absl::StrAppend(&out, "#   (on a signal first: ",
@@ -47,6 +67,11 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
                   ")\n");
   absl::StrAppend(&out, CommandLine(RemoveArgv(SidecarName(plan.id), 0, true)), "\n");
   absl::StrAppend(&out, "# then NetPolicyService.DetachSession{", plan.id, "} (best effort)\n");
+  if (plan.sandbox.escalation.has_value()) {
+    absl::StrAppend(&out, "# then EscalationEndpointService.DetachSession{", plan.id,
+                    "} (best effort; lazaret-brokerd also ends the endpoint when the session "
+                    "leaves the registry)\n");
+  }
   return out;
 }
 

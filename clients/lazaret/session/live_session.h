@@ -34,6 +34,8 @@ struct LiveSession {
   RouterProcess router;
   std::unique_ptr<RouterHold> hold;
   bool policy_attached = false;  // AttachSession was called: the teardown detaches
+  // brokerd's AttachSession was called: the teardown detaches the endpoint.
+  bool escalation_attached = false;
   SavedTerminalMode terminal;
   SandboxWrites writes;
 

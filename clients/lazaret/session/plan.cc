@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "clients/lazaret/escalation/endpoint.h"
 #include "clients/lazaret/session/env.h"
 #include "clients/lazaret/session/mounts.h"
 #include "clients/lazaret/session/names.h"
@@ -31,6 +32,31 @@ void AddLabels(std::vector<std::string>* argv, const std::string& profile, const
 void AddCapabilities(std::vector<std::string>* argv, absl::Span<const char* const> caps) {
   argv->push_back("--cap-drop=all");
   argv->push_back(absl::StrCat("--cap-add=", absl::StrJoin(caps, ",")));
+}
+
+// The escalation mounts of a profile that enables escalation: the session's
+// own directory under the profile's socket_dir (configd checked it:
+// absolute, canonical, outside the workspace and data_root).
+absl::StatusOr<EscalationMounts> PlanEscalation(const PlanInputs& in,
+                                                const pb::ResolvedProfile& profile) {
+  const std::string& root = profile.escalation().socket_dir();
+  if (root.empty() || root[0] != '/') {
+    return absl::FailedPreconditionError(
+        absl::StrCat("escalation is enabled for profile ", profile.name(),
+                     " but it names no absolute socket_dir; set [escalation] socket_dir, or "
+                     "enabled = false to run without host escalation"));
+  }
+  EscalationMounts e;
+  e.socket_dir = escalation::SessionSocketDir(root, in.session_id);
+  e.certs_dir = in.escalation_certs_dir;
+  e.client_host = in.escalate_client_host;
+  if (const std::string sock = absl::StrCat(e.socket_dir, "/", escalation::kEndpointSocketName);
+      sock.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the escalation socket path ", sock, " is longer than a Unix socket path may be (",
+        sizeof(sockaddr_un::sun_path) - 1, " bytes); set a shorter [escalation] socket_dir"));
+  }
+  return e;
 }
 
 }  // namespace
@@ -98,9 +124,10 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
   return a;
 }
 
-std::vector<std::string> RunscGlobalFlags(bool rootless) {
+std::vector<std::string> RunscGlobalFlags(bool rootless, bool host_uds) {
   std::vector<std::string> f = {"--runtime-flag=network=host"};
   if (rootless) f.push_back("--runtime-flag=ignore-cgroups");
+  if (host_uds) f.push_back("--runtime-flag=host-uds=open");
   return f;
 }
 
@@ -108,7 +135,9 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   // podman takes --runtime-flag only as a global option, and does not store
   // it in the container: it must be on every run/start of a runsc container.
   std::vector<std::string> a = {"podman"};
-  for (auto& f : RunscGlobalFlags(s.rootless)) a.push_back(std::move(f));
+  for (auto& f : RunscGlobalFlags(s.rootless, s.escalation.has_value())) {
+    a.push_back(std::move(f));
+  }
   // No --rm: the teardown removes the sandbox together with its sidecar in
   // one call, and until then `podman inspect` can tell whether it ever
   // started (a runtime that fails leaves it "created").
@@ -135,7 +164,14 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   a.push_back("--detach-keys=");
   a.push_back(absl::StrCat("--env-file=", s.env_file));
   a.push_back(absl::StrCat("--workdir=", gitshadow::kSandboxWorkspace));
-  for (const Mount& m : s.mounts) {
+  std::vector<Mount> mounts = s.mounts;
+  if (s.escalation.has_value()) {
+    const EscalationMounts& e = *s.escalation;
+    mounts.push_back(BindMount{e.socket_dir, gitshadow::kSandboxBrokerDir, true, true});
+    mounts.push_back(BindMount{e.certs_dir, gitshadow::kSandboxCertsDir, true, true});
+    mounts.push_back(BindMount{e.client_host, gitshadow::kSandboxEscalateClient, true, false});
+  }
+  for (const Mount& m : mounts) {
     auto args = MountArgs(m);
     if (!args.ok()) return args.status();
     a.insert(a.end(), args->begin(), args->end());
@@ -211,6 +247,11 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   }
   plan.env.insert(plan.env.end(), in.profile_env.begin(), in.profile_env.end());
   plan.env.insert(plan.env.end(), git.env.begin(), git.env.end());
+  std::optional<EscalationMounts> escalation;
+  if (profile.escalation().enabled()) {
+    LAZ_ASSIGN_OR_RETURN(escalation, PlanEscalation(in, profile));
+    plan.env.push_back({gitshadow::kEscalateEnvName, gitshadow::kSandboxEscalateClient, false});
+  }
   LAZ_RETURN_IF_ERROR(EnvFileText(plan.env).status());
 
   plan.session_path = SessionPath(in.runtime_dir, plan.id);
@@ -234,11 +275,31 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   sandbox.tty = in.terminal.tty;
   sandbox.env_file = absl::StrCat(plan.session_path, "/env");
   sandbox.mounts = std::move(mounts);
+  sandbox.escalation = std::move(escalation);
   sandbox.sandbox_init_host = in.sandbox_init_host;
   sandbox.init_args = git.init_args;
+  if (sandbox.escalation.has_value()) {
+    sandbox.init_args.push_back(
+        absl::StrCat("--escalate-link=", gitshadow::kSandboxEscalateSocket));
+  }
   sandbox.command = in.command;
   LAZ_ASSIGN_OR_RETURN(plan.sandbox_argv, SandboxArgv(sandbox));
   return plan;
+}
+
+absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, SessionPlan* plan) {
+  std::optional<EscalationMounts>& e = plan->sandbox.escalation;
+  if (!e.has_value()) {
+    return absl::FailedPreconditionError("the session's profile does not enable escalation");
+  }
+  if (endpoint.session_id() != plan->id || endpoint.socket_dir() != e->socket_dir) {
+    return absl::FailedPreconditionError(absl::StrCat("the endpoint of ", endpoint.socket_dir(),
+                                                      " is not the one planned for ", plan->id,
+                                                      " (", e->socket_dir, ")"));
+  }
+  e->certs_dir = endpoint.certs_dir();
+  LAZ_ASSIGN_OR_RETURN(plan->sandbox_argv, SandboxArgv(plan->sandbox));
+  return absl::OkStatus();
 }
 
 }  // namespace lazaret::cli::session

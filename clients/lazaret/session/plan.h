@@ -12,10 +12,12 @@
 #define LAZARET_CLIENTS_LAZARET_SESSION_PLAN_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "clients/lazaret/escalation/endpoint.h"
 #include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/podman/mount_spec.h"
 #include "clients/lazaret/session/terminal.h"
@@ -67,6 +69,19 @@ struct SidecarSpec {
 // containers.conf could change is pinned here as well (PinnedIsolationArgs).
 std::vector<std::string> SidecarArgv(const SidecarSpec& spec);
 
+// The host escalation mounts of a sandbox whose profile enables escalation,
+// each bound read-only: `socket_dir` (<profile socket_dir>/<id>, holding
+// escalate.sock only) at gitshadow::kSandboxBrokerDir, `certs_dir` at
+// kSandboxCertsDir, and the lazaret-escalate client at
+// kSandboxEscalateClient. The plan names the certificate directory the
+// broker is expected to create; UseEscalationEndpoint replaces it with the
+// one the broker named, once checked.
+struct EscalationMounts {
+  std::string socket_dir;
+  std::string certs_dir;
+  std::string client_host;  // <libexec>/lazaret-escalate
+};
+
 struct SandboxSpec {
   std::string session_id;
   std::string profile;
@@ -76,7 +91,10 @@ struct SandboxSpec {
   bool rootless = false;
   bool tty = false;
   std::string env_file;
-  std::vector<Mount> mounts;           // in order
+  std::vector<Mount> mounts;  // in order
+  // Set exactly when the profile enables escalation: its three mounts after
+  // `mounts`, and runsc's host-uds=open (RunscGlobalFlags).
+  std::optional<EscalationMounts> escalation;
   std::string sandbox_init_host;       // host path of lazaret-sandbox-init
   std::vector<std::string> init_args;  // before "--"
   std::vector<std::string> command;    // after "--"; empty: the shell
@@ -92,16 +110,21 @@ struct SandboxSpec {
 std::vector<std::string> PinnedIsolationArgs(bool rootless);
 
 // podman --runtime-flag=... run ... for the agent sandbox (runsc): the
-// spec's mounts in order, then lazaret-sandbox-init read-only at
-// gitshadow::kSandboxInitPath as the entrypoint.
+// spec's mounts in order, the escalation mounts when set, then
+// lazaret-sandbox-init read-only at gitshadow::kSandboxInitPath as the
+// entrypoint.
 absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
 
 // The gVisor flags, deliberately: hostinet (network=host) because gVisor's
 // netstack cannot start on this kernel and the sandbox lives in the
 // sidecar's network namespace anyway; ignore-cgroups when rootless (runsc
-// cannot create cgroups there). No host-uds (no host Unix sockets until the
-// escalation socket needs one), no net-raw.
-std::vector<std::string> RunscGlobalFlags(bool rootless);
+// cannot create cgroups there); host-uds=open only with `host_uds`, when
+// the session has an escalation endpoint: it lets the sandbox connect to a
+// host Unix socket bound into it, and the only one bound is the endpoint's
+// escalate.sock (its directory holds nothing else; docs/escalation.md).
+// Never host-uds=create or all (no socket of the sandbox's own on the host),
+// never net-raw.
+std::vector<std::string> RunscGlobalFlags(bool rootless, bool host_uds);
 
 // A persistent directory's first use copies the image's content at its
 // path out of a temporary container (SeedName) that is created, never
@@ -131,6 +154,9 @@ struct PlanInputs {
   std::string runc_path;          // FindRunc
   bool rootless = false;          // Rootless
   std::string sandbox_init_host;  // <libexec>/lazaret-sandbox-init
+  // Escalation, used only when the profile enables it:
+  std::string escalate_client_host;  // <libexec>/lazaret-escalate
+  std::string escalation_certs_dir;  // escalation::ExpectedCertsDir
   std::vector<std::string> command;
   // Whether a host path is a directory (not a symlink to one): IDE
   // settings are masked only where they exist. IsRealDirectory (mounts.h).
@@ -141,8 +167,8 @@ struct SessionPlan {
   std::string id;
   std::string session_path;        // <runtime_dir>/sessions/<id>
   std::string workspace_host_dir;  // bound read-write at /workspace
-  // The env file's lines, in order: terminal, profile, Git Shadow (later
-  // lines win).
+  // The env file's lines, in order: terminal, profile, Git Shadow, then
+  // LAZARET_ESCALATE when escalation is on (later lines win).
   std::vector<EnvSetting> env;
   std::vector<BindMount> persistent;  // also in sandbox.mounts; seeded on first use
   SidecarSpec sidecar;
@@ -156,12 +182,20 @@ struct SessionPlan {
 // /workspace, the Git Shadow's mounts, a tmpfs over each IDE settings
 // directory the workspace has (.vscode, .idea), the profile's volumes, its
 // persistent directories, the host's terminfo entry (read-only); then
-// SandboxArgv adds lazaret-sandbox-init. Refuses what cannot be written to
-// the env file or passed to podman, and a runtime directory so long that
-// the router socket path would not fit a Unix socket address.
+// SandboxArgv adds the escalation mounts (when the profile enables
+// escalation; the init then gets --escalate-link) and lazaret-sandbox-init.
+// Refuses what cannot be written to the env file or passed to podman, and a
+// runtime or socket directory so long that the router's or the endpoint's
+// socket path would not fit a Unix socket address.
 absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
                                         const lazaret::config::v1::ResolvedProfile& profile,
                                         const gitshadow::GitShadowPlan& git);
+
+// The broker's checked endpoint into the plan: its certificate directory
+// replaces the expected one and the sandbox's command line is rebuilt.
+// Refuses a plan without escalation and an endpoint of another session or
+// socket directory.
+absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, SessionPlan* plan);
 
 }  // namespace lazaret::cli::session
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/session/dry_run.h"
+#include "clients/lazaret/session/plan_test_inputs.h"
 #include "clients/lazaret/session/terminfo.h"
 #include "tests/support/git_test_util.h"
 #include "tests/support/test_support.h"
@@ -23,14 +24,17 @@ namespace lazaret::cli::session {
 namespace {
 
 namespace pb = ::lazaret::config::v1;
+using test_plan::Has;
+using test_plan::Inputs;
+using test_plan::kInitMount;
+using test_plan::MountFlags;
+using test_plan::PlainProfile;
+using test_plan::ProfileWithVolumes;
+using test_plan::RepoGitPlan;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-bool Has(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
 
 TEST(SidecarArgvTest, RuncNetAdminOnlyReadOnlyScratchImage) {
   auto a = SidecarArgv({"0123456789ab", "p1", "/rt", "/rt/sessions/0123456789ab/router",
@@ -198,75 +202,6 @@ TEST(SidecarArgvTest, RouterIsTheOnlyResolverAndMayBindPort53) {
     // The capability set stays NET_ADMIN alone: no NET_BIND_SERVICE for 53.
     EXPECT_THAT(Values(a, "--cap-add"), ElementsAre("NET_ADMIN"));
   }
-}
-
-// Every --volume and --mount argument of `argv`, in order: the complete
-// mount list of a container.
-std::vector<std::string> MountFlags(const std::vector<std::string>& argv) {
-  std::vector<std::string> out;
-  for (const auto& a : argv) {
-    if (a.rfind("--volume=", 0) == 0 || a.rfind("--mount=", 0) == 0) out.push_back(a);
-  }
-  return out;
-}
-
-constexpr char kInit[] = "/opt/lazaret/libexec/lazaret-sandbox-init";
-constexpr char kInitMount[] =
-    "--volume=/opt/lazaret/libexec/lazaret-sandbox-init:/run/lazaret/bin/lazaret-sandbox-init:ro";
-
-PlanInputs Inputs(const std::string& workspace = "/home/dev/proj") {
-  PlanInputs in;
-  in.session_id = "0123456789ab";
-  in.runtime_dir = "/rt";
-  in.workspace_dir = workspace;
-  in.runsc_path = "/usr/bin/runsc";
-  in.runc_path = "/usr/bin/runc";
-  in.rootless = false;
-  in.sandbox_init_host = kInit;
-  in.command = {"make", "test"};
-  in.is_real_directory = [](const std::string&) { return false; };
-  return in;
-}
-
-pb::ResolvedProfile PlainProfile() {
-  pb::ResolvedProfile p;
-  p.set_name("p1");
-  p.set_image("localhost/lazaret-sandbox:trixie");
-  p.set_profile_dir("/data/p1");
-  return p;
-}
-
-// A profile with one read-only and one read-write volume (SELinux private)
-// and two persistent directories.
-pb::ResolvedProfile ProfileWithVolumes() {
-  pb::ResolvedProfile p = PlainProfile();
-  pb::Volume* ro = p.add_volumes();
-  ro->set_host("/srv/datasets");
-  ro->set_container("/data");
-  ro->set_access(pb::MOUNT_ACCESS_READ_ONLY);
-  ro->set_selinux(pb::SELINUX_LABEL_SHARED);
-  pb::Volume* rw = p.add_volumes();
-  rw->set_host("/home/dev/cache");
-  rw->set_container("/cache");
-  rw->set_access(pb::MOUNT_ACCESS_READ_WRITE);
-  rw->set_selinux(pb::SELINUX_LABEL_PRIVATE);
-  p.add_persistent_dirs("/root/.cache");
-  p.add_persistent_dirs("/opt/tools");
-  return p;
-}
-
-// The shape of a Git Shadow plan for a repository (gitshadow/plan.h), with
-// mounts of each kind it makes.
-gitshadow::GitShadowPlan RepoGitPlan() {
-  gitshadow::GitShadowPlan g;
-  g.has_repo = true;
-  g.mounts = {TmpfsMount{"/workspace/.git", "0755"},
-              BindMount{"/home/dev/proj/.git", "/run/lazaret/git", true, true},
-              BindMount{"/data/p1/git/k/session", "/run/lazaret/git-session", false, true},
-              BindMount{"/data/p1/git/k/objects", "/workspace/.git/objects", false, true}};
-  g.env = {{"GIT_CONFIG_COUNT", "1", false}};
-  g.init_args = {"--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git"};
-  return g;
 }
 
 TEST(PlanSessionTest, WorkspaceWithoutARepositoryIsTheOnlyMountBesidesSandboxInit) {

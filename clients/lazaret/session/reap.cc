@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/gitshadow/state.h"
 #include "clients/lazaret/gitshadow/sync.h"
 #include "clients/lazaret/net/netpolicy_client.h"
@@ -106,9 +107,14 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
   for (const auto& c : v.containers) {
     out(absl::StrCat("  removed container ", c.name, " (", c.state, ")"));
   }
-  // netpolicyd forgets the session's policy once its containers are gone.
+  // netpolicyd forgets the session's policy once its containers are gone,
+  // and brokerd ends its escalation endpoint (it also does on the
+  // registry's ENDED event).
   if (ok && !v.runtime_dir.empty()) {
     if (absl::Status s = net::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
+      out(absl::StrCat("  ", s.message()));
+    }
+    if (absl::Status s = escalation::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
       out(absl::StrCat("  ", s.message()));
     }
   }

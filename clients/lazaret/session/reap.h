@@ -3,8 +3,8 @@
 // supervisor's reaper (services/supervisor/reaper.h) through `lazaret clean
 // --session ID`. In the order that keeps the agent's work: its containers
 // first (fast: by name, one podman call for the sidecar and everything in
-// its network namespace), then lazaret-netpolicyd's DetachSession (best
-// effort), the Git Shadow write-back and the
+// its network namespace), then lazaret-netpolicyd's and lazaret-brokerd's
+// DetachSession (best effort), the Git Shadow write-back and the
 // end-of-session workspace scan it never did, and its directory last - so
 // a reap cut short is simply done again. Runs in the `lazaret` CLI, as the
 // user (root for rootful podman). A session whose directory lock is held

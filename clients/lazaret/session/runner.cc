@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "clients/lazaret/escalation/endpoint.h"
 #include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/dry_run.h"
@@ -62,6 +63,15 @@ absl::Status Plan(const SessionOptions& o, LiveSession* s) {
         in.sandbox_init_host,
         " is missing; build Lazaret (ninja lazaret-sandbox-init) or set LAZARET_LIBEXEC_DIR"));
   }
+  if (s->profile.escalation().enabled()) {
+    in.escalate_client_host = absl::StrCat(o.libexec_dir, "/lazaret-escalate");
+    if (access(in.escalate_client_host.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          in.escalate_client_host,
+          " is missing; build Lazaret (ninja lazaret-escalate) or set LAZARET_LIBEXEC_DIR, or set "
+          "[escalation] enabled = false to run without host escalation"));
+    }
+  }
   in.terminal = DetectTerminal();
 
   // The Git Shadow (gitshadow/plan.h).
@@ -76,6 +86,7 @@ absl::Status Plan(const SessionOptions& o, LiveSession* s) {
   for (const auto& n : git.notices) Say(n);
 
   in.session_id = NewSessionId();
+  in.escalation_certs_dir = escalation::ExpectedCertsDir(geteuid(), in.session_id);
   in.runtime_dir = o.runtime_dir;
   in.workspace_dir = o.workspace_dir;
   in.rootless = Rootless();

@@ -16,6 +16,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/escalation/attach.h"
+#include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/console.h"
@@ -174,6 +176,26 @@ absl::Status ApplyEgressPolicy(LiveSession* s) {
   return absl::OkStatus();
 }
 
+// lazaret-brokerd creates the session's escalation endpoint (its socket
+// directory and its certificate directory) before the sandbox exists; the
+// answer is checked (escalation/endpoint.h) before either is planned as a
+// mount. No endpoint, no sandbox: never a silent start without it.
+absl::Status AttachEscalation(LiveSession* s) {
+  s->escalation_attached = true;  // from here on, the teardown detaches it
+  escalation::BrokerClient client(escalation::BrokerSocket(s->runtime_dir));
+  LAZ_ASSIGN_OR_RETURN(escalation::CheckedEndpoint endpoint,
+                       escalation::AttachEndpoint(
+                           client, s->plan.id, s->plan.sandbox.escalation->socket_dir, geteuid()));
+  if (absl::Status st = UseEscalationEndpoint(endpoint, &s->plan); !st.ok()) {
+    return absl::InternalError(absl::StrCat("host escalation could not be set up: ", st.message(),
+                                            "; the sandbox was not started"));
+  }
+  const std::string line = absl::StrCat("escalation endpoint ready: ", endpoint.socket_dir(),
+                                        ", certificates in ", endpoint.certs_dir());
+  Trace(line.c_str());
+  return absl::OkStatus();
+}
+
 // A termination signal that is pending ends the start.
 absl::Status CheckNotStopped(LiveSession* s) {
   if (int sig = PendingTermination(); sig != 0) {
@@ -212,8 +234,13 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
   LAZ_RETURN_IF_ERROR(ApplyEgressPolicy(s));
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  // 3. The escalation endpoint, when the profile enables it.
+  if (s->plan.sandbox.escalation.has_value()) {
+    LAZ_RETURN_IF_ERROR(AttachEscalation(s));
+    LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  }
 
-  // 3. Only now the agent sandbox. Its volume sources are re-checked here,
+  // 4. Only now the agent sandbox. Its volume sources are re-checked here,
   // as late as possible (configd resolved them symlink-free).
   LAZ_RETURN_IF_ERROR(RecheckVolumeSources(s->profile));
   // Against the directory the developer named, as configd checked it (in

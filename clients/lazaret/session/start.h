@@ -7,7 +7,10 @@
 // two holds on the router (this process's and the supervisor's, so that if
 // both die the router closes the namespace at once), the egress policy
 // (lazaret-netpolicyd's AttachSession: without an applied generation
-// nothing more starts), and only then the agent sandbox (runsc) in the sidecar's network namespace,
+// nothing more starts), the escalation endpoint when the profile enables it
+// (lazaret-brokerd's AttachSession, its answer checked before it is
+// mounted: without it nothing more starts), and only then the agent
+// sandbox (runsc) in the sidecar's network namespace,
 // attached to the terminal. Runs in the `lazaret` CLI, as the user, driving podman itself (it needs
 // the TTY). Trusts the plan (plan.h) and re-checks the profile's host paths right before the
 // sandbox starts; the router is trusted only to answer on its socket.

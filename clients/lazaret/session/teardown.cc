@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/names.h"
@@ -64,6 +65,15 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
     }
     s->policy_attached = false;
   }
+  // And brokerd ends the escalation endpoint: socket and certificates gone,
+  // the certificate's serial forgotten, pending requests denied.
+  if (s->escalation_attached) {
+    if (absl::Status st = escalation::DetachSessionBestEffort(s->runtime_dir, s->plan.id);
+        !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->escalation_attached = false;
+  }
   if (s->dir != nullptr && !keep_session_dir) {
     if (absl::Status st = s->dir->Remove(); !st.ok()) Say(std::string(st.message()));
     s->dir.reset();
@@ -78,7 +88,7 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
 }
 
 int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
-  // 4. Teardown: the sandbox (its podman client exits with it), the
+  // 5. Teardown: the sandbox (its podman client exits with it), the
   // sidecar, the session directory; then the agent's commits.
   const bool ended_early = s->stop_signal != 0 || s->sidecar_lost || s->supervisor_lost;
   if (ended_early) StopSandbox(*s, sandbox_pid);
