@@ -50,9 +50,9 @@ absl::StatusOr<std::unique_ptr<SessionEndpoint>> SessionEndpoint::Create(
                          CreateSessionDir(ep->certs_root_, certs_root, id, adopt_existing));
     ep->certs_dir_ = absl::StrCat(certs_root, "/", id);
     const fs::DirFd& dir = ep->certs_session_dir_;
-    LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, kCaFile, ca.ca_pem(), 0644));
+    LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, kCaFile, ca.ca_pem(), 0600));
     LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, kClientKeyFile, issued.key_pem, 0600));
-    LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, kClientCertFile, issued.cert_pem, 0644));
+    LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(dir, kClientCertFile, issued.cert_pem, 0600));
     return ep->Bind();
   }();
   if (!status.ok()) {
@@ -107,7 +107,7 @@ absl::Status SessionEndpoint::Renew() {
                        ca_.RenewClient(identity_, cert_lifetime_, current_.key_pem));
   serials_.Add(renewed.serial_hex);
   if (absl::Status s =
-          fs::WriteFileAtomicAt(certs_session_dir_, kClientCertFile, renewed.cert_pem, 0644);
+          fs::WriteFileAtomicAt(certs_session_dir_, kClientCertFile, renewed.cert_pem, 0600);
       !s.ok()) {
     serials_.Retire(renewed.serial_hex, absl::InfinitePast());
     return s;

@@ -84,8 +84,8 @@ TEST_F(EndpointTest, CreatesPrivateDirectoriesTheSocketAndTheCertificates) {
   struct stat sock = Lstat(sdir + "/escalate.sock");
   EXPECT_TRUE(S_ISSOCK(sock.st_mode));
   EXPECT_EQ(sock.st_mode & 07777, 0600u);
-  EXPECT_EQ(Lstat(cdir + "/ca.pem").st_mode & 07777, 0644u);
-  EXPECT_EQ(Lstat(cdir + "/client.pem").st_mode & 07777, 0644u);
+  EXPECT_EQ(Lstat(cdir + "/ca.pem").st_mode & 07777, 0600u);
+  EXPECT_EQ(Lstat(cdir + "/client.pem").st_mode & 07777, 0600u);
   EXPECT_EQ(Lstat(cdir + "/client.key").st_mode & 07777, 0600u);
   EXPECT_EQ(Slurp(cdir + "/ca.pem"), ca_->ca_pem());
   // Only what the sandbox is meant to see.
@@ -309,7 +309,7 @@ TEST_F(EndpointTest, RenewReplacesTheCertificateAloneAndMovesNotAfter) {
   ASSERT_TRUE((*ep)->Renew().ok());
   EXPECT_NE(Slurp(cdir + "/client.pem"), old_cert);
   EXPECT_NE(Lstat(cdir + "/client.pem").st_ino, old_ino);  // renamed into place
-  EXPECT_EQ(Lstat(cdir + "/client.pem").st_mode & 07777, 0644u);
+  EXPECT_EQ(Lstat(cdir + "/client.pem").st_mode & 07777, 0600u);
   EXPECT_EQ(Slurp(cdir + "/client.key"), old_key);
   EXPECT_NE((*ep)->current_serial(), old_serial);
   EXPECT_TRUE((*ep)->IsLiveSerial(old_serial));  // the overlap
