@@ -127,15 +127,19 @@ int Run(const Options& options) {
   if (options.timeout_seconds.has_value()) {
     deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*options.timeout_seconds);
   }
-  auto identity = ClientIdentity::Load(options.certs_dir);
-  if (!identity.ok()) return Fail(identity.status());
   auto request_id = NewRequestId();
   if (!request_id.ok()) return Fail(request_id.status());
-  auto request = BuildRequest(options, (*identity)->profile(), *request_id);
-  if (!request.ok()) {
-    Note(request.status().message());
+  // The command line is judged before the certificates are looked at, so
+  // a wrong one is a usage error wherever the client runs (with the
+  // longest profile name, so that the size check is the stricter one).
+  if (auto usage = BuildRequest(options, std::string(32, 'p'), *request_id); !usage.ok()) {
+    Note(usage.status().message());
     return kExitUsage;
   }
+  auto identity = ClientIdentity::Load(options.certs_dir);
+  if (!identity.ok()) return Fail(identity.status());
+  auto request = BuildRequest(options, (*identity)->profile(), *request_id);
+  if (!request.ok()) return Fail(request.status());
 
   auto stream = TlsStream::Connect(**identity, options.socket_path, deadline);
   if (!stream.ok()) return Fail(stream.status());

@@ -350,6 +350,7 @@ TEST_F(ClientTest, MissingCertsExit242) {
   EXPECT_EQ(o.exit_code, kExitUnreachable);
   EXPECT_NE(o.err.find("client.key is missing"), std::string::npos) << o.err;
   EXPECT_EQ(broker_->failed_handshakes(), 0);
+  EXPECT_EQ(Run({"--", "bad\xff"}).exit_code, kExitUsage);
   // The defaults name /run/lazaret, which this machine lacks.
   EXPECT_EQ(Run({"--", "id"}, /*defaults=*/true).exit_code, kExitUnreachable);
 }

@@ -7,6 +7,7 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -198,10 +199,21 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const ClientIdenti
   std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
   fs::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoStatus("creating a socket", errno);
+  if (deadline.has_value()) {
+    // A Unix connect() blocks while the listener's backlog is full; bound it.
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        *deadline - std::chrono::steady_clock::now());
+    const int64_t us = std::max<int64_t>(left.count(), 1000);
+    timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
+    setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
   int rc;
   do {
     rc = connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   } while (rc != 0 && errno == EINTR);
+  if (rc != 0 && deadline.has_value() && (errno == EAGAIN || errno == EINPROGRESS)) {
+    return absl::DeadlineExceededError(absl::StrCat("timed out connecting to ", socket_path));
+  }
   if (rc != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach the broker at ", socket_path, ": ", std::strerror(errno)));
