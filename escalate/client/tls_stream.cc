@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "escalate/wire/messages.h"
 #include "escalate/wire/strict_json.h"
 #include "services/common/fs/fd.h"
 #include "services/common/fs/file.h"
@@ -94,16 +95,8 @@ std::vector<std::string> SanUris(X509* cert) {
   return uris;
 }
 
-bool IsProfileName(absl::string_view p) {
-  if (p.empty() || p.size() > 32) return false;
-  for (size_t i = 0; i < p.size(); ++i) {
-    const char c = p[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || (c != '_' && c != '-'))) return false;
-  }
-  return true;
-}
-
+// 12 lowercase hex digits (as services/common/session_id.h, which lives in a
+// library that pulls gRPC).
 bool IsSessionId(absl::string_view id) {
   if (id.size() != 12) return false;
   for (char c : id) {
@@ -167,7 +160,7 @@ absl::StatusOr<std::unique_ptr<ClientIdentity>> ClientIdentity::Load(const std::
     if (rest.substr(0, sizeof(kSessionSanPrefix) - 1) != kSessionSanPrefix) continue;
     rest.remove_prefix(sizeof(kSessionSanPrefix) - 1);
     const size_t colon = rest.find(':');
-    if (colon == absl::string_view::npos || !IsProfileName(rest.substr(0, colon)) ||
+    if (colon == absl::string_view::npos || !IsValidProfileName(rest.substr(0, colon)) ||
         !IsSessionId(rest.substr(colon + 1))) {
       return absl::InvalidArgumentError(
           absl::StrCat("client.pem names a malformed session: ", QuoteForError(uri)));

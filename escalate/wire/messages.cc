@@ -30,16 +30,6 @@ bool IsRequestIdChar(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
 }
 
-bool IsProfileName(absl::string_view p) {
-  if (p.empty() || p.size() > 32) return false;
-  for (size_t i = 0; i < p.size(); ++i) {
-    const char c = p[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || (c != '_' && c != '-'))) return false;
-  }
-  return true;
-}
-
 absl::Status CheckRequest(const v1::EscalateRequest& r) {
   const std::string& id = r.request_id();
   if (id.empty() || id.size() > kMaxRequestIdLength) {
@@ -52,7 +42,7 @@ absl::Status CheckRequest(const v1::EscalateRequest& r) {
                                                      " has a character outside [A-Za-z0-9._-]"));
     }
   }
-  if (!IsProfileName(r.profile())) {
+  if (!IsValidProfileName(r.profile())) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile ", QuoteForError(r.profile()), " is not a profile name"));
   }
@@ -122,6 +112,16 @@ std::string Print(const google::protobuf::Message& message) {
 }
 
 }  // namespace
+
+bool IsValidProfileName(absl::string_view p) {
+  if (p.empty() || p.size() > 32) return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '_' && c != '-'))) return false;
+  }
+  return true;
+}
 
 absl::StatusOr<v1::EscalateRequest> ParseRequest(absl::string_view json) {
   v1::EscalateRequest request;

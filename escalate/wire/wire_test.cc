@@ -187,6 +187,18 @@ TEST(MessagesTest, SemanticRefusals) {
   ExpectRefused(SerializeRequest(many), "more than 4096");
 }
 
+TEST(MessagesTest, ProfileNames) {
+  EXPECT_TRUE(IsValidProfileName("a"));
+  EXPECT_TRUE(IsValidProfileName("dev-box_2"));
+  EXPECT_TRUE(IsValidProfileName(std::string(32, 'p')));
+  EXPECT_FALSE(IsValidProfileName(std::string(33, 'p')));
+  EXPECT_FALSE(IsValidProfileName(""));
+  EXPECT_FALSE(IsValidProfileName("-a"));
+  EXPECT_FALSE(IsValidProfileName("_a"));
+  EXPECT_FALSE(IsValidProfileName("Dev"));
+  EXPECT_FALSE(IsValidProfileName("a:b"));
+}
+
 TEST(MessagesTest, RefusalEchoesAtMost64EscapedBytes) {
   const std::string key = std::string(200, 'k') + "\xc3\xa9";
   auto r = ParseRequest(absl::StrCat(R"({")", key, R"(":1})"));
