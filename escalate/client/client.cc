@@ -180,11 +180,7 @@ int Run(const Options& options) {
       return Fail(absl::DataLossError(absl::StrCat("the broker answered another request: ",
                                                    QuoteForError(response.request_id()))));
     }
-    // The broker denies an unanswered request at the deadline it announced
-    // (whole seconds, so within one second of it).
-    const bool approval_expired =
-        waiting_shown && !response.approved() && time(nullptr) + 1 >= approval_deadline;
-    return Finish(options, response, approval_expired);
+    return Finish(options, response, !response.approved() && response.approval_expired());
   }
 }
 

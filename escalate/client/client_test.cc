@@ -222,10 +222,28 @@ TEST_F(ClientTest, ApprovalTimeoutExits241) {
     v1::EscalateResponse r;
     r.set_request_id(request->request_id());
     r.set_reason("no decision before the approval timeout");
+    r.set_approval_expired(true);
     ASSERT_TRUE(c.Send(ResultFrame(r)).ok());
   });
   Outcome o = Run({"--", "make"});
   EXPECT_EQ(o.exit_code, kExitTimedOut) << o.err;
+}
+
+// A person who denies at the last moment is a denial, not a timeout: only
+// the broker's approval_expired says the request expired.
+TEST_F(ClientTest, DenialAtTheDeadlineExits240) {
+  StartBroker([&](const absl::StatusOr<v1::EscalateRequest>& request, TestBrokerConnection& c) {
+    v1::ServerFrame pending;
+    pending.mutable_pending()->set_request_id(request->request_id());
+    pending.mutable_pending()->set_deadline_unix(time(nullptr));
+    ASSERT_TRUE(c.Send(pending).ok());
+    v1::EscalateResponse r;
+    r.set_request_id(request->request_id());
+    r.set_reason("no");
+    ASSERT_TRUE(c.Send(ResultFrame(r)).ok());
+  });
+  Outcome o = Run({"--", "make"});
+  EXPECT_EQ(o.exit_code, kExitDenied) << o.err;
 }
 
 TEST_F(ClientTest, ClientTimeoutExits241) {

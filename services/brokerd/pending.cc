@@ -79,7 +79,8 @@ absl::Status RequestBook::UseRequestIdLocked(const std::string& session_id,
   SessionState& session = sessions_[session_id];
   if (session.used_ids.contains(request_id)) {
     return absl::AlreadyExistsError(
-        absl::StrCat("request id '", request_id, "' was used before in this session"));
+        absl::StrCat("request_id '", request_id,
+                     "' was used before in this session; a replay never runs anything"));
   }
   if (session.used_ids.size() >= options_.max_request_ids_per_session) {
     return absl::ResourceExhaustedError(

@@ -9,8 +9,8 @@ namespace lazaret::brokerd {
 absl::Status SessionGuard::OpenConnection() {
   absl::MutexLock lock(&mu_);
   if (connections_ >= limits_.max_connections) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "this session already has ", connections_, " open escalation connections (the limit)"));
+    return absl::ResourceExhaustedError(absl::StrCat("this session already has ", connections_,
+                                                     " open escalation connections (the limit)"));
   }
   ++connections_;
   return absl::OkStatus();
@@ -29,8 +29,8 @@ size_t SessionGuard::open_connections() const {
 absl::Status SessionGuard::TakeRequest(absl::Time now) {
   absl::MutexLock lock(&mu_);
   if (refilled_ != absl::InfinitePast() && now > refilled_) {
-    tokens_ = std::min(limits_.burst,
-                       tokens_ + absl::ToDoubleSeconds(now - refilled_) * limits_.requests_per_second);
+    tokens_ = std::min(limits_.burst, tokens_ + absl::ToDoubleSeconds(now - refilled_) *
+                                                    limits_.requests_per_second);
   }
   if (now > refilled_) refilled_ = now;
   if (tokens_ < 1) {
