@@ -242,8 +242,19 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
   AddSource(p, "escalation.enabled", m.escalation_enabled->origin);
   AddSource(p, "escalation.socket_dir", m.socket_dir->origin);
   if (m.auto_approve) {
-    for (const Setting<CommandPrefix>& e : m.auto_approve->value) p.auto_approve.push_back(e.value);
+    p.auto_approve = m.auto_approve->value;
     AddSource(p, "escalation.auto_approve", m.auto_approve->origin);
+  }
+  const std::optional<Setting<uint32_t>>& command_timeout =
+      pl.command_timeout ? pl.command_timeout : m.command_timeout;
+  if (command_timeout) {
+    p.command_timeout_seconds = command_timeout->value;
+    AddSource(p, pl.command_timeout ? base + ".command_timeout" : "escalation.command_timeout",
+              command_timeout->origin);
+  }
+  if (m.approval_timeout) {
+    p.approval_timeout_seconds = m.approval_timeout->value;
+    AddSource(p, "escalation.approval_timeout", m.approval_timeout->origin);
   }
   if (!ok) return std::nullopt;
   return p;
