@@ -271,5 +271,38 @@ TEST(EscalationLoaderTest, AnExactEntryOfTheUserDoesNotAdmitAPrefixFromTheWorksp
   EXPECT_THAT(Errors(c), Not(HasSubstr("exactly")));
 }
 
+TEST(EscalationLoaderTest, AnExactEntryMayNotNameAFileTheAgentCanReplace) {
+  Scratch s;
+  s.File("ws/notes.txt", "x");
+  s.Dir("home/.local/share/lazaret/default");
+  s.Symlink(s.workspace(), "home/link-to-ws");
+  const std::string data_root = s.Path("home/.local/share/lazaret");
+  struct Case {
+    std::string entry;
+    std::string error;  // empty: accepted
+  };
+  const Case cases[] = {
+      {"cat " + s.workspace() + "/notes.txt",
+       absl::StrCat("names \"", s.workspace(), "/notes.txt\", inside the workspace \"",
+                    s.workspace(), "\", which the agent can write")},
+      {"cat " + s.Path("home/link-to-ws/notes.txt"),
+       absl::StrCat("(canonical \"", s.workspace(), "/notes.txt\"), inside the workspace")},
+      {"tail --file=" + s.workspace() + "/log", "inside the workspace"},
+      {"cat " + data_root + "/default/x", "inside data_root"},
+      {"cat /etc/os-release", ""},
+      {"cat " + s.Path("home/notes.txt"), ""},
+  };
+  for (const Case& c : cases) {
+    LoadedConfig loaded =
+        Load(s, absl::StrCat("[escalation]\nauto_approve = [{ exact = \"", c.entry, "\" }]\n"));
+    if (c.error.empty()) {
+      EXPECT_TRUE(loaded.status().ok()) << c.entry << "\n" << Errors(loaded);
+    } else {
+      EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument) << c.entry;
+      EXPECT_THAT(Errors(loaded), HasSubstr(c.error)) << c.entry;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lazaret::config

@@ -133,6 +133,7 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
                 "define [profiles." + out.default_profile + "] or name an existing profile");
   }
   std::optional<std::string> socket_dir = ResolveSocketDir(*merged.socket_dir, g, diags);
+  if (merged.auto_approve) CheckAutoApprovePaths(*merged.auto_approve, g, diags);
 
   // A replaced deny list that forgets a built-in entry is legal but worth a word.
   if (merged.default_deny->origin.layer != Layer::kEmbeddedDefault) {

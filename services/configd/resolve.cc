@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace lazaret::config {
@@ -158,6 +159,40 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
     return fail(absl::StrCat("volume ", shown, ": ", st.message()), "");
   }
   return *std::move(canon);
+}
+
+void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const LoadContext& g,
+                           Diagnostics& diags) {
+  for (const Setting<CommandPrefix>& e : entries.value) {
+    if (!e.value.exact) continue;
+    for (size_t i = 1; i < e.value.argv.size(); ++i) {
+      absl::string_view a = e.value.argv[i];
+      if (absl::StartsWith(a, "-")) {
+        const size_t eq = a.find('=');
+        a = eq == absl::string_view::npos ? absl::string_view() : a.substr(eq + 1);
+      }
+      if (!absl::StartsWith(a, "/")) continue;
+      absl::StatusOr<std::string> canon = CanonicalizeHostPath(std::string(a));
+      const std::string path = canon.ok() ? *canon : std::string(a);
+      const char* where = nullptr;
+      std::string dir;
+      if (!g.workspace_dir.empty() && PathIsWithin(path, g.workspace_dir)) {
+        where = "the workspace";
+        dir = g.workspace_dir;
+      } else if (!g.data_root.empty() && PathIsWithin(path, g.data_root)) {
+        where = "data_root";
+        dir = g.data_root;
+      }
+      if (where == nullptr) continue;
+      diags.Error(e.origin,
+                  absl::StrCat(Q(e.value.text), " names ", Q(a),
+                               path == a ? "" : absl::StrCat(" (canonical ", Q(path), ")"),
+                               ", inside ", where, " ", Q(dir),
+                               ", which the agent can write: by the time the command runs the "
+                               "file may be a symlink to any of yours"),
+                  "name a file outside the workspace and data_root, or let the agent ask");
+    }
+  }
 }
 
 std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::string& name,
