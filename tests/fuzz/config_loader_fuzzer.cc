@@ -132,6 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)Cidr::Parse(text);
   (void)SplitShellWords(text);
   (void)CheckAutoApproveEntry(text, nullptr);
+  (void)CheckAutoApproveEntry(text, EntryForm::kExact, nullptr);
   if (absl::StatusOr<std::string> name = CheckDomainPattern(text); name.ok()) {
     // Canonical forms are fixed points.
     absl::StatusOr<std::string> again = CheckDomainPattern(*name);
