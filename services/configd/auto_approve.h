@@ -37,7 +37,9 @@
 //        an absolute path or an http(s) URL, and whose option values after
 //        '=' that look like paths are absolute too (a relative path would
 //        resolve in the agent-writable workspace, the broker's working
-//        directory).
+//        directory). When the configuration is loaded, an exact entry's
+//        absolute paths must also lie outside the workspace and data_root
+//        (CheckAutoApprovePaths in resolve.h).
 //   5. Named subcommand: multi-purpose cloud CLIs (gh, aws, gcloud, az,
 //      glab) are accepted only with a subcommand that runs no local code
 //      ("aws sts get-caller-identity", not "aws" or "aws configure").

@@ -33,8 +33,8 @@ enum class EntryClass {
   kWriter,
 };
 
-// One table: the class, the reason for this table's programs (a verb
-// phrase following "it ": "is a shell ..."), and the names.
+// One table: the class, the reason for this table's programs (shown after
+// the class: "'bash' is a runner of code or shells: <why>"), and the names.
 struct RefusedTable {
   EntryClass cls;
   absl::string_view why;
@@ -46,7 +46,7 @@ struct RefusedTable {
 const std::vector<RefusedTable>& RefusedTables();
 
 // Name prefixes whose programs are runners ("git-", "ssh-", ...), with the
-// reason (a verb phrase following "it ").
+// reason.
 struct RefusedNamePrefix {
   absl::string_view prefix;
   absl::string_view why;
