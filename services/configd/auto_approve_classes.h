@@ -44,6 +44,8 @@ struct RefusedTable {
 // Every table: runners first, then process control, builtins, readers,
 // writers.
 const std::vector<RefusedTable>& RefusedTables();
+// The runner tables alone (auto_approve_runners.cc).
+const std::vector<RefusedTable>& RunnerTables();
 
 // Name prefixes whose programs are runners ("git-", "ssh-", ...), with the
 // reason.
