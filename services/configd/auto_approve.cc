@@ -1,204 +1,19 @@
 #include "services/configd/auto_approve.h"
 
 #include <algorithm>
-#include <array>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "services/configd/auto_approve_classes.h"
 #include "services/configd/shell_words.h"
 
 namespace lazaret::config {
 namespace {
 
-// One class of program that rule 3 refuses, with the reason shown to the user.
-struct CodeRunnerClass {
-  const char* why;
-  std::vector<absl::string_view> names;
-};
-
-// Rule 3, applied. A name belongs here when some arguments make it run a
-// program or load code the agent can choose (a file in the workspace, a
-// string in an argument, a config file named by an argument).
-const std::vector<CodeRunnerClass>& CodeRunners() {
-  static const auto* const kCodeRunners = new std::vector<CodeRunnerClass>{
-      {"is a shell or terminal multiplexer: it runs any command given as an argument",
-       {"sh",      "bash",   "dash",  "zsh",    "ksh",        "mksh",    "pdksh",  "oksh",
-        "yash",    "ash",    "csh",   "tcsh",   "fish",       "rc",      "es",     "nu",
-        "nushell", "elvish", "xonsh", "pwsh",   "powershell", "busybox", "toybox", "rbash",
-        "screen",  "tmux",   "byobu", "script", "expect",     "login"}},
-      {"is an interpreter or language runtime: it runs code from its arguments or from files "
-       "the agent can write",
-       {"python", "pypy",    "ipython",    "jupyter", "perl",    "ruby",   "irb",       "node",
-        "nodejs", "deno",    "bun",        "php",     "lua",     "luajit", "tclsh",     "wish",
-        "awk",    "gawk",    "mawk",       "nawk",    "sed",     "java",   "jshell",    "kotlin",
-        "scala",  "groovy",  "clojure",    "r",       "rscript", "julia",  "guile",     "racket",
-        "sbcl",   "clisp",   "ecl",        "gforth",  "ocaml",   "swipl",  "erl",       "elixir",
-        "iex",    "escript", "osascript",  "mono",    "dotnet",  "gdb",    "lldb",      "dc",
-        "m4",     "sqlite",  "psql",       "mysql",   "mariadb", "duckdb", "gnuplot",   "octave",
-        "tsx",    "ts-node", "babel-node", "coffee",  "jq-repl", "runghc", "runhaskell"}},
-      {"is a command wrapper: the rest of its arguments are a command it runs",
-       {"env",         "sudo",           "doas",          "su",
-        "pkexec",      "runuser",        "setpriv",       "sg",
-        "newgrp",      "xargs",          "find",          "timeout",
-        "nice",        "ionice",         "nohup",         "stdbuf",
-        "chroot",      "unshare",        "nsenter",       "setsid",
-        "taskset",     "chrt",           "flock",         "time",
-        "watch",       "strace",         "ltrace",        "valgrind",
-        "perf",        "catchsegv",      "parallel",      "sem",
-        "exec",        "command",        "builtin",       "eval",
-        "systemd-run", "systemd-nspawn", "dbus-launch",   "dbus-run-session",
-        "firejail",    "bwrap",          "proot",         "fakeroot",
-        "fakechroot",  "unbuffer",       "rlwrap",        "entr",
-        "watchexec",   "nodemon",        "hyperfine",     "chpst",
-        "prlimit",     "numactl",        "cgexec",        "cpulimit",
-        "ssh-agent",   "xvfb-run",       "ldd",           "faketime",
-        "torsocks",    "proxychains",    "tsocks",        "machinectl",
-        "direnv",      "with-contenv",   "flatpak-spawn", "distrobox",
-        "toolbox",     "schroot",        "run-parts"}},
-      {"has options that run a program or load code chosen in its arguments",
-       {"git",
-        "hg",
-        "svn",
-        "bzr",
-        "fossil",
-        "rg",
-        "ag",
-        "tar",
-        "rsync",
-        "scp",
-        "sftp",
-        "ssh",
-        "mosh",
-        "zip",
-        "sort",
-        "split",
-        "install",
-        "wget",
-        "openssl",
-        "gpg",
-        "gpg2",
-        "gpgv",
-        "nc",
-        "ncat",
-        "netcat",
-        "socat",
-        "telnet",
-        "apt",
-        "apt-get",
-        "aptitude",
-        "dpkg",
-        "rpm",
-        "dnf",
-        "yum",
-        "zypper",
-        "pacman",
-        "apk",
-        "brew",
-        "snap",
-        "flatpak",
-        "nix",
-        "nix-shell",
-        "nix-env",
-        "guix",
-        "conda",
-        "mamba",
-        "micromamba",
-        "asdf",
-        "mise",
-        "rtx",
-        "systemctl",
-        "launchctl",
-        "lesspipe",
-        "ssh-keygen",
-        "ssh-add",
-        "ssh-copy-id",
-        "xdg-open",
-        "open",
-        "gio",
-        "kde-open",
-        "gnome-open",
-        "sensible-browser",
-        "x-www-browser",
-        "www-browser",
-        "run-mailcap",
-        "see",
-        "mailcap",
-        "busctl",
-        "dbus-send",
-        "gdbus"}},
-      {"is an editor, pager or viewer that can run shell commands",
-       {"vi",     "vim",  "nvim",   "view",           "vimdiff",
-        "ex",     "ed",   "emacs",  "emacsclient",    "nano",
-        "pico",   "joe",  "mcedit", "micro",          "kak",
-        "helix",  "hx",   "less",   "more",           "most",
-        "man",    "info", "pager",  "sensible-pager", "sensible-editor",
-        "editor", "vipe", "code",   "codium",         "subl"}},
-      {"is a build tool, test runner, compiler or package manager: it runs code from the "
-       "agent-writable workspace",
-       {"make",       "gmake",      "bmake",
-        "cmake",      "ctest",      "ninja",
-        "meson",      "scons",      "bazel",
-        "bazelisk",   "buck",       "buck2",
-        "pants",      "gradle",     "gradlew",
-        "mvn",        "mvnw",       "ant",
-        "sbt",        "lein",       "npm",
-        "npx",        "pnpm",       "pnpx",
-        "yarn",       "corepack",   "cargo",
-        "rustup",     "rustc",      "go",
-        "pip",        "pipx",       "pipenv",
-        "poetry",     "pdm",        "uv",
-        "uvx",        "hatch",      "tox",
-        "nox",        "pytest",     "py.test",
-        "nosetests",  "rake",       "bundle",
-        "bundler",    "gem",        "composer",
-        "msbuild",    "nuget",      "mix",
-        "rebar3",     "stack",      "cabal",
-        "ghc",        "ghci",       "swift",
-        "swiftc",     "xcodebuild", "just",
-        "task",       "invoke",     "fab",
-        "pre-commit", "husky",      "lefthook",
-        "jest",       "vitest",     "mocha",
-        "karma",      "playwright", "cypress",
-        "phpunit",    "rspec",      "cucumber",
-        "behave",     "gcc",        "cc",
-        "c++",        "g++",        "cpp",
-        "clang",      "clang++",    "tcc",
-        "ld",         "javac",      "kotlinc",
-        "scalac",     "nvcc",       "emcc",
-        "zig",        "nim",        "crystal",
-        "dart",       "flutter",    "webpack",
-        "vite",       "rollup",     "esbuild",
-        "parcel",     "turbo",      "nx",
-        "lerna",      "grunt",      "gulp",
-        "terraform",  "tofu",       "pulumi",
-        "packer",     "ansible",    "ansible-playbook",
-        "vagrant",    "earthly",    "dagger"}},
-      {"runs containers, virtual machines or remote commands",
-       {"docker", "podman", "buildah", "nerdctl", "kubectl", "helm", "minikube", "kind", "k3d",
-        "virsh", "lxc", "incus", "runc", "crun", "runsc", "ctr", "qemu", "skopeo"}},
-      {"schedules commands to run later", {"crontab", "at", "batch", "anacron"}},
-      {"is Lazaret itself: an auto-approved lazaret could change its own policy", {"lazaret"}},
-  };
-  return *kCodeRunners;
-}
-
-// Name prefixes refused with the class of their base program.
-constexpr std::array<std::pair<const char*, const char*>, 9> kRefusedPrefixes = {{
-    {"git-", "is a git helper (git and every git subcommand run hooks, aliases and pagers)"},
-    {"ssh-", "is an ssh tool (loads PKCS#11 modules or runs remote commands)"},
-    {"qemu-", "runs virtual machines"},
-    {"ld-", "is the dynamic loader: it runs any program"},
-    {"ld.so", "is the dynamic loader: it runs any program"},
-    {"lazaret-", "is part of Lazaret itself"},
-    {"docker-", "runs containers"},
-    {"podman-", "runs containers"},
-    {"x86_64-", "is a cross toolchain driver (compilers run plugins and wrappers)"},
-}};
-
-// Rule 4: CLIs accepted only with a named subcommand, and never with these.
+// Rule 5: CLIs accepted only with a named subcommand, and never with these.
 struct SubcommandTool {
   absl::string_view name;
   std::vector<absl::string_view> refused_subcommands;
@@ -214,11 +29,6 @@ const std::vector<SubcommandTool>& SubcommandTools() {
   return *kTools;
 }
 
-// Accepted with a warning: write, move or delete files named by arguments.
-constexpr std::array<absl::string_view, 18> kFileWriters = {
-    "curl",  "cp",    "mv",       "rm",    "rmdir", "tee",   "dd",    "ln",     "chmod",
-    "chown", "touch", "truncate", "mkdir", "patch", "unzip", "shred", "rename", "sponge"};
-
 bool AllowedEntryChar(char c) {
   if (absl::ascii_isalnum(static_cast<unsigned char>(c))) return true;
   return absl::string_view(" '\"_-.,:/=+@%^").find(c) != absl::string_view::npos;
@@ -233,6 +43,94 @@ std::string Printable(char c) {
   const auto u = static_cast<unsigned char>(c);
   if (u >= 0x20 && u < 0x7f) return std::string(1, c);
   return absl::StrFormat("\\x%02x", u);
+}
+
+// The names argv[0] is looked up under in the class tables: lowercased,
+// version suffix stripped, and the parts before the first '.' and after
+// the last '-' or '_' (each normalised again). The first is the name itself.
+std::vector<std::string> LookupNames(absl::string_view argv0) {
+  std::vector<std::string> names;
+  auto add = [&](const std::string& n) {
+    if (!n.empty() && std::find(names.begin(), names.end(), n) == names.end()) {
+      names.push_back(n);
+    }
+  };
+  const std::string lower = absl::AsciiStrToLower(argv0);
+  const std::string base = NormalizeCommandName(lower);
+  add(lower);
+  add(base);
+  auto before_dot = [](const std::string& s) { return s.substr(0, s.find('.')); };
+  auto after_dash = [](const std::string& s) {
+    const size_t i = s.find_last_of("-_");
+    return i == std::string::npos ? s : s.substr(i + 1);
+  };
+  for (const std::string& part :
+       {before_dot(base), after_dash(base), before_dot(after_dash(base))}) {
+    add(part);
+    add(NormalizeCommandName(part));
+  }
+  return names;
+}
+
+// A table entry that matched argv[0], under which name.
+struct ClassMatch {
+  const RefusedTable* table;
+  std::string as;
+};
+
+std::vector<ClassMatch> FindClasses(absl::string_view argv0) {
+  const std::vector<std::string> names = LookupNames(argv0);
+  std::vector<ClassMatch> found;
+  for (const RefusedTable& t : RefusedTables()) {
+    if (t.cls == EntryClass::kBuiltin) continue;  // judged on the name as written (rule 2)
+    for (const std::string& n : names) {
+      if (std::find(t.names.begin(), t.names.end(), n) != t.names.end()) {
+        found.push_back({&t, n});
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+std::string Refusal(absl::string_view argv0, const ClassMatch& m) {
+  const std::string taken_as =
+      m.as == absl::AsciiStrToLower(argv0) || m.as == NormalizeCommandName(argv0)
+          ? std::string()
+          : absl::StrCat(" (taken as '", m.as, "')");
+  return absl::StrCat("'", argv0, "'", taken_as, " is a ", ClassLabel(m.table->cls), ": ",
+                      m.table->why, ClassConsequence(m.table->cls));
+}
+
+bool IsHttpUrl(absl::string_view s) {
+  return absl::StartsWith(s, "https://") || absl::StartsWith(s, "http://");
+}
+
+// A value written after '=' in an option that looks like a path.
+bool LooksLikePath(absl::string_view v) {
+  if (v.find('/') != absl::string_view::npos) return true;
+  const bool numeric = std::all_of(v.begin(), v.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+  return !numeric && v.find('.') != absl::string_view::npos;
+}
+
+// The exact form of a reader or writer: no argument may name a relative
+// path. nullopt when every argument passes.
+std::optional<std::string> RelativeArgument(const std::vector<std::string>& argv) {
+  for (size_t i = 1; i < argv.size(); ++i) {
+    absl::string_view a = argv[i];
+    if (absl::StartsWith(a, "-")) {
+      const size_t eq = a.find('=');
+      if (eq == absl::string_view::npos) continue;
+      const absl::string_view v = a.substr(eq + 1);
+      if (!LooksLikePath(v) || absl::StartsWith(v, "/") || IsHttpUrl(v)) continue;
+      return std::string(a);
+    }
+    if (absl::StartsWith(a, "/") || IsHttpUrl(a)) continue;
+    return std::string(a);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -255,8 +153,23 @@ bool IsArgvPrefix(const std::vector<std::string>& prefix, const std::vector<std:
   return prefix.size() <= argv.size() && std::equal(prefix.begin(), prefix.end(), argv.begin());
 }
 
+bool EntryAdmits(const CommandPrefix& entry, const std::vector<std::string>& argv) {
+  return entry.exact ? entry.argv == argv : IsArgvPrefix(entry.argv, argv);
+}
+
+bool EntryCovers(const CommandPrefix& wide, const CommandPrefix& narrow) {
+  if (wide.exact) return narrow.exact && wide.argv == narrow.argv;
+  return IsArgvPrefix(wide.argv, narrow.argv);
+}
+
 absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry,
                                                     std::vector<std::string>* warnings) {
+  return CheckAutoApproveEntry(entry, EntryForm::kPrefix, warnings);
+}
+
+absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry, EntryForm form,
+                                                    std::vector<std::string>* warnings) {
+  const bool exact = form == EntryForm::kExact;
   // Rule 1.
   for (char c : entry) {
     if (!AllowedEntryChar(c)) {
@@ -276,7 +189,19 @@ absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry,
     return absl::InvalidArgumentError("is empty: name a command");
   }
   const std::string& argv0 = (*words)[0];
-  // Rule 2.
+  // Rule 2, before rule 3 so that "." is named for what it is.
+  const std::string lower = absl::AsciiStrToLower(argv0);
+  const std::string base = NormalizeCommandName(argv0);
+  for (const RefusedTable& t : RefusedTables()) {
+    if (t.cls != EntryClass::kBuiltin) continue;
+    for (absl::string_view name : t.names) {
+      if (name == lower || name == base) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", argv0, "' is a ", ClassLabel(t.cls), ": ", t.why));
+      }
+    }
+  }
+  // Rule 3.
   const bool bare =
       std::all_of(argv0.begin(), argv0.end(), BareNameChar) && argv0[0] != '-' && argv0[0] != '.';
   if (!bare) {
@@ -285,28 +210,41 @@ absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry,
         "' is not a bare command name: argv[0] must be a name found on the host's "
         "PATH, never a path or assignment (an agent can write files under any path it names)"));
   }
-  // Rule 3.
-  const std::string lower = absl::AsciiStrToLower(argv0);
-  const std::string base = NormalizeCommandName(argv0);
-  for (const CodeRunnerClass& cls : CodeRunners()) {
-    for (absl::string_view name : cls.names) {
-      if (name == lower || name == base) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("'", argv0, "' ", cls.why,
-                         "; auto-approving it would let the agent run "
-                         "arbitrary code on the host"));
-      }
-    }
-  }
-  for (const auto& [prefix, why] : kRefusedPrefixes) {
-    if (absl::StartsWith(lower, prefix)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", argv0, "' ", why,
-                       "; auto-approving it would let the agent run arbitrary code on "
-                       "the host"));
-    }
-  }
   // Rule 4.
+  for (const RefusedNamePrefix& p : RefusedNamePrefixes()) {
+    if (absl::StartsWith(lower, p.prefix)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", argv0, "' is a ",
+                                                     ClassLabel(EntryClass::kRunner), ": ", p.why,
+                                                     ClassConsequence(EntryClass::kRunner)));
+    }
+  }
+  const std::vector<ClassMatch> classes = FindClasses(argv0);
+  bool path_class = false;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const ClassMatch& m = classes[i];
+    if (ExactEntryLifts(m.table->cls)) {
+      path_class = true;
+      if (exact) continue;
+    }
+    std::string why = Refusal(argv0, m);
+    if (i + 1 < classes.size() && classes[i + 1].table->cls != m.table->cls) {
+      absl::StrAppend(&why, "; it is also a ", ClassLabel(classes[i + 1].table->cls), ": ",
+                      classes[i + 1].table->why);
+    }
+    return absl::InvalidArgumentError(why);
+  }
+  if (path_class) {
+    if (std::optional<std::string> rel = RelativeArgument(*words)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", *rel, "' is not an absolute path: in an exact entry of a ",
+          ClassLabel(classes.front().table->cls),
+          " every argument that is not an option must be an absolute path or an http(s) URL, "
+          "and so must an option's value after '=' (a relative path resolves in the workspace "
+          "the agent can write, the broker's working directory); write option values attached "
+          "to their option (-n5, --lines=5)"));
+    }
+  }
+  // Rule 5.
   for (const SubcommandTool& tool : SubcommandTools()) {
     if (tool.name != lower) continue;
     if (words->size() < 2 || (*words)[1].empty() || (*words)[1][0] == '-') {
@@ -325,21 +263,11 @@ absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry,
       }
     }
   }
-  if (warnings != nullptr) {
-    for (absl::string_view w : kFileWriters) {
-      if (w == lower || w == base) {
-        warnings->push_back(absl::StrCat(
-            "'", argv0,
-            "' writes or removes files named in its arguments; the agent can append "
-            "any path you can write (e.g. ~/.bashrc); prefer a longer, more specific prefix"));
-      }
-    }
-    if (words->size() == 1) {
-      warnings->push_back(absl::StrCat("\"", std::string(entry), "\" approves '", argv0,
-                                       "' with any arguments; a longer prefix is safer"));
-    }
+  if (warnings != nullptr && !exact && words->size() == 1) {
+    warnings->push_back(absl::StrCat("\"", std::string(entry), "\" approves '", argv0,
+                                     "' with any arguments; a longer prefix is safer"));
   }
-  return CommandPrefix{std::string(entry), *std::move(words)};
+  return CommandPrefix{std::string(entry), *std::move(words), exact};
 }
 
 }  // namespace lazaret::config

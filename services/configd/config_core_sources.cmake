@@ -5,6 +5,8 @@
 # Included by services/configd/CMakeLists.txt and tests/fuzz/CMakeLists.txt.
 set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/auto_approve.cc
+  ${CMAKE_CURRENT_LIST_DIR}/auto_approve_classes.cc
+  ${CMAKE_CURRENT_LIST_DIR}/auto_approve_runners.cc
   ${CMAKE_CURRENT_LIST_DIR}/cidr.cc
   ${CMAKE_CURRENT_LIST_DIR}/diagnostics.cc
   ${CMAKE_CURRENT_LIST_DIR}/dns_upstream.cc

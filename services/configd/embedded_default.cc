@@ -5,10 +5,11 @@
 namespace lazaret::config {
 
 const std::string& EmbeddedDefaultToml() {
-  static const std::string* const kText = new std::string(absl::StrCat(R"toml(
+  static const std::string* const kText =
+      new std::string(absl::StrCat(R"toml(
 # Lazaret's built-in defaults (the lowest layer). See docs/configuration.md.
 default_profile = ")toml",
-                                                                       kDefaultProfileName, R"toml("
+                                   kDefaultProfileName, R"toml("
 
 [storage]
 data_root = "~/.local/share/lazaret"
@@ -47,11 +48,13 @@ default_deny = [
 enabled = true
 socket_dir = "{runtime_dir}/escalation"
 auto_approve = []
+command_timeout = 60    # seconds an approved command may run on the host
+approval_timeout = 300  # seconds a request waits for you before it is denied
 
 [profiles.)toml",
-                                                                       kDefaultProfileName, R"toml(]
+                                   kDefaultProfileName, R"toml(]
 image = ")toml",
-                                                                       kDefaultSandboxImage, R"toml("
+                                   kDefaultSandboxImage, R"toml("
 )toml"));
   return *kText;
 }

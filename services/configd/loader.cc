@@ -36,6 +36,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
     Take(m.escalation_enabled, l->escalation_enabled);
     Take(m.socket_dir, l->socket_dir);
     Take(m.auto_approve, l->auto_approve);
+    Take(m.command_timeout, l->command_timeout);
+    Take(m.approval_timeout, l->approval_timeout);
     for (const auto& [name, p] : l->profiles) {
       ProfileLayer& mp = m.profiles[name];
       mp.origin = p.origin;
@@ -47,6 +49,7 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.env, p.env);
       Take(mp.volumes, p.volumes);
       Take(mp.keep_planted_repositories, p.keep_planted_repositories);
+      Take(mp.command_timeout, p.command_timeout);
     }
   }
   return m;
@@ -130,6 +133,7 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
                 "define [profiles." + out.default_profile + "] or name an existing profile");
   }
   std::optional<std::string> socket_dir = ResolveSocketDir(*merged.socket_dir, g, diags);
+  if (merged.auto_approve) CheckAutoApprovePaths(*merged.auto_approve, g, diags);
 
   // A replaced deny list that forgets a built-in entry is legal but worth a word.
   if (merged.default_deny->origin.layer != Layer::kEmbeddedDefault) {

@@ -16,6 +16,7 @@
 #ifndef LAZARET_SERVICES_CONFIGD_LOADER_H_
 #define LAZARET_SERVICES_CONFIGD_LOADER_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -86,7 +87,12 @@ struct ResolvedProfile {
   bool keep_planted_repositories = false;
   bool escalation_enabled = false;
   std::string socket_dir;
-  std::vector<CommandPrefix> auto_approve;
+  // escalation.auto_approve, each entry with the place it was written.
+  std::vector<Setting<CommandPrefix>> auto_approve;
+  // The profile's command_timeout, else escalation.command_timeout; and
+  // escalation.approval_timeout. Seconds, > 0.
+  uint32_t command_timeout_seconds = 0;
+  uint32_t approval_timeout_seconds = 0;
   std::vector<KeySource> sources;
 };
 

@@ -138,7 +138,7 @@ image = "localhost/explicit-image:2"
   EXPECT_EQ(p.image, "localhost/explicit-image:2");
   // Lists and the env table are replaced whole by the highest layer that sets them.
   ASSERT_EQ(p.auto_approve.size(), 1u);
-  EXPECT_EQ(p.auto_approve[0].text, "gh pr view");
+  EXPECT_EQ(p.auto_approve[0].value.text, "gh pr view");
   EXPECT_EQ(SourceOf(p, "escalation.auto_approve")->layer, Layer::kWorkspace);
   ASSERT_EQ(p.env.size(), 1u);
   EXPECT_EQ(p.env[0].name, "A");
@@ -503,8 +503,8 @@ std::vector<NarrowCase> NarrowCases() {
       {"planted repositories neutralised",
        "[profiles.claude-code]\nkeep_planted_repositories = false\n", nullptr},
       // Widening: refused naming the key.
-      {"auto_approve curl", "[escalation]\nauto_approve = [\"curl\"]\n",
-       "config:2:17: escalation.auto_approve[0]: auto-approves \"curl\", which no "
+      {"auto_approve date", "[escalation]\nauto_approve = [\"date\"]\n",
+       "config:2:17: escalation.auto_approve[0]: auto-approves \"date\", which no "
        "escalation.auto_approve entry of your configuration covers"},
       {"shorter auto_approve prefix", "[escalation]\nauto_approve = [\"aws sts\"]\n",
        "escalation.auto_approve[0]: auto-approves \"aws sts\""},
@@ -653,7 +653,7 @@ class LoadForSelectorTest : public ::testing::Test {
 };
 
 TEST_F(LoadForSelectorTest, TrustIsForTheExactContentAndOneByteRevokesIt) {
-  const std::string widening = "[escalation]\nauto_approve = [\"curl\"]\n";
+  const std::string widening = "[escalation]\nauto_approve = [\"date\"]\n";
   s_.File("ws/lazaret.toml", widening);
   LoadedConfig c = LoadNow();
   EXPECT_EQ(c.status().code(), absl::StatusCode::kPermissionDenied) << Errors(c);
@@ -663,13 +663,13 @@ TEST_F(LoadForSelectorTest, TrustIsForTheExactContentAndOneByteRevokesIt) {
   ASSERT_TRUE(store.Trust(WsFile(), Sha256Hex(widening)).ok());
   c = LoadNow();
   ASSERT_TRUE(c.status().ok()) << Errors(c);
-  EXPECT_EQ(c.Profile("default")->auto_approve.at(0).text, "curl");
+  EXPECT_EQ(c.Profile("default")->auto_approve.at(0).value.text, "date");
   ASSERT_EQ(c.layers.size(), 3u);
   EXPECT_TRUE(c.layers[2].trusted);
   EXPECT_EQ(c.layers[2].sha256, Sha256Hex(widening));
 
   // One byte changed: untrusted again.
-  s_.File("ws/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"] \n");
+  s_.File("ws/lazaret.toml", "[escalation]\nauto_approve = [\"date\"] \n");
   c = LoadNow();
   EXPECT_EQ(c.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_FALSE(c.layers[2].trusted);
@@ -686,7 +686,7 @@ TEST_F(LoadForSelectorTest, TrustIsForTheExactContentAndOneByteRevokesIt) {
 }
 
 TEST_F(LoadForSelectorTest, AnUnsafeTrustStoreTrustsNothing) {
-  const std::string widening = "[escalation]\nauto_approve = [\"curl\"]\n";
+  const std::string widening = "[escalation]\nauto_approve = [\"date\"]\n";
   s_.File("ws/lazaret.toml", widening);
   TrustStore store(host_.TrustStoreFile());
   ASSERT_TRUE(store.Trust(WsFile(), Sha256Hex(widening)).ok());

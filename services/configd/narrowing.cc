@@ -51,6 +51,19 @@ const Granted* MostSpecificVolume(const std::vector<Granted>& volumes, const std
   return best;
 }
 
+// A timeout may only get shorter. `granted` is the user's value for the
+// same setting, named `granted_key`.
+void CheckLonger(const std::optional<Setting<uint32_t>>& asked,
+                 const std::optional<Setting<uint32_t>>& granted, const std::string& granted_key,
+                 const std::string& hint, Diagnostics& diags) {
+  if (!asked || !granted || asked->value <= granted->value) return;
+  diags.Widening(asked->origin,
+                 absl::StrCat("raises the timeout to ", asked->value, " seconds; ", granted_key,
+                              " of your configuration is ", granted->value,
+                              " seconds (a workspace may only lower it)"),
+                 hint);
+}
+
 }  // namespace
 
 bool CoveredBy(const Cidr& c, const std::vector<Setting<Cidr>>& nets) {
@@ -97,17 +110,20 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
       const bool covered =
           c.auto_approve && std::any_of(c.auto_approve->value.begin(), c.auto_approve->value.end(),
                                         [&](const Setting<CommandPrefix>& u) {
-                                          return IsArgvPrefix(u.value.argv, e.value.argv);
+                                          return EntryCovers(u.value, e.value);
                                         });
       if (!covered) {
-        diags.Widening(e.origin,
-                       absl::StrCat("auto-approves ", Q(e.value.text),
-                                    ", which no escalation.auto_approve entry of your "
-                                    "configuration covers"),
-                       hint);
+        diags.Widening(
+            e.origin,
+            absl::StrCat("auto-approves ", e.value.exact ? "exactly " : "", Q(e.value.text),
+                         ", which no escalation.auto_approve entry of your "
+                         "configuration covers"),
+            hint);
       }
     }
   }
+  CheckLonger(w.command_timeout, c.command_timeout, "escalation.command_timeout", hint, diags);
+  CheckLonger(w.approval_timeout, c.approval_timeout, "escalation.approval_timeout", hint, diags);
   for (const auto& [name, wp] : w.profiles) {
     auto it = c.profiles.find(name);
     if (it == c.profiles.end()) {
@@ -134,6 +150,9 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
                                   ".keep_planted_repositories of your configuration does not"),
                      hint);
     }
+    CheckLonger(wp.command_timeout, cp.command_timeout ? cp.command_timeout : c.command_timeout,
+                cp.command_timeout ? base + ".command_timeout" : "escalation.command_timeout", hint,
+                diags);
     if (wp.persistent_dirs) {
       for (const Setting<std::string>& d : wp.persistent_dirs->value) {
         const bool granted =

@@ -88,10 +88,15 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   pb::EscalationPolicy* esc = out->mutable_escalation();
   esc->set_enabled(p.escalation_enabled);
   esc->set_socket_dir(p.socket_dir);
-  for (const CommandPrefix& c : p.auto_approve) {
+  for (const Setting<CommandPrefix>& c : p.auto_approve) {
     pb::CommandPrefix* cp = esc->add_auto_approve();
-    for (const std::string& a : c.argv) cp->add_argv(a);
+    for (const std::string& a : c.value.argv) cp->add_argv(a);
+    cp->set_exact(c.value.exact);
+    cp->set_text(c.value.text);
+    cp->set_source(ToProto(c.origin.layer));
   }
+  esc->set_command_timeout_seconds(p.command_timeout_seconds);
+  esc->set_approval_timeout_seconds(p.approval_timeout_seconds);
   for (const KeySource& k : p.sources) {
     pb::KeySource* ks = out->add_key_sources();
     ks->set_key_path(k.key_path);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace lazaret::config {
@@ -160,6 +161,40 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
   return *std::move(canon);
 }
 
+void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const LoadContext& g,
+                           Diagnostics& diags) {
+  for (const Setting<CommandPrefix>& e : entries.value) {
+    if (!e.value.exact) continue;
+    for (size_t i = 1; i < e.value.argv.size(); ++i) {
+      absl::string_view a = e.value.argv[i];
+      if (absl::StartsWith(a, "-")) {
+        const size_t eq = a.find('=');
+        a = eq == absl::string_view::npos ? absl::string_view() : a.substr(eq + 1);
+      }
+      if (!absl::StartsWith(a, "/")) continue;
+      absl::StatusOr<std::string> canon = CanonicalizeHostPath(std::string(a));
+      const std::string path = canon.ok() ? *canon : std::string(a);
+      const char* where = nullptr;
+      std::string dir;
+      if (!g.workspace_dir.empty() && PathIsWithin(path, g.workspace_dir)) {
+        where = "the workspace";
+        dir = g.workspace_dir;
+      } else if (!g.data_root.empty() && PathIsWithin(path, g.data_root)) {
+        where = "data_root";
+        dir = g.data_root;
+      }
+      if (where == nullptr) continue;
+      diags.Error(e.origin,
+                  absl::StrCat(Q(e.value.text), " names ", Q(a),
+                               path == a ? "" : absl::StrCat(" (canonical ", Q(path), ")"),
+                               ", inside ", where, " ", Q(dir),
+                               ", which the agent can write: by the time the command runs the "
+                               "file may be a symlink to any of yours"),
+                  "name a file outside the workspace and data_root, or let the agent ask");
+    }
+  }
+}
+
 std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::string& name,
                                               const ProfileLayer& pl, const LoadContext& g,
                                               Diagnostics& diags) {
@@ -242,8 +277,19 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
   AddSource(p, "escalation.enabled", m.escalation_enabled->origin);
   AddSource(p, "escalation.socket_dir", m.socket_dir->origin);
   if (m.auto_approve) {
-    for (const Setting<CommandPrefix>& e : m.auto_approve->value) p.auto_approve.push_back(e.value);
+    p.auto_approve = m.auto_approve->value;
     AddSource(p, "escalation.auto_approve", m.auto_approve->origin);
+  }
+  const std::optional<Setting<uint32_t>>& command_timeout =
+      pl.command_timeout ? pl.command_timeout : m.command_timeout;
+  if (command_timeout) {
+    p.command_timeout_seconds = command_timeout->value;
+    AddSource(p, pl.command_timeout ? base + ".command_timeout" : "escalation.command_timeout",
+              command_timeout->origin);
+  }
+  if (m.approval_timeout) {
+    p.approval_timeout_seconds = m.approval_timeout->value;
+    AddSource(p, "escalation.approval_timeout", m.approval_timeout->origin);
   }
   if (!ok) return std::nullopt;
   return p;

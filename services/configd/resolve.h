@@ -50,6 +50,13 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
                                              const std::string& profile_dir, const LoadContext& g,
                                              Diagnostics* diags);
 
+// escalation.auto_approve: an exact entry may not name a path (an argument
+// or an option's value after '=') inside the workspace or data_root, whose
+// files the agent can write or replace with a symlink to any other file
+// before the command runs. Compares canonical paths.
+void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const LoadContext& g,
+                           Diagnostics& diags);
+
 // Profile `name` of the merged configuration `m`, with the source of each
 // key; nothing when any of its settings fails (reported to `diags`). Its
 // socket_dir is left for the caller to set.

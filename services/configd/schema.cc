@@ -20,10 +20,13 @@ const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation",
 const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
                               "dns_upstream"};
-const KeyList kEscalationKeys = {"enabled", "socket_dir", "auto_approve"};
-const KeyList kProfileKeys = {
-    "image",   "persistent_dirs",          "allow_egress", "default_allow", "allow_domains", "env",
-    "volumes", "keep_planted_repositories"};
+const KeyList kEscalationKeys = {"enabled", "socket_dir", "auto_approve", "command_timeout",
+                                 "approval_timeout"};
+const KeyList kProfileKeys = {"image",          "persistent_dirs",
+                              "allow_egress",   "default_allow",
+                              "allow_domains",  "env",
+                              "volumes",        "keep_planted_repositories",
+                              "command_timeout"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 
 // Where each known key lives, for "belongs in [section]" hints.
@@ -106,6 +109,14 @@ class LayerParser {
       }
       if (const toml::node* n = t->get("auto_approve")) {
         out.auto_approve = r_.AutoApprove(*n, "escalation.auto_approve");
+      }
+      if (const toml::node* n = t->get("command_timeout")) {
+        out.command_timeout =
+            r_.Seconds(*n, "escalation.command_timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
+      }
+      if (const toml::node* n = t->get("approval_timeout")) {
+        out.approval_timeout =
+            r_.Seconds(*n, "escalation.approval_timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
       }
     }
     if (const toml::table* t = r_.Table(root, "profiles", "profiles")) {
@@ -280,6 +291,10 @@ class LayerParser {
       } else {
         r_.TypeError(*n, kp, "a boolean (true or false)");
       }
+    }
+    if (const toml::node* n = t.get("command_timeout")) {
+      p.command_timeout = r_.Seconds(*n, absl::StrCat(path, ".command_timeout"), kMinTimeoutSeconds,
+                                     kMaxTimeoutSeconds);
     }
     if (const toml::node* n = t.get("volumes")) {
       const std::string kp = absl::StrCat(path, ".volumes");

@@ -7,6 +7,7 @@
 #ifndef LAZARET_SERVICES_CONFIGD_SCHEMA_H_
 #define LAZARET_SERVICES_CONFIGD_SCHEMA_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ inline constexpr size_t kMaxConfigBytes = 1 << 20;
 inline constexpr size_t kMaxListEntries = 256;
 inline constexpr size_t kMaxProfiles = 128;
 inline constexpr size_t kMaxStringBytes = 4096;
+// escalation.command_timeout, escalation.approval_timeout and
+// profiles.<name>.command_timeout, in seconds.
+inline constexpr int64_t kMinTimeoutSeconds = 1;
+inline constexpr int64_t kMaxTimeoutSeconds = 86400;
 
 // A value with the place it was written.
 template <typename T>
@@ -69,6 +74,9 @@ struct ProfileLayer {
   // true: git repositories the session plants are only reported, not
   // neutralised (docs/git-shadow.md). A widening.
   std::optional<Setting<bool>> keep_planted_repositories;
+  // Replaces escalation.command_timeout for this profile. Higher is a
+  // widening.
+  std::optional<Setting<uint32_t>> command_timeout;
 };
 
 // One layer, every key optional. The same type holds a merge of layers, in
@@ -85,6 +93,10 @@ struct LayerConfig {
   std::optional<Setting<bool>> escalation_enabled;
   std::optional<Setting<std::string>> socket_dir;  // template
   std::optional<SettingList<CommandPrefix>> auto_approve;
+  // Seconds an approved command may run on the host, and a request may
+  // wait for a human. Higher is a widening.
+  std::optional<Setting<uint32_t>> command_timeout;
+  std::optional<Setting<uint32_t>> approval_timeout;
   std::map<std::string, ProfileLayer> profiles;
 };
 

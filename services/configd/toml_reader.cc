@@ -217,20 +217,91 @@ std::optional<SettingList<std::string>> TomlReader::DnsUpstreamList(const toml::
 
 std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,
                                                                   const std::string& path) {
-  return StringList<CommandPrefix>(
-      n, path, [&](const Setting<std::string>& s) -> std::optional<CommandPrefix> {
-        std::vector<std::string> warnings;
-        absl::StatusOr<CommandPrefix> p = CheckAutoApproveEntry(View(s.value), &warnings);
-        if (!p.ok()) {
-          diags_.Error(s.origin,
-                       absl::StrCat(QuoteValue(s.value), " is refused: ", p.status().message()),
-                       "remove it and let the agent ask each time, or approve a narrower, "
-                       "read-only command (see docs/configuration.md#auto_approve)");
-          return std::nullopt;
-        }
-        for (std::string& w : warnings) diags_.Warning(s.origin, std::move(w));
-        return *std::move(p);
-      });
+  const toml::array* a = Array(n, path);
+  if (a == nullptr) return std::nullopt;
+  SettingList<CommandPrefix> out{{}, At(path, n)};
+  bool ok = true;
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::optional<Setting<CommandPrefix>> e =
+        AutoApproveEntry(*a->get(i), absl::StrCat(path, "[", i, "]"));
+    if (!e) {
+      ok = false;
+      continue;
+    }
+    out.value.push_back(*std::move(e));
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::node& n,
+                                                                   const std::string& path) {
+  static constexpr char kForms[] =
+      "a string \"cmd args\" or a table { prefix = \"cmd args\" } or { exact = \"cmd args\" }";
+  EntryForm form = EntryForm::kPrefix;
+  const toml::node* text = &n;
+  std::string text_path = path;
+  if (const toml::table* t = n.as_table()) {
+    const toml::node* prefix = t->get("prefix");
+    const toml::node* exact = t->get("exact");
+    bool ok = true;
+    for (const auto& [key, value] : *t) {
+      const std::string k(key.str());
+      if (k == "prefix" || k == "exact") continue;
+      diags_.Error(
+          At(absl::StrCat(path, ".", k), key.source().begin.line, key.source().begin.column),
+          absl::StrCat("unknown key '", k, "'"),
+          "an auto_approve table has exactly one key: prefix or exact");
+      ok = false;
+    }
+    if ((prefix == nullptr) == (exact == nullptr)) {
+      diags_.Error(At(path, n),
+                   prefix == nullptr ? "the table names no command"
+                                     : "the table has both 'prefix' and 'exact'",
+                   "write { prefix = \"gh pr view\" } (more arguments may follow) or "
+                   "{ exact = \"cat /etc/os-release\" } (nothing may follow)");
+      return std::nullopt;
+    }
+    if (!ok) return std::nullopt;
+    form = exact != nullptr ? EntryForm::kExact : EntryForm::kPrefix;
+    text = exact != nullptr ? exact : prefix;
+    text_path = absl::StrCat(path, exact != nullptr ? ".exact" : ".prefix");
+  } else if (n.as_string() == nullptr) {
+    TypeError(n, path, kForms);
+    return std::nullopt;
+  }
+  std::optional<Setting<std::string>> s = String(*text, text_path);
+  if (!s) return std::nullopt;
+  std::vector<std::string> warnings;
+  absl::StatusOr<CommandPrefix> p = CheckAutoApproveEntry(View(s->value), form, &warnings);
+  if (!p.ok()) {
+    diags_.Error(s->origin,
+                 absl::StrCat(QuoteValue(s->value), " is refused: ", p.status().message()),
+                 "remove it and let the agent ask each time, or approve a narrower, "
+                 "read-only command (see docs/configuration.md#auto_approve)");
+    return std::nullopt;
+  }
+  for (std::string& w : warnings) diags_.Warning(s->origin, std::move(w));
+  return Setting<CommandPrefix>{*std::move(p), s->origin};
+}
+
+std::optional<Setting<uint32_t>> TomlReader::Seconds(const toml::node& n, const std::string& path,
+                                                     int64_t min, int64_t max) {
+  const auto* v = n.as_integer();
+  if (v == nullptr) {
+    diags_.Error(At(path, n),
+                 absl::StrCat("expected an integer number of seconds (", min, " to ", max,
+                              "), found ", TypeName(n)),
+                 absl::StrCat("write, e.g., ", path.substr(path.rfind('.') + 1), " = 60"));
+    return std::nullopt;
+  }
+  if (v->get() < min || v->get() > max) {
+    diags_.Error(At(path, n),
+                 absl::StrCat(v->get(), " seconds is out of range: the value must be between ", min,
+                              " and ", max, " seconds"));
+    return std::nullopt;
+  }
+  return Setting<uint32_t>{static_cast<uint32_t>(v->get()), At(path, n)};
 }
 
 }  // namespace lazaret::config

@@ -53,9 +53,14 @@ class TomlReader {
   // none listed twice.
   std::optional<SettingList<std::string>> DnsUpstreamList(const toml::node& n,
                                                           const std::string& path);
-  // escalation.auto_approve: each entry passes CheckAutoApproveEntry.
+  // escalation.auto_approve: each entry is a string (the prefix form) or a
+  // table with exactly one of `prefix` or `exact`, and passes
+  // CheckAutoApproveEntry in its form.
   std::optional<SettingList<CommandPrefix>> AutoApprove(const toml::node& n,
                                                         const std::string& path);
+  // An integer number of seconds in [min, max].
+  std::optional<Setting<uint32_t>> Seconds(const toml::node& n, const std::string& path,
+                                           int64_t min, int64_t max);
 
  private:
   // A list of strings, each turned into a T by `parse` (which reports its
@@ -64,6 +69,9 @@ class TomlReader {
   template <typename T, typename Parse>
   std::optional<SettingList<T>> StringList(const toml::node& n, const std::string& path,
                                            Parse parse);
+
+  std::optional<Setting<CommandPrefix>> AutoApproveEntry(const toml::node& n,
+                                                         const std::string& path);
 
   Layer layer_;
   const std::string& file_;

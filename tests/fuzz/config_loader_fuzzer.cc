@@ -41,9 +41,11 @@ constexpr char kUser[] = R"(
 default_allow_domains = ["*.npmjs.org", "pypi.org"]
 dns_upstream = ["192.0.2.53", "[2001:db8::53]:5353"]
 [escalation]
-auto_approve = ["aws sts get-caller-identity", "gh pr view"]
+auto_approve = ["aws sts get-caller-identity", "gh pr view", { exact = "cat /etc/os-release" }]
+command_timeout = 120
 [profiles.claude-code]
 image = "docker.io/library/node:22.12.0"
+command_timeout = 30
 persistent_dirs = ["/root", "/usr/local"]
 allow_egress = ["160.79.104.0/23", "10.20.0.0/16"]
 allow_domains = ["api.anthropic.com", "*.anthropic.com"]
@@ -74,11 +76,15 @@ void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
   Check(narrow.profile_dir == wide.profile_dir);
   Check(narrow.socket_dir == wide.socket_dir);
   Check(!narrow.escalation_enabled || wide.escalation_enabled);
-  for (const CommandPrefix& e : narrow.auto_approve) {
+  for (const Setting<CommandPrefix>& e : narrow.auto_approve) {
     bool covered = false;
-    for (const CommandPrefix& u : wide.auto_approve) covered |= IsArgvPrefix(u.argv, e.argv);
+    for (const Setting<CommandPrefix>& u : wide.auto_approve) {
+      covered |= EntryCovers(u.value, e.value);
+    }
     Check(covered);
   }
+  Check(narrow.command_timeout_seconds <= wide.command_timeout_seconds);
+  Check(narrow.approval_timeout_seconds <= wide.approval_timeout_seconds);
   for (const Setting<Cidr>& d : wide.deny) {
     bool kept = false;
     for (const Setting<Cidr>& n : narrow.deny) kept |= n.value == d.value;
@@ -126,6 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)Cidr::Parse(text);
   (void)SplitShellWords(text);
   (void)CheckAutoApproveEntry(text, nullptr);
+  (void)CheckAutoApproveEntry(text, EntryForm::kExact, nullptr);
   if (absl::StatusOr<std::string> name = CheckDomainPattern(text); name.ok()) {
     // Canonical forms are fixed points.
     absl::StatusOr<std::string> again = CheckDomainPattern(*name);

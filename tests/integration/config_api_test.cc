@@ -207,7 +207,7 @@ TEST_F(ConfigApiTest, WithNoFilesTheEmbeddedDefaultResolves) {
 
 TEST_F(ConfigApiTest, WorkspaceAutoApproveIsRefusedUntilTrustedAndAgainAfterOneByteChanges) {
   const std::string file = ws_ + "/lazaret.toml";
-  const std::string content = "[escalation]\nauto_approve = [\"curl\"]\n";
+  const std::string content = "[escalation]\nauto_approve = [\"date\"]\n";
   WriteFile(file, content);
 
   pb::ResolveProfileResponse resp;
@@ -221,14 +221,14 @@ TEST_F(ConfigApiTest, WorkspaceAutoApproveIsRefusedUntilTrustedAndAgainAfterOneB
 
   CommandResult trust = Lazaret({"trust", "--sha256", WorkspaceSha256()});
   ASSERT_EQ(trust.exit_code, 0) << trust.out << trust.err;
-  EXPECT_THAT(trust.out, HasSubstr("auto-approves \"curl\""));
+  EXPECT_THAT(trust.out, HasSubstr("auto-approves \"date\""));
   EXPECT_THAT(trust.out, HasSubstr("Trusted " + file));
 
   resp.Clear();
   s = Resolve("claude-code", &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_EQ(resp.profile().escalation().auto_approve_size(), 1);
-  EXPECT_EQ(resp.profile().escalation().auto_approve(0).argv(0), "curl");
+  EXPECT_EQ(resp.profile().escalation().auto_approve(0).argv(0), "date");
   bool saw_trusted_workspace = false;
   for (const auto& l : resp.layers()) {
     if (l.layer() == common::v1::CONFIG_LAYER_WORKSPACE) saw_trusted_workspace = l.trusted();
@@ -238,8 +238,8 @@ TEST_F(ConfigApiTest, WorkspaceAutoApproveIsRefusedUntilTrustedAndAgainAfterOneB
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_THAT(check.out, HasSubstr("trusted (lazaret trust)"));
 
-  // One byte: "curl" -> "curL" is another command and another digest.
-  WriteFile(file, "[escalation]\nauto_approve = [\"curL\"]\n");
+  // One byte: "date" -> "datE" is another command and another digest.
+  WriteFile(file, "[escalation]\nauto_approve = [\"datE\"]\n");
   s = Resolve("claude-code", &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
   // Even a trailing space is one byte too many.
@@ -460,6 +460,63 @@ TEST_F(ConfigApiTest, ConfigShowPrintsEachNetworkEntryWithItsFileAndLine) {
   EXPECT_THAT(r.out, HasSubstr("dns_upstream     (the host's resolvers, /etc/resolv.conf)"));
 }
 
+TEST_F(ConfigApiTest, ResolvedEscalationCarriesEntryFormsTimeoutsAndTheirSources) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  WriteFile(cfg, R"(
+[escalation]
+auto_approve = ["gh pr view", { exact = "cat /etc/os-release" }]
+command_timeout = 90
+approval_timeout = 120
+[profiles.claude-code]
+image = "docker.io/library/node:22.11.0-bookworm"
+command_timeout = 15
+)");
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  const pb::EscalationPolicy& esc = resp.profile().escalation();
+  ASSERT_EQ(esc.auto_approve_size(), 2);
+  EXPECT_FALSE(esc.auto_approve(0).exact());
+  EXPECT_EQ(esc.auto_approve(0).text(), "gh pr view");
+  EXPECT_EQ(esc.auto_approve(0).source(), common::v1::CONFIG_LAYER_USER);
+  EXPECT_TRUE(esc.auto_approve(1).exact());
+  EXPECT_THAT(esc.auto_approve(1).argv(), ::testing::ElementsAre("cat", "/etc/os-release"));
+  EXPECT_EQ(esc.command_timeout_seconds(), 15u);
+  EXPECT_EQ(esc.approval_timeout_seconds(), 120u);
+  resp.Clear();
+  ASSERT_TRUE(Resolve("default", &resp).ok());
+  EXPECT_EQ(resp.profile().escalation().command_timeout_seconds(), 90u);
+
+  CommandResult r = Lazaret({"config", "show", "--profile", "claude-code"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("prefix:  gh pr view ..."));
+  EXPECT_THAT(r.out, HasSubstr("exactly: cat /etc/os-release"));
+  EXPECT_THAT(r.out, HasSubstr("command_timeout  15 s   [user: " + cfg + "]"));
+  EXPECT_THAT(r.out, HasSubstr("approval_timeout 120 s   [user: " + cfg + "]"));
+
+  // A workspace may lower a timeout, never raise it.
+  WriteFile(ws_ + "/lazaret.toml", "[profiles.claude-code]\ncommand_timeout = 10\n");
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  EXPECT_EQ(resp.profile().escalation().command_timeout_seconds(), 10u);
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\napproval_timeout = 121\n");
+  grpc::Status s = Resolve("claude-code", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("escalation.approval_timeout: raises the timeout"));
+}
+
+TEST_F(ConfigApiTest, ConfigCheckRefusesEntriesThatHandTheHostOverNamingTheirClass) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  WriteFile(cfg,
+            "[escalation]\nauto_approve = [\"cat\", { exact = \"cat notes.txt\" }, \"source\"]\n");
+  CommandResult r = Lazaret({"config", "check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr(cfg + ":2:17: escalation.auto_approve[0]: \"cat\" is refused: "
+                                     "'cat' is a reader of arbitrary paths"));
+  EXPECT_THAT(r.err, HasSubstr("escalation.auto_approve[1].exact: \"cat notes.txt\" is refused: "
+                               "'notes.txt' is not an absolute path"));
+  EXPECT_THAT(r.err, HasSubstr("escalation.auto_approve[2]: \"source\" is refused: 'source' is "
+                               "a shell builtin"));
+}
+
 TEST_F(ConfigApiTest, ExampleTomlPassesConfigCheckAndResolvesEveryProfile) {
   const std::string example = std::string(LAZARET_SOURCE_DIR) + "/example.toml";
   CommandResult check = Lazaret({"config", "check", "--config", example});
@@ -607,15 +664,15 @@ TEST_F(ConfigApiTest, LazaretRunRechecksTheResolvedProfileBeforeStartingAnything
 // refused, nothing is recorded unless it matches the bytes read.
 TEST_F(ConfigApiTest, TrustWithoutATerminalNeedsTheExactSha256) {
   const std::string file = ws_ + "/lazaret.toml";
-  WriteFile(file, "[escalation]\nauto_approve = [\"curl\"]\n");
+  WriteFile(file, "[escalation]\nauto_approve = [\"date\"]\n");
   const std::string digest = WorkspaceSha256();
   ASSERT_EQ(digest.size(), 64u);
 
   CommandResult r = Lazaret({"trust"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("sha256 " + digest));
-  EXPECT_THAT(r.out, HasSubstr("line 2: auto_approve = [\"curl\"]"));
-  EXPECT_THAT(r.out, HasSubstr("escalation.auto_approve[0]: auto-approves \"curl\""));
+  EXPECT_THAT(r.out, HasSubstr("line 2: auto_approve = [\"date\"]"));
+  EXPECT_THAT(r.out, HasSubstr("escalation.auto_approve[0]: auto-approves \"date\""));
   EXPECT_THAT(r.err, HasSubstr("standard input is not a terminal"));
   EXPECT_THAT(r.err, HasSubstr("lazaret trust --sha256 " + digest + " " + file));
   EXPECT_FALSE(WorkspaceTrusted());
@@ -632,25 +689,25 @@ TEST_F(ConfigApiTest, TrustWithoutATerminalNeedsTheExactSha256) {
 
   // The digest of the content the developer reviewed, after the agent
   // changed one byte: refused.
-  WriteFile(file, "[escalation]\nauto_approve = [\"curL\"]\n");
+  WriteFile(file, "[escalation]\nauto_approve = [\"datE\"]\n");
   r = Lazaret({"trust", "--sha256", digest});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_FALSE(WorkspaceTrusted());
 
-  WriteFile(file, "[escalation]\nauto_approve = [\"curl\"]\n");
+  WriteFile(file, "[escalation]\nauto_approve = [\"date\"]\n");
   r = Lazaret({"trust", "--sha256=" + digest});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(WorkspaceTrusted());
   // Already trusted: the listing is of the bytes, not of the trust store.
   r = Lazaret({"trust"});
-  EXPECT_THAT(r.out, HasSubstr("auto-approves \"curl\""));
+  EXPECT_THAT(r.out, HasSubstr("auto-approves \"date\""));
 }
 
 // What the agent wrote is shown escaped: no escape sequence, bidi override
 // or other control reaches the developer's terminal.
 TEST_F(ConfigApiTest, TrustShowsAgentTextEscaped) {
   WriteFile(ws_ + "/lazaret.toml",
-            "[escalation]\nauto_approve = [\"curl\"]\n"
+            "[escalation]\nauto_approve = [\"date\"]\n"
             "[profiles.claude-code]\nimage = \"evil\\u001b[2J\\u202e:1\"\n");
   CommandResult r = Lazaret({"trust"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -727,12 +784,12 @@ class TrustOnATerminalTest : public ConfigApiTest {
 };
 
 TEST_F(TrustOnATerminalTest, YesTrustsTheContentShown) {
-  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"]\n");
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"date\"]\n");
   const std::string digest = WorkspaceSha256();
   Start();
   ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
   EXPECT_THAT(screen_, HasSubstr("sha256 " + digest));
-  EXPECT_THAT(screen_, HasSubstr("auto-approves \"curl\""));
+  EXPECT_THAT(screen_, HasSubstr("auto-approves \"date\""));
   EXPECT_FALSE(WorkspaceTrusted());  // not before the answer
   Type("y\n");
   EXPECT_EQ(Wait(), 0) << screen_;
@@ -741,7 +798,7 @@ TEST_F(TrustOnATerminalTest, YesTrustsTheContentShown) {
 }
 
 TEST_F(TrustOnATerminalTest, AnythingButYesTrustsNothing) {
-  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"]\n");
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"date\"]\n");
   Start();
   ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
   Type("\n");
@@ -753,12 +810,12 @@ TEST_F(TrustOnATerminalTest, AnythingButYesTrustsNothing) {
 TEST_F(TrustOnATerminalTest, AFileSwappedBetweenShowAndConfirmIsNotTrusted) {
   const std::string file = ws_ + "/lazaret.toml";
   const std::string reviewed = "[escalation]\nauto_approve = [\"gh pr list\"]\n";
-  const std::string swapped = "[escalation]\nauto_approve = [\"curl\"]\n";
+  const std::string swapped = "[escalation]\nauto_approve = [\"uname -a\"]\n";
   WriteFile(file, reviewed);
   Start();
   ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
   EXPECT_THAT(screen_, HasSubstr("gh pr list"));
-  EXPECT_THAT(screen_, Not(HasSubstr("curl")));
+  EXPECT_THAT(screen_, Not(HasSubstr("uname -a")));
   // The agent swaps the file while the developer reads the prompt.
   WriteFile(file, swapped);
   Type("y\n");
@@ -780,7 +837,7 @@ TEST_F(ConfigApiTest, TheCliSaysToRunLazaretUpWhenTheServiceIsDown) {
   EXPECT_THAT(r.err, HasSubstr("run: lazaret up"));
   // `lazaret trust` cannot show what a file widens without the service:
   // it trusts nothing (the old code recorded the digest unseen).
-  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"curl\"]\n");
+  WriteFile(ws_ + "/lazaret.toml", "[escalation]\nauto_approve = [\"date\"]\n");
   std::vector<std::string> argv = {
       "env", "-C", ws_, Binary("lazaret"), "trust", "--sha256", WorkspaceSha256()};
   r = test::Run(argv, env);

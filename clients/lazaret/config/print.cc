@@ -154,11 +154,24 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
   }
   row("escalation", p.escalation().enabled() ? "enabled" : "disabled", "escalation.enabled");
   row("socket_dir", p.escalation().socket_dir(), "escalation.socket_dir");
-  if (p.escalation().auto_approve().empty()) row("auto_approve", "(none)", "");
-  for (int i = 0; i < p.escalation().auto_approve_size(); ++i) {
-    std::printf("  %-16s %s\n", i == 0 ? "auto_approve" : "",
-                absl::StrJoin(p.escalation().auto_approve(i).argv(), " ").c_str());
+  const pb::EscalationPolicy& esc = p.escalation();
+  const std::string command_key = from.count(base + "command_timeout") != 0
+                                      ? base + "command_timeout"
+                                      : "escalation.command_timeout";
+  row("command_timeout", absl::StrCat(esc.command_timeout_seconds(), " s"), command_key);
+  row("approval_timeout", absl::StrCat(esc.approval_timeout_seconds(), " s"),
+      "escalation.approval_timeout");
+  // The entries as written (escaped: a workspace file may have supplied
+  // them), prefix entries followed by "...".
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const pb::CommandPrefix& c : esc.auto_approve()) {
+    const std::string text =
+        c.text().empty() ? absl::StrJoin(c.argv(), " ") : std::string(c.text());
+    rows.emplace_back(absl::StrCat(c.exact() ? "exactly: " : "prefix:  ", EscapeForTerminal(text),
+                                   c.exact() ? "" : " ..."),
+                      absl::StrCat("[", LayerText(c.source()), "]"));
   }
+  PrintEntries("auto_approve", rows, "(none)");
 }
 
 }  // namespace lazaret::cli::config
