@@ -50,6 +50,7 @@ socket_dir = "{runtime_dir}/escalation"
 auto_approve = []
 command_timeout = 60    # seconds an approved command may run on the host
 approval_timeout = 300  # seconds a request waits for you before it is denied
+rate_limit = 10         # requests per second one session may send (bursts of twice that)
 
 [profiles.)toml",
                                    kDefaultProfileName, R"toml(]

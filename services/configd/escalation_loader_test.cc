@@ -141,6 +141,11 @@ command_timeout = 600
       {"[profiles.ci]\napproval_timeout = 10\n",
        "profiles.ci.approval_timeout: unknown key 'approval_timeout'"},
       {"[escalation]\ncommand_timeut = 10\n", "did you mean 'command_timeout'?"},
+      {"[escalation]\nrate_limit = 0\n",
+       "escalation.rate_limit: 0 requests per second is out of range: the value must be between 1 "
+       "and 100000 requests per second"},
+      {"[escalation]\nrate_limit = \"10\"\n",
+       "expected an integer number of requests per second (1 to 100000), found a string"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(AllErrors(ParseText(c.text).diags), HasSubstr(c.error)) << c.text;
@@ -154,6 +159,8 @@ TEST(EscalationLoaderTest, DefaultsComeFromTheEmbeddedDefault) {
   ResolvedProfile p = *c.Profile("");
   EXPECT_EQ(p.command_timeout_seconds, 60u);
   EXPECT_EQ(p.approval_timeout_seconds, 300u);
+  EXPECT_EQ(p.rate_limit, 10u);
+  EXPECT_EQ(SourceOf(p, "escalation.rate_limit")->layer, Layer::kEmbeddedDefault);
   EXPECT_EQ(SourceOf(p, "escalation.command_timeout")->layer, Layer::kEmbeddedDefault);
   EXPECT_EQ(SourceOf(p, "escalation.approval_timeout")->layer, Layer::kEmbeddedDefault);
 }
@@ -188,6 +195,7 @@ TEST(EscalationLoaderTest, AProfileCommandTimeoutOverridesTheGlobalOne) {
   ToProto(cc, &pb);
   EXPECT_EQ(pb.escalation().command_timeout_seconds(), 30u);
   EXPECT_EQ(pb.escalation().approval_timeout_seconds(), 600u);
+  EXPECT_EQ(pb.escalation().rate_limit(), 10u);
   ASSERT_EQ(pb.escalation().auto_approve_size(), 2);
   EXPECT_FALSE(pb.escalation().auto_approve(0).exact());
   EXPECT_EQ(pb.escalation().auto_approve(0).text(), "gh pr view");
@@ -217,6 +225,10 @@ TEST(EscalationLoaderTest, AnUntrustedWorkspaceMayOnlyLowerTimeoutsAndNarrowEntr
        "[escalation]\nauto_approve = [{ exact = \"gh pr view 12\" }]\n", nullptr},
       {"a longer prefix entry", "[escalation]\nauto_approve = [{ prefix = \"gh pr view 12\" }]\n",
        nullptr},
+      {"lower rate_limit", "[escalation]\nrate_limit = 2\n", nullptr},
+      {"raise rate_limit", "[escalation]\nrate_limit = 11\n",
+       "escalation.rate_limit: raises escalation.rate_limit to 11 requests per second; your "
+       "configuration allows 10"},
       {"raise command_timeout", "[escalation]\ncommand_timeout = 121\n",
        "config:2:19: escalation.command_timeout: raises the timeout to 121 seconds; "
        "escalation.command_timeout of your configuration is 120 seconds"},

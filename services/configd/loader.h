@@ -93,6 +93,8 @@ struct ResolvedProfile {
   // escalation.approval_timeout. Seconds, > 0.
   uint32_t command_timeout_seconds = 0;
   uint32_t approval_timeout_seconds = 0;
+  // escalation.rate_limit: requests per second per session, > 0.
+  uint32_t rate_limit = 0;
   std::vector<KeySource> sources;
 };
 

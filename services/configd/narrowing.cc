@@ -124,6 +124,13 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
   }
   CheckLonger(w.command_timeout, c.command_timeout, "escalation.command_timeout", hint, diags);
   CheckLonger(w.approval_timeout, c.approval_timeout, "escalation.approval_timeout", hint, diags);
+  if (w.rate_limit && c.rate_limit && w.rate_limit->value > c.rate_limit->value) {
+    diags.Widening(w.rate_limit->origin,
+                   absl::StrCat("raises escalation.rate_limit to ", w.rate_limit->value,
+                                " requests per second; your configuration allows ",
+                                c.rate_limit->value, " (a workspace may only lower it)"),
+                   hint);
+  }
   for (const auto& [name, wp] : w.profiles) {
     auto it = c.profiles.find(name);
     if (it == c.profiles.end()) {

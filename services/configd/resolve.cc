@@ -291,6 +291,10 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     p.approval_timeout_seconds = m.approval_timeout->value;
     AddSource(p, "escalation.approval_timeout", m.approval_timeout->origin);
   }
+  if (m.rate_limit) {
+    p.rate_limit = m.rate_limit->value;
+    AddSource(p, "escalation.rate_limit", m.rate_limit->origin);
+  }
   if (!ok) return std::nullopt;
   return p;
 }

@@ -20,8 +20,8 @@ const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation",
 const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
                               "dns_upstream"};
-const KeyList kEscalationKeys = {"enabled", "socket_dir", "auto_approve", "command_timeout",
-                                 "approval_timeout"};
+const KeyList kEscalationKeys = {"enabled",         "socket_dir",       "auto_approve",
+                                 "command_timeout", "approval_timeout", "rate_limit"};
 const KeyList kProfileKeys = {"image",          "persistent_dirs",
                               "allow_egress",   "default_allow",
                               "allow_domains",  "env",
@@ -117,6 +117,10 @@ class LayerParser {
       if (const toml::node* n = t->get("approval_timeout")) {
         out.approval_timeout =
             r_.Seconds(*n, "escalation.approval_timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
+      }
+      if (const toml::node* n = t->get("rate_limit")) {
+        out.rate_limit = r_.Count(*n, "escalation.rate_limit", kMinRateLimit, kMaxRateLimit,
+                                  "requests per second", 10);
       }
     }
     if (const toml::table* t = r_.Table(root, "profiles", "profiles")) {

@@ -31,6 +31,9 @@ inline constexpr size_t kMaxStringBytes = 4096;
 // profiles.<name>.command_timeout, in seconds.
 inline constexpr int64_t kMinTimeoutSeconds = 1;
 inline constexpr int64_t kMaxTimeoutSeconds = 86400;
+// escalation.rate_limit: requests per second one session may send.
+inline constexpr int64_t kMinRateLimit = 1;
+inline constexpr int64_t kMaxRateLimit = 100000;
 
 // A value with the place it was written.
 template <typename T>
@@ -97,6 +100,7 @@ struct LayerConfig {
   // wait for a human. Higher is a widening.
   std::optional<Setting<uint32_t>> command_timeout;
   std::optional<Setting<uint32_t>> approval_timeout;
+  std::optional<Setting<uint32_t>> rate_limit;
   std::map<std::string, ProfileLayer> profiles;
 };
 

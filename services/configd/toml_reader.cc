@@ -287,18 +287,24 @@ std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::n
 
 std::optional<Setting<uint32_t>> TomlReader::Seconds(const toml::node& n, const std::string& path,
                                                      int64_t min, int64_t max) {
+  return Count(n, path, min, max, "seconds", 60);
+}
+
+std::optional<Setting<uint32_t>> TomlReader::Count(const toml::node& n, const std::string& path,
+                                                   int64_t min, int64_t max,
+                                                   const std::string& unit, int64_t example) {
   const auto* v = n.as_integer();
   if (v == nullptr) {
     diags_.Error(At(path, n),
-                 absl::StrCat("expected an integer number of seconds (", min, " to ", max,
+                 absl::StrCat("expected an integer number of ", unit, " (", min, " to ", max,
                               "), found ", TypeName(n)),
-                 absl::StrCat("write, e.g., ", path.substr(path.rfind('.') + 1), " = 60"));
+                 absl::StrCat("write, e.g., ", path.substr(path.rfind('.') + 1), " = ", example));
     return std::nullopt;
   }
   if (v->get() < min || v->get() > max) {
     diags_.Error(At(path, n),
-                 absl::StrCat(v->get(), " seconds is out of range: the value must be between ", min,
-                              " and ", max, " seconds"));
+                 absl::StrCat(v->get(), " ", unit, " is out of range: the value must be between ",
+                              min, " and ", max, " ", unit));
     return std::nullopt;
   }
   return Setting<uint32_t>{static_cast<uint32_t>(v->get()), At(path, n)};

@@ -61,6 +61,9 @@ class TomlReader {
   // An integer number of seconds in [min, max].
   std::optional<Setting<uint32_t>> Seconds(const toml::node& n, const std::string& path,
                                            int64_t min, int64_t max);
+  // An integer in [min, max] counted in `unit` ("requests per second").
+  std::optional<Setting<uint32_t>> Count(const toml::node& n, const std::string& path, int64_t min,
+                                         int64_t max, const std::string& unit, int64_t example);
 
  private:
   // A list of strings, each turned into a T by `parse` (which reports its

@@ -56,7 +56,8 @@ const std::map<std::string, std::vector<std::string>>& ExpectedApis() {
   static const auto* apis = new std::map<std::string, std::vector<std::string>>{
       {"configd", {"lazaret.config.v1.ConfigService"}},
       {"netpolicyd", {"lazaret.netpolicy.v1.NetPolicyService"}},
-      {"brokerd", {"lazaret.approver.v1.ApproverService"}},
+      {"brokerd",
+       {"lazaret.approver.v1.ApproverService", "lazaret.broker.v1.EscalationEndpointService"}},
       {"mount-helper", {"lazaret.mounthelper.v1.MountHelperService"}},
       {"supervisor", {"lazaret.supervisor.v1.SupervisorService"}},
   };

@@ -161,6 +161,7 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
   row("command_timeout", absl::StrCat(esc.command_timeout_seconds(), " s"), command_key);
   row("approval_timeout", absl::StrCat(esc.approval_timeout_seconds(), " s"),
       "escalation.approval_timeout");
+  row("rate_limit", absl::StrCat(esc.rate_limit(), " requests/s"), "escalation.rate_limit");
   // The entries as written (escaped: a workspace file may have supplied
   // them), prefix entries followed by "...".
   std::vector<std::pair<std::string, std::string>> rows;
