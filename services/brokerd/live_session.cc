@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -72,6 +73,7 @@ void LiveSession::Stop() {
     if (stopped_) return;
     stopping_ = true;
     for (command::RunningCommand* r : running_) r->Cancel();
+    cv_.notify_all();
   }
   if (wake_.valid()) {
     const uint64_t one = 1;
@@ -138,6 +140,19 @@ void LiveSession::AcceptLoop() {
         LAZ_LOG_ERROR << "session " << id() << ": renewing its certificate: " << st.message();
       }
       continue;
+    }
+    {
+      // At the connection cap, new connections wait in the listen backlog
+      // (the client's connect or handshake waits) until a slot frees: back
+      // pressure, not a reset.
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_) return;
+      if (static_cast<size_t>(serving_) >= parts_.guard.max_connections) {
+        cv_.wait_for(lock, std::chrono::milliseconds(100), [&] {
+          return stopping_ || static_cast<size_t>(serving_) < parts_.guard.max_connections;
+        });
+        continue;
+      }
     }
     const int64_t wait_ms =
         std::min<int64_t>(absl::ToInt64Milliseconds(renew_at - now) + 1, 60 * 1000);

@@ -189,9 +189,13 @@ TEST_F(EscE2eTest, HostUdsOpensNothingElse) {
   unlink((ws + "/" + host_sock).c_str());
 }
 
-TEST_F(EscE2eTest, SymlinkSocketDirStopsTheRunBeforeAnyContainer) {
+// configd resolves socket_dir (a symlink the user wrote is the user's
+// choice), and the broker then requires the directory it lands on to be
+// private: here it is 0755, so the endpoint is refused and nothing starts.
+TEST_F(EscE2eTest, SocketDirOthersCanEnterStopsTheRunBeforeAnyContainer) {
   UserDir d("escsym");
-  ASSERT_EQ(RunAs(d.path(), {"mkdir", "-m", "0700", "target", "ws"}).exit_code, 0);
+  ASSERT_EQ(RunAs(d.path(), {"mkdir", "-m", "0755", "target"}).exit_code, 0);
+  ASSERT_EQ(RunAs(d.path(), {"mkdir", "-m", "0700", "ws"}).exit_code, 0);
   ASSERT_EQ(RunAs(d.path(), {"ln", "-s", "target", "link"}).exit_code, 0);
   const std::string config =
       d.Write("sym.toml", absl::StrCat("[escalation]\nenabled = true\nsocket_dir = \"", d.path(),
@@ -205,7 +209,7 @@ TEST_F(EscE2eTest, SymlinkSocketDirStopsTheRunBeforeAnyContainer) {
                      .out),
             "");
   EXPECT_EQ(Trim(test::Run({"ls", "-A", d.path() + "/target"}).out), "")
-      << "something was created through the symlink";
+      << "something was created in the refused directory";
 }
 
 }  // namespace

@@ -33,12 +33,15 @@ struct Malformed {
   std::string reason_has;  // a word the refusal must name ("" : any reason)
 };
 
-TEST_F(EscE2eTest, OversizedCommandIsAProtocolError) {
+// The real client refuses a request over the limit itself, as a usage error
+// naming the limit; the broker's own refusal of such a frame (sent by the raw
+// client) is the "70 KiB" case of MalformedRequestsAreProtocolErrorsAndRunNothing.
+TEST_F(EscE2eTest, OversizedCommandIsRefusedNamingTheLimit) {
   net::NetSession* a = S(Slot::kA);
   ASSERT_NE(a, nullptr) << Why(Slot::kA);
   const std::string big = "uname -s " + std::string(70 * 1024, 'a');
   CommandResult r = Escalate(*a, {"-c", big});
-  EXPECT_EQ(r.exit_code, 243) << r.err;
+  EXPECT_EQ(r.exit_code, 244) << r.err;
   EXPECT_THAT(r.err, HasSubstr("65536"));
   EXPECT_EQ(r.out, "");
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -108,6 +109,21 @@ absl::StatusOr<std::unique_ptr<NetSession>> NetSession::Start(const std::string&
   std::unique_ptr<NetSession> s(new NetSession());
   s->workspace_ = workspace;
   s->log_ = log;
+  // The running sandboxes of this profile: the new session is the one that
+  // is not among them (several sessions of one profile may run at once).
+  const auto running = [&] {
+    CommandResult r =
+        Podman({"ps", "--format", "{{index .Labels \"io.lazaret.session\"}}", "--filter",
+                "label=io.lazaret.role=sandbox", "--filter", "label=io.lazaret.profile=" + profile,
+                "--filter", "label=io.lazaret.runtime-dir=" + Env().runtime_dir, "--filter",
+                "status=running"});
+    std::vector<std::string> ids;
+    for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipWhitespace())) {
+      ids.emplace_back(absl::StripAsciiWhitespace(line));
+    }
+    return ids;
+  };
+  const std::vector<std::string> before = running();
   s->pid_ =
       SpawnLazaret(workspace, {"run", "--config", config, profile, "--", "sleep", "3600"}, {}, log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -119,13 +135,11 @@ absl::StatusOr<std::unique_ptr<NetSession>> NetSession::Start(const std::string&
           absl::StrCat("`lazaret run` of profile ", profile, " ended (status ", status,
                        ") before its sandbox ran:\n", test::ReadFile(log)));
     }
-    CommandResult r =
-        Podman({"ps", "--format", "{{index .Labels \"io.lazaret.session\"}}", "--filter",
-                "label=io.lazaret.role=sandbox", "--filter", "label=io.lazaret.profile=" + profile,
-                "--filter", "label=io.lazaret.runtime-dir=" + Env().runtime_dir, "--filter",
-                "status=running"});
-    const std::string id = Trim(r.out);
-    if (!id.empty() && id.find('\n') == std::string::npos) {
+    std::string id;
+    for (const std::string& candidate : running()) {
+      if (std::find(before.begin(), before.end(), candidate) == before.end()) id = candidate;
+    }
+    if (!id.empty()) {
       s->id_ = id;
       s->resolv_conf_is_router_ =
           Trim(s->Exec({"cat", "/etc/resolv.conf"}).out) == "nameserver 127.0.0.1";
