@@ -7,6 +7,7 @@
 #ifndef LAZARET_SERVICES_BROKERD_AUDIT_LOG_H_
 #define LAZARET_SERVICES_BROKERD_AUDIT_LOG_H_
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,7 +31,8 @@ class AuditLog {
   // refused; one of ours readable by others is made 0600.
   static absl::StatusOr<std::unique_ptr<AuditLog>> Open(const std::string& path);
 
-  // One line, in a single write(2), then fdatasync. Concurrent appenders
+  // One line, in a single write(2); returns once it is on disk (fdatasync,
+  // shared by appenders that wait at the same time). Concurrent appenders
   // (threads, or other processes with the file open) never interleave a
   // line.
   absl::Status Append(const lazaret::approver::v1::AuditRecord& record);
@@ -41,7 +43,11 @@ class AuditLog {
   AuditLog(std::string path, fs::UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
   const std::string path_;
   std::mutex mu_;
+  // Opened once and never replaced while the log lives.
   fs::UniqueFd fd_ ABSL_GUARDED_BY(mu_);
+  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;      // lines written
+  std::mutex sync_mu_;                             // one fdatasync at a time
+  uint64_t synced_ ABSL_GUARDED_BY(sync_mu_) = 0;  // lines known to be on disk
 };
 
 // The record as its audit line (no newline).

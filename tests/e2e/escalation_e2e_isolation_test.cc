@@ -4,9 +4,10 @@
 // but creates none, reaches no abstract socket and no service socket, and
 // the broker directory holds only escalate.sock. A socket a host process
 // binds inside the workspace IS reachable (the documented exposure of
-// host-uds=open; asserted so that a change is noticed). A socket_dir that
-// is a symlink stops `lazaret run` before any container exists. Runs as
-// root.
+// host-uds=open; asserted so that a change is noticed). A socket_dir others
+// can enter stops `lazaret run` before any container exists. The client
+// needs nothing from the image: it runs in one without a single file.
+// Runs as root.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -30,6 +31,7 @@ namespace lazaret::test::e2e::esc {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 bool Exists(const std::string& p) {
@@ -210,6 +212,33 @@ TEST_F(EscE2eTest, SocketDirOthersCanEnterStopsTheRunBeforeAnyContainer) {
             "");
   EXPECT_EQ(Trim(test::Run({"ls", "-A", d.path() + "/target"}).out), "")
       << "something was created in the refused directory";
+}
+
+// lazaret-escalate is static and reads nothing from the image: an image
+// made of empty directories only (no libc, no shell, no /etc/passwd) runs
+// it, and it gets the host's answer.
+TEST_F(EscE2eTest, ClientRunsInAnImageWithoutLibc) {
+  UserDir d("escmin");
+  ASSERT_EQ(RunAs(d.path(), {"mkdir", "-m", "0755", "root", "ws"}).exit_code, 0);
+  ASSERT_EQ(RunAs(d.path() + "/root", {"mkdir", "-p", "tmp", "etc", "run", "workspace"}).exit_code,
+            0);
+  ASSERT_EQ(RunAs(d.path(), {"tar", "-C", "root", "-cf", "nolibc.tar", "."}).exit_code, 0);
+  const std::string image = "localhost/lazaret-e2e-nolibc:1";
+  CommandResult imp = Podman({"import", d.path() + "/nolibc.tar", image});
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  // Nothing in the image is a program or a library.
+  CommandResult files = test::Run({"tar", "-tvf", d.path() + "/nolibc.tar"});
+  ASSERT_EQ(files.exit_code, 0);
+  EXPECT_THAT(files.out, Not(HasSubstr("-rw"))) << files.out;
+  const std::string config = d.Write(
+      "min.toml", absl::StrCat("[escalation]\nauto_approve = [\"uname -s\"]\n\n[profiles.escmin]\n"
+                               "image = \"",
+                               image, "\"\n"));
+  CommandResult r = Lazaret(d.path() + "/ws", {"run", "--config", config, "escmin", "--",
+                                               "/run/lazaret/escalate", "--", "uname", "-s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Linux")) << r.err;
+  (void)Podman({"rmi", "--force", image});
 }
 
 }  // namespace
