@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -132,11 +133,13 @@ approver::v1::SessionEndpoint LiveSession::View() const {
 // half-life. The guard bounds the threads.
 void LiveSession::AcceptLoop() {
   const int listen_fd = endpoint_->listen_fd();
+  absl::Time retry_renewal = absl::InfinitePast();
   while (true) {
     const absl::Time now = absl::Now();
-    const absl::Time renew_at = endpoint_->renew_at();
+    const absl::Time renew_at = std::max(endpoint_->renew_at(), retry_renewal);
     if (now >= renew_at) {
       if (absl::Status st = endpoint_->Renew(); !st.ok()) {
+        retry_renewal = now + absl::Seconds(10);  // never a busy loop
         LAZ_LOG_ERROR << "session " << id() << ": renewing its certificate: " << st.message();
       }
       continue;

@@ -23,6 +23,9 @@ namespace apb = ::lazaret::approver::v1;
 namespace epb = ::lazaret::escalation::v1;
 using Record = apb::AuditRecord;
 
+constexpr size_t kDrainBytes = 1 << 20;
+constexpr absl::Duration kDrainTime = absl::Seconds(2);
+
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
@@ -53,6 +56,9 @@ class Exchange {
   // Runs `command`, then answers.
   void Execute(const command::CheckedCommand& command);
   void Answer(epb::EscalateResponse response);
+  // Reads and drops what the client still sends (at most kDrainBytes, for
+  // at most kDrainTime).
+  void Drain();
   void Finish();
   apb::PendingRequest Describe(const command::CheckedCommand& checked,
                                const command::Judgement& judgement) const;
@@ -64,13 +70,30 @@ class Exchange {
   Record record_;
   std::optional<RequestHandle> handle_;
   bool expired_ = false;
+  bool audited_ = true;  // false: rate limited (reported in aggregate)
+  bool drain_ = false;   // the request frame was refused unread
   std::string out_, err_;
 };
 
 void Exchange::Run() {
+  // The session's rate comes first: every connection that passed the
+  // preflight costs a token, malformed or not, so a flood is bounded before
+  // any parsing. A rate-limited request is still read (its answer names
+  // its id) but gets no audit line of its own; the guard reports them in
+  // aggregate (docs/escalation.md "Limits").
+  const absl::Status rate = session_.guard().TakeRequest(absl::Now());
+  if (!rate.ok()) audited_ = false;
+  if (const uint64_t n = session_.guard().RefusalsToReport(absl::Now()); n > 0) {
+    LAZ_LOG_WARNING << "session " << session_.id() << ": " << n
+                    << " escalation requests refused as rate limited since the last report";
+  }
   // The frame and its JSON.
   absl::StatusOr<std::string> frame = escalation::ReadFrame(stream_, escalation::kMaxRequestFrame);
   if (!frame.ok()) {
+    // Over the limit: the body is still on its way. It is read and dropped
+    // after the answer (bounded), so that closing with it unread does not
+    // reset the connection before the client has read why.
+    drain_ = frame.status().code() == absl::StatusCode::kResourceExhausted;
     Refuse(Record::DECISION_REFUSED, absl::StrCat("bad request frame: ", frame.status().message()),
            true);
     return;
@@ -82,6 +105,10 @@ void Exchange::Run() {
     return;
   }
   request_ = *std::move(request);
+  if (!rate.ok()) {
+    Refuse(Record::DECISION_REFUSED, std::string(rate.message()), false);
+    return;
+  }
   record_.set_request_id(request_.request_id());
   record_.set_command(request_.command());
   record_.mutable_argv()->Assign(request_.argv().begin(), request_.argv().end());
@@ -96,12 +123,8 @@ void Exchange::Run() {
            true);
     return;
   }
-  // The session's rate. (The request id is used once: the book burns it
-  // when the request enters it, or in Refuse() when it never does.)
-  if (absl::Status st = session_.guard().TakeRequest(absl::Now()); !st.ok()) {
-    Refuse(Record::DECISION_REFUSED, std::string(st.message()), false);
-    return;
-  }
+  // The request id is used once: the book spends it when the request
+  // enters it, or Refuse() does when it never does.
   // The argument vector and where it runs.
   std::vector<std::string> argv;
   if (!request_.command().empty()) {
@@ -306,18 +329,31 @@ void Exchange::Answer(epb::EscalateResponse response) {
     LAZ_LOG_INFO << "session " << session_.id() << ": request " << request_.request_id()
                  << ": answering: " << st.message();
   } else {
+    if (drain_) Drain();
     (void)stream_.Close();
   }
   Finish();
+}
+
+void Exchange::Drain() {
+  stream_.set_deadline(absl::Now() + kDrainTime);
+  char buf[16 << 10];
+  for (size_t total = 0; total < kDrainBytes;) {
+    absl::StatusOr<size_t> n = stream_.Read(buf, sizeof buf);
+    if (!n.ok() || *n == 0) return;
+    total += *n;
+  }
 }
 
 void Exchange::Finish() {
   const absl::Time now = absl::Now();
   record_.set_time(Rfc3339(now));
   record_.set_duration_ms(absl::ToInt64Milliseconds(now - received_));
-  if (absl::Status st = session_.parts().audit->Append(record_); !st.ok()) {
-    LAZ_LOG_ERROR << "session " << session_.id() << ": request " << request_.request_id()
-                  << ": the audit log: " << st.message();
+  if (audited_) {
+    if (absl::Status st = session_.parts().audit->Append(record_); !st.ok()) {
+      LAZ_LOG_ERROR << "session " << session_.id() << ": request " << request_.request_id()
+                    << ": the audit log: " << st.message();
+    }
   }
   if (handle_) {
     session_.parts().book->Complete(*handle_, record_, std::move(out_), std::move(err_));

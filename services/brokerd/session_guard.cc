@@ -34,12 +34,22 @@ absl::Status SessionGuard::TakeRequest(absl::Time now) {
   }
   if (now > refilled_) refilled_ = now;
   if (tokens_ < 1) {
+    ++refused_;
     return absl::ResourceExhaustedError(
         absl::StrCat("rate limited: this session may send ", limits_.requests_per_second,
                      " escalation requests per second (bursts of ", limits_.burst, ")"));
   }
   tokens_ -= 1;
   return absl::OkStatus();
+}
+
+uint64_t SessionGuard::RefusalsToReport(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (refused_ == 0 || now - reported_ < kReportEvery) return 0;
+  const uint64_t n = refused_;
+  refused_ = 0;
+  reported_ = now;
+  return n;
 }
 
 }  // namespace lazaret::brokerd

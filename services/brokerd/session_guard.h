@@ -35,12 +35,21 @@ class SessionGuard {
   // Takes one token; RESOURCE_EXHAUSTED (rate limited) when none is left.
   absl::Status TakeRequest(absl::Time now);
 
+  // Requests refused as rate limited since the last report, once at least
+  // kReportEvery has passed since it (0: nothing to report yet). Rate-limited
+  // refusals are reported in this aggregate, not one audit line each, so a
+  // flood cannot fill the host's disk.
+  uint64_t RefusalsToReport(absl::Time now);
+  static constexpr absl::Duration kReportEvery = absl::Seconds(10);
+
  private:
   const GuardLimits limits_;
   mutable absl::Mutex mu_;
   size_t connections_ ABSL_GUARDED_BY(mu_) = 0;
   double tokens_ ABSL_GUARDED_BY(mu_);
   absl::Time refilled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time reported_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace lazaret::brokerd

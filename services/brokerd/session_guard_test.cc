@@ -21,6 +21,19 @@ TEST(SessionGuardTest, BurstThenRateLimitedThenRefilled) {
   EXPECT_FALSE(g.TakeRequest(t1).ok());
 }
 
+TEST(SessionGuardTest, RateLimitedRefusalsAreReportedInAggregateAtMostEveryTenSeconds) {
+  SessionGuard g(GuardLimits{.requests_per_second = 1, .burst = 1});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(g.RefusalsToReport(t0), 0u);
+  EXPECT_TRUE(g.TakeRequest(t0).ok());
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(g.TakeRequest(t0).ok());
+  EXPECT_EQ(g.RefusalsToReport(t0), 5u);
+  EXPECT_FALSE(g.TakeRequest(t0).ok());
+  EXPECT_EQ(g.RefusalsToReport(t0 + absl::Seconds(9)), 0u) << "reported again too soon";
+  EXPECT_EQ(g.RefusalsToReport(t0 + absl::Seconds(10)), 1u);
+  EXPECT_EQ(g.RefusalsToReport(t0 + absl::Seconds(30)), 0u) << "nothing new to report";
+}
+
 TEST(SessionGuardTest, ClockGoingBackwardsGivesNoTokens) {
   SessionGuard g(GuardLimits{.requests_per_second = 10, .burst = 1});
   const absl::Time t0 = absl::FromUnixSeconds(1000);

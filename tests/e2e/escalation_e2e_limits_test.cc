@@ -125,6 +125,7 @@ TEST_F(EscE2eTest, ReplayedRequestIdRunsOnce) {
 TEST_F(EscE2eTest, FloodIsAnsweredOnceEachAndRateLimited) {
   net::NetSession* a = S(Slot::kA);
   ASSERT_NE(a, nullptr) << Why(Slot::kA);
+  ASSERT_AUDIT(audit_before, a->id());
   CommandResult r = Raw(*a, {"flood", "--n", "200", "--parallel", "50", "--argv", "uname", "-s"});
   std::map<std::string, std::string> kv = RawSummary(r.out, "flood");
   ASSERT_FALSE(kv.empty()) << r.out << r.err;
@@ -143,6 +144,16 @@ TEST_F(EscE2eTest, FloodIsAnsweredOnceEachAndRateLimited) {
     if (absl::StrContains(l, "rate") || absl::StrContains(l, "pending")) limited += n;
   }
   EXPECT_EQ(limited, refused) << "refusals other than the limits: " << r.out;
+  // A rate-limited request gets no audit line of its own (a flood must not
+  // fill the host's disk); every other one gets exactly one.
+  long rate_limited = 0;
+  for (const auto& [reason, n] : RawReasons(r.out)) {
+    if (absl::StrContains(Lower(reason), "rate limited")) rate_limited += n;
+  }
+  EXPECT_GE(rate_limited, 1) << r.out;
+  ASSERT_AUDIT(audit_after, a->id());
+  EXPECT_EQ(static_cast<long>(audit_after.size() - audit_before.size()), 200 - rate_limited)
+      << r.out;
   // The bucket refills (10/s, burst 20) and the broker still answers.
   std::this_thread::sleep_for(std::chrono::seconds(3));
   CommandResult after = Escalate(*a, {"--", "uname", "-s"});
