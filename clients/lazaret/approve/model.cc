@@ -159,6 +159,13 @@ std::vector<Action> Model::Decide(pb::DecideRequest request) {
 
 std::vector<Action> Model::OnKey(const Key& key) {
   if (key.Is(Key::kCtrl, 'c')) return {QuitAction()};
+  // Esc typed quickly before a key arrives as Alt-<key>; outside the
+  // editors that is the two keys.
+  if (key.code == Key::kAlt && mode_ != Mode::kDenyReason && mode_ != Mode::kEdit) {
+    std::vector<Action> out = OnKey(Key::Of(Key::kEscape));
+    for (Action& a : OnKey(Key::Char(key.ch))) out.push_back(std::move(a));
+    return out;
+  }
   switch (mode_) {
     case Mode::kList:
     case Mode::kDetail:

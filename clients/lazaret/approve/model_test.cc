@@ -321,6 +321,14 @@ TEST_F(ModelTest, LongDetailIsCutWithARowCount) {
   EXPECT_THAT(s[21], HasSubstr("more rows"));
 }
 
+TEST_F(ModelTest, EscapeThenAKeyTypedFastIsBothKeys) {
+  m_.OnKey(Key::Of(Key::kEnter));
+  const std::vector<Action> a = m_.OnKey(Key::Alt('q'));  // Esc q
+  EXPECT_EQ(m_.mode(), Mode::kList);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, Action::kQuit);
+}
+
 TEST_F(ModelTest, HelpAndBack) {
   m_.OnKey(Key::Char('?'));
   EXPECT_EQ(m_.mode(), Mode::kHelp);
