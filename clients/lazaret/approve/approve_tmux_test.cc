@@ -1,6 +1,7 @@
 // The real `lazaret approve` in tmux at 80x24, as a person uses it, against
 // a fake ApproverService on a real Unix socket in a runtime directory of
 // its own: keys typed with send-keys, the screen read with capture-pane.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -176,9 +177,15 @@ TEST_F(ApproveTmuxTest, EditChangesTheArgvAfterAConfirmation) {
   ASSERT_TRUE(WaitPane("> git push origin main")) << Pane();
   Keys({"C-w"});
   Literal("dev");
-  Keys({"M-b", "M-b"});  // to "origin": word jumps work through tmux
+  // Word jumps and undo, as tmux sends them.
+  Keys({"C-Left"});
   Literal("x");
-  Keys({"C-_"});  // undo the x
+  Keys({"M-b", "M-b"});
+  Literal("y");
+  ASSERT_TRUE(WaitPane("> git push yorigin xdev")) << Pane();
+  Keys({"C-_"});
+  Keys({"C-z"});
+  ASSERT_TRUE(WaitPane("> git push origin dev")) << Pane();
   Keys({"Enter"});
   ASSERT_TRUE(WaitPane("Run the edited command? (y/n)")) << Pane();
   EXPECT_THAT(Pane(), HasSubstr("new argv   [0] git"));
@@ -296,6 +303,33 @@ TEST_F(ApproveTmuxTest, ColourOnlyWithoutNoColor) {
   EXPECT_TRUE(Marked(esc, "\\u{202E}")) << esc;
   EXPECT_THAT(esc, Not(HasSubstr("\x1b[33m"))) << esc;
   Keys({"C-c"});
+  EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
+}
+
+TEST_F(ApproveTmuxTest, SigtermRestoresTheTerminal) {
+  Start();
+  fake_.Add(Request("r-1", "make"));
+  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  pid_t pid = 0;
+  {
+    std::lock_guard<std::mutex> l(fake_.mu);
+    pid = fake_.watches[0].approver().pid();
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  ASSERT_TRUE(WaitPane("EXITED-0")) << Pane();
+  EXPECT_EQ(Tmux({"display", "-p", "-t", target_, "#{alternate_on}"}).out, "0\n");
+  EXPECT_TRUE(Decides().empty());
+}
+
+TEST_F(ApproveTmuxTest, SaysSoWhenTheBrokerIsNotRunning) {
+  server_->Shutdown();
+  const std::string line =
+      absl::StrCat("env LANG=C.UTF-8 LAZARET_RUNTIME_DIR='", dir_.path(), "' '",
+                   test::Binary("lazaret"), "' approve; printf 'EXITED-%s\\n' $?; exec sleep 600");
+  ASSERT_EQ(Tmux({"new-session", "-d", "-s", target_, "-x", "80", "-y", "24", line}).exit_code, 0);
+  EXPECT_TRUE(WaitPane("lazaret-brokerd does not answer")) << Pane();
+  Keys({"q"});
   EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
 }
 
