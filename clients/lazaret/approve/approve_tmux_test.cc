@@ -75,10 +75,10 @@ class ApproveTmuxTest : public ::testing::Test {
 
   // Starts `lazaret approve` in a pane; a shell around it says how it ended
   // and keeps the pane open.
-  void Start(const std::string& env = "") {
+  void Start(const std::string& env = "", const std::string& args = "") {
     const std::string line = absl::StrCat("env LANG=C.UTF-8 LAZARET_RUNTIME_DIR='", dir_.path(),
-                                          "' ", env, " '", test::Binary("lazaret"),
-                                          "' approve; printf 'EXITED-%s\\n' $?; exec sleep 600");
+                                          "' ", env, " '", test::Binary("lazaret"), "' approve ",
+                                          args, "; printf 'EXITED-%s\\n' $?; exec sleep 600");
     ASSERT_EQ(Tmux({"new-session", "-d", "-s", target_, "-x", "80", "-y", "24", line}).exit_code,
               0);
     ASSERT_TRUE(WaitPane("lazaret approve  ")) << Pane();
@@ -331,6 +331,13 @@ TEST_F(ApproveTmuxTest, SaysSoWhenTheBrokerIsNotRunning) {
   EXPECT_TRUE(WaitPane("lazaret-brokerd does not answer")) << Pane();
   Keys({"q"});
   EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
+}
+
+TEST_F(ApproveTmuxTest, WatchesOnlyTheGivenSession) {
+  Start("", "--session s-7");
+  std::lock_guard<std::mutex> l(fake_.mu);
+  ASSERT_EQ(fake_.watches.size(), 1u);
+  EXPECT_EQ(fake_.watches[0].session_id(), "s-7");
 }
 
 TEST_F(ApproveTmuxTest, QuitsOnQAtTheEmptyList) {
