@@ -12,7 +12,8 @@ namespace {
 
 namespace pb = ::lazaret::approver::v1;
 
-constexpr size_t kLabel = 11;  // label column of the detail view
+constexpr size_t kLabel = 11;     // label column of the detail view
+constexpr size_t kPageRows = 10;  // PageUp/PageDown in the detail and output views
 constexpr char kDenyDefault[] = "denied by the user";
 constexpr char kAbortReason[] = "aborted by the user at the terminal";
 
@@ -234,9 +235,13 @@ std::vector<Action> Model::OnKey(const Key& key) {
         mode_ = back_;
         output_.reset();
       } else if (key.Is(Key::kDown) || key.Is(Key::kChar, 'j')) {
-        ++output_scroll_;
-      } else if ((key.Is(Key::kUp) || key.Is(Key::kChar, 'k')) && output_scroll_ > 0) {
-        --output_scroll_;
+        output_scroll_ = std::min(output_scroll_ + 1, max_scroll_);
+      } else if (key.Is(Key::kPageDown)) {
+        output_scroll_ = std::min(output_scroll_ + kPageRows, max_scroll_);
+      } else if (key.Is(Key::kUp) || key.Is(Key::kChar, 'k')) {
+        output_scroll_ = output_scroll_ > 0 ? output_scroll_ - 1 : 0;
+      } else if (key.Is(Key::kPageUp)) {
+        output_scroll_ = output_scroll_ > kPageRows ? output_scroll_ - kPageRows : 0;
       }
       return {};
   }
@@ -259,14 +264,24 @@ std::vector<Action> Model::ListKey(const Key& key) {
   }
   if (key.Is(Key::kUp) || key.Is(Key::kChar, 'k')) {
     if (selected_ > 0) --selected_;
+    detail_scroll_ = 0;
     return {};
   }
   if (key.Is(Key::kDown) || key.Is(Key::kChar, 'j')) {
     if (selected_ + 1 < queue_.size()) ++selected_;
+    detail_scroll_ = 0;
     return {};
   }
   if (key.Is(Key::kEscape) || key.Is(Key::kLeft)) {
     mode_ = Mode::kList;
+    return {};
+  }
+  if (mode_ == Mode::kDetail && key.Is(Key::kPageDown)) {
+    detail_scroll_ = std::min(detail_scroll_ + kPageRows, max_scroll_);
+    return {};
+  }
+  if (mode_ == Mode::kDetail && key.Is(Key::kPageUp)) {
+    detail_scroll_ = detail_scroll_ > kPageRows ? detail_scroll_ - kPageRows : 0;
     return {};
   }
   if (key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O')) {
@@ -282,6 +297,7 @@ std::vector<Action> Model::ListKey(const Key& key) {
   if (sel == nullptr) return {};
   if (key.Is(Key::kEnter) || key.Is(Key::kRight)) {
     mode_ = Mode::kDetail;
+    detail_scroll_ = 0;
     return {};
   }
   const bool opens = key.Is(Key::kChar, 'a') || key.Is(Key::kChar, 'A') ||
@@ -472,7 +488,7 @@ std::vector<Line> Model::Body(size_t width) const {
     case Mode::kHelp:
       for (const char* l : {
                "Up/Down, k/j   select a request",
-               "Enter          show its details (Esc back)",
+               "Enter          show its details (PgUp/PgDn scroll, Esc back)",
                "a              approve: run it on the host",
                "d              deny (type a reason, Enter sends, Esc cancels)",
                "e              edit the command; Enter checks it, y runs it",
@@ -536,7 +552,7 @@ std::string Model::Footer() const {
       if (queue_.empty()) return "q quit  ? help";
       return "Enter details  a approve  d deny  e edit  Q abort  o output  ? help  q quit";
     case Mode::kDetail:
-      return "a approve  d deny  e edit  Q abort  o output  j/k next  Esc list  ? help";
+      return "a approve  d deny  e edit  Q abort  o output  j/k next  PgDn more  Esc list";
     case Mode::kDenyReason:
       return "Enter send  Esc cancel";
     case Mode::kEdit:
@@ -545,7 +561,7 @@ std::string Model::Footer() const {
     case Mode::kConfirmAbort:
       return "y yes  n no";
     case Mode::kOutput:
-      return "j/k scroll  Esc back";
+      return "j/k PgUp/PgDn scroll  Esc back";
     case Mode::kHelp:
       return "any key: back";
   }
@@ -602,8 +618,10 @@ std::vector<Line> Model::Layout(size_t width, size_t height,
   }
   const bool editing = mode_ == Mode::kDenyReason || mode_ == Mode::kEdit;
   std::vector<Line> body = mode_ == Mode::kList ? ListBody(width, body_rows) : Body(width);
-  if (mode_ == Mode::kOutput) {
-    const size_t skip = std::min(output_scroll_, body.size());
+  if (mode_ == Mode::kOutput || mode_ == Mode::kDetail) {
+    const size_t scroll = mode_ == Mode::kOutput ? output_scroll_ : detail_scroll_;
+    max_scroll_ = body.size() > body_rows ? body.size() - body_rows : 0;
+    const size_t skip = std::min(scroll, max_scroll_);
     body.erase(body.begin(), body.begin() + static_cast<ptrdiff_t>(skip));
   }
   EditorRows editor;
@@ -617,7 +635,7 @@ std::vector<Line> Model::Layout(size_t width, size_t height,
   if (body.size() > room && room > 0) {
     const size_t hidden = body.size() - room + 1;
     body.resize(room - 1);
-    body.push_back(Truncate(Plain(absl::StrCat("... ", hidden, " more rows")), width));
+    body.push_back(Truncate(Plain(absl::StrCat("... ", hidden, " more rows (PgDn)")), width));
   } else if (room == 0) {
     body.clear();
   }

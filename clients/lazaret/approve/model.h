@@ -10,13 +10,13 @@
 //   list     Up/Down or k/j select, Enter details, a approve, d deny,
 //            e edit, Q abort, o output of the last approved, ? help,
 //            q or Ctrl-C quit
-//   detail   the same; Esc or Left back to the list
+//   detail   the same; PageUp/PageDown scroll, Esc or Left back to the list
 //   deny     type a reason (optional), Enter sends, Esc cancels
 //   edit     line editor (line_editor.h), Enter checks the command with the
 //            broker, then y runs the edited command, n edits again; Esc
 //            cancels
 //   abort    y aborts the session, n or Esc cancels
-//   output   Up/Down or k/j scroll, Esc or q back
+//   output   Up/Down or k/j, PageUp/PageDown scroll, Esc or q back
 //   help     any key back
 #ifndef LAZARET_CLIENTS_LAZARET_APPROVE_MODEL_H_
 #define LAZARET_CLIENTS_LAZARET_APPROVE_MODEL_H_
@@ -120,6 +120,10 @@ class Model {
   std::string last_approved_;
   std::optional<::lazaret::approver::v1::RequestState> output_;
   size_t output_scroll_ = 0;
+  size_t detail_scroll_ = 0;
+  // How far the last screen drawn could scroll (Render keeps it so that
+  // scrolling stops at the end).
+  mutable size_t max_scroll_ = 0;
   std::string notice_;
   int64_t now_ = 0;
 };

@@ -319,6 +319,17 @@ TEST_F(ModelTest, LongDetailIsCutWithARowCount) {
   m_.OnKey(Key::Of(Key::kEnter));
   const std::vector<std::string> s = Screen(m_);
   EXPECT_THAT(s[21], HasSubstr("more rows"));
+  for (int i = 0; i < 10; ++i) {
+    m_.OnKey(Key::Of(Key::kPageDown));
+    Screen(m_);
+  }
+  const std::string scrolled = ScreenText(m_);
+  EXPECT_THAT(scrolled, Not(HasSubstr("request    r-3")));
+  EXPECT_THAT(scrolled, HasSubstr("[40] arg"));
+  EXPECT_THAT(scrolled, HasSubstr("time left"));
+  EXPECT_THAT(scrolled, Not(HasSubstr("more rows")));
+  for (int i = 0; i < 3; ++i) m_.OnKey(Key::Of(Key::kPageUp));  // scrolling stopped at the end
+  EXPECT_THAT(ScreenText(m_), HasSubstr("request    r-3"));
 }
 
 TEST_F(ModelTest, EscapeThenAKeyTypedFastIsBothKeys) {
