@@ -31,6 +31,8 @@ constexpr CommandInfo kCommands[] = {
      "see, test and change a live session's egress policy (lazaret net --help)", CmdNet},
     {"audit", "audit [--session ID] [--json]",
      "show every host command a sandbox asked for and how it was decided", CmdAudit},
+    {"approve", "approve [--session ID]",
+     "decide the host commands sandboxes ask for, in this terminal", CmdApprove},
     {"image", "image build [sandbox|sidecar|all] [--force]",
      "build Lazaret's local images (no registry needed)", CmdImage},
     {"doctor", "doctor", "check this host and say how to fix each problem", CmdDoctor},

@@ -33,6 +33,9 @@ int CmdNet(const Context& ctx, const std::vector<std::string>& args);
 // audit_cmd.cc: the escalation audit (escalation/).
 int CmdAudit(const Context& ctx, const std::vector<std::string>& args);
 
+// approve_cmd.cc: the terminal approver (approve/).
+int CmdApprove(const Context& ctx, const std::vector<std::string>& args);
+
 // image_cmd.cc: Lazaret's local images (sandbox, sidecar).
 int CmdImage(const Context& ctx, const std::vector<std::string>& args);
 

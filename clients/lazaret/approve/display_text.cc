@@ -1,0 +1,194 @@
+#include "clients/lazaret/approve/display_text.h"
+
+#include "absl/strings/str_format.h"
+#include "clients/lazaret/approve/utf8.h"
+#include "services/brokerd/command/text_scan.h"
+
+namespace lazaret::cli::approve {
+namespace {
+
+constexpr char kEllipsis[] = "\xE2\x80\xA6";  // U+2026
+
+bool IsCombining(char32_t cp) {
+  return (cp >= 0x0300 && cp <= 0x036F) || (cp >= 0x0483 && cp <= 0x0489) ||
+         (cp >= 0x0591 && cp <= 0x05BD) || (cp >= 0x0610 && cp <= 0x061A) ||
+         (cp >= 0x064B && cp <= 0x065F) || (cp >= 0x1AB0 && cp <= 0x1AFF) ||
+         (cp >= 0x1DC0 && cp <= 0x1DFF) || (cp >= 0x20D0 && cp <= 0x20FF) ||
+         (cp >= 0xFE20 && cp <= 0xFE2F);
+}
+
+bool IsWide(char32_t cp) {
+  return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0x303E) ||
+         (cp >= 0x3041 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) ||
+         (cp >= 0xFF00 && cp <= 0xFF60) || (cp >= 0xFFE0 && cp <= 0xFFE6) ||
+         (cp >= 0x1F300 && cp <= 0x1F64F) || (cp >= 0x1F900 && cp <= 0x1F9FF) ||
+         (cp >= 0x20000 && cp <= 0x3FFFD);
+}
+
+// What must not reach a terminal as it is.
+bool NeedsEscape(char32_t cp) {
+  if (cp < 0x20 || cp == 0x7F) return true;
+  if (cp < 0x80) return false;
+  if (IsInvalidByte(cp)) return true;
+  if (cp >= 0xD800 && cp <= 0xDFFF) return true;
+  if ((cp & 0xFFFE) == 0xFFFE) return true;       // noncharacters
+  if (cp >= 0xE000 && cp <= 0xF8FF) return true;  // private use
+  if (cp >= 0xF0000) return true;                 // private use planes
+  return brokerd::command::IsInvisibleCodePoint(cp);
+}
+
+std::string EscapeOf(char32_t cp) {
+  switch (cp) {
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      break;
+  }
+  if (cp < 0x80) return absl::StrFormat("\\x%02x", static_cast<unsigned>(cp));
+  if (IsInvalidByte(cp))
+    return absl::StrFormat("\\x%02x", static_cast<unsigned>(cp - kInvalidByteBase));
+  return absl::StrFormat("\\u{%04X}", static_cast<unsigned>(cp));
+}
+
+void AppendRun(Line& line, absl::string_view text, bool marked) {
+  if (text.empty()) return;
+  // Escapes stay one run each, so Wrap can keep them whole.
+  if (!marked && !line.empty() && !line.back().marked) {
+    line.back().text.append(text.data(), text.size());
+    return;
+  }
+  line.push_back(Run{std::string(text), marked});
+}
+
+}  // namespace
+
+size_t CodePointWidth(char32_t cp) {
+  if (IsCombining(cp)) return 0;
+  return IsWide(cp) ? 2 : 1;
+}
+
+size_t TextWidth(absl::string_view text) {
+  size_t width = 0;
+  size_t pos = 0;
+  while (pos < text.size()) width += CodePointWidth(DecodeNext(text, &pos));
+  return width;
+}
+
+size_t LineWidth(const Line& line) {
+  size_t width = 0;
+  for (const Run& run : line) width += TextWidth(run.text);
+  return width;
+}
+
+std::string PlainText(const Line& line) {
+  std::string out;
+  for (const Run& run : line) out += run.text;
+  return out;
+}
+
+Line Display(absl::string_view raw) {
+  Line line;
+  std::string plain;
+  bool after_base = false;  // the previous cell is a visible unmarked character
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    const char32_t cp = DecodeNext(raw, &pos);
+    const bool escape = NeedsEscape(cp) || (IsCombining(cp) && !after_base);
+    if (escape) {
+      AppendRun(line, plain, false);
+      plain.clear();
+      AppendRun(line, EscapeOf(cp), true);
+      after_base = false;
+      continue;
+    }
+    AppendUtf8(cp, &plain);
+    after_base = true;
+  }
+  AppendRun(line, plain, false);
+  return line;
+}
+
+Line Plain(absl::string_view text) {
+  Line line;
+  AppendRun(line, text, false);
+  return line;
+}
+
+void Append(Line& line, const Line& suffix) {
+  for (const Run& run : suffix) AppendRun(line, run.text, run.marked);
+}
+
+std::vector<Line> Wrap(const Line& line, size_t width, size_t max_rows) {
+  std::vector<Line> rows;
+  if (width == 0 || max_rows == 0) return rows;
+  rows.emplace_back();
+  size_t used = 0;
+  bool cut = false;
+  auto new_row = [&]() -> bool {
+    if (rows.size() == max_rows) {
+      cut = true;
+      return false;
+    }
+    rows.emplace_back();
+    used = 0;
+    return true;
+  };
+  for (const Run& run : line) {
+    if (cut) break;
+    const size_t run_width = TextWidth(run.text);
+    if (run.marked && run_width <= width) {
+      if (used + run_width > width && !new_row()) break;
+      AppendRun(rows.back(), run.text, true);
+      used += run_width;
+      continue;
+    }
+    size_t pos = 0;
+    while (pos < run.text.size()) {
+      const size_t start = pos;
+      const size_t w = CodePointWidth(DecodeNext(run.text, &pos));
+      if (used + w > width && !new_row()) break;
+      AppendRun(rows.back(), absl::string_view(run.text).substr(start, pos - start), run.marked);
+      used += w;
+    }
+  }
+  if (cut) {
+    // Make room for the ellipsis in the last row.
+    Line& last = rows.back();
+    size_t last_width = LineWidth(last);
+    while (last_width + 1 > width && !last.empty()) {
+      Run& run = last.back();
+      if (run.marked) {
+        last_width -= TextWidth(run.text);
+        last.pop_back();
+        continue;
+      }
+      // Drop the last code point of the run.
+      size_t cut_at = 0;
+      size_t pos = 0;
+      size_t w = 0;
+      while (pos < run.text.size()) {
+        cut_at = pos;
+        w = CodePointWidth(DecodeNext(run.text, &pos));
+      }
+      run.text.resize(cut_at);
+      last_width -= w;
+      if (run.text.empty()) last.pop_back();
+    }
+    AppendRun(last, kEllipsis, false);
+  }
+  if (rows.size() > 1 && rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+Line Truncate(const Line& line, size_t width) {
+  std::vector<Line> rows = Wrap(line, width, 1);
+  if (rows.empty()) return {};
+  return rows.front();
+}
+
+}  // namespace lazaret::cli::approve

@@ -1,0 +1,31 @@
+// UTF-8 decoding for the terminal approver's text handling. Runs in the
+// `lazaret` CLI. Accepts any bytes: an invalid byte is not dropped but
+// decoded to a code point of its own (U+DC80 + the byte - a lone surrogate
+// no valid UTF-8 can carry), so decoding and encoding again gives back the
+// same bytes.
+#ifndef LAZARET_CLIENTS_LAZARET_APPROVE_UTF8_H_
+#define LAZARET_CLIENTS_LAZARET_APPROVE_UTF8_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace lazaret::cli::approve {
+
+inline constexpr char32_t kInvalidByteBase = 0xDC00;
+
+inline bool IsInvalidByte(char32_t cp) { return cp >= 0xDC80 && cp <= 0xDCFF; }
+
+// The code point at `*pos` of `s`; advances `*pos` past it. `*pos` < size.
+char32_t DecodeNext(absl::string_view s, size_t* pos);
+
+// Appends `cp` as UTF-8 (an IsInvalidByte code point as its single byte).
+void AppendUtf8(char32_t cp, std::string* out);
+
+std::u32string DecodeAll(absl::string_view s);
+std::string EncodeAll(const std::u32string& s);
+
+}  // namespace lazaret::cli::approve
+
+#endif  // LAZARET_CLIENTS_LAZARET_APPROVE_UTF8_H_
