@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -159,10 +160,17 @@ TEST(PtyProxyTest, CtrlCInterruptsTheForegroundJobNotTheProxy) {
   ASSERT_NE(proxy, nullptr);
   std::thread typist([&] {
     EXPECT_TRUE(user.WaitFor("$ "));
-    user.Type("sleep 100\r");
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The job says when it runs (in the terminal's foreground group, which
+    // bash sets before exec); "fg-2" is not in the echo of what was typed.
+    user.Type("sh -c 'echo fg-$((1+1)); exec sleep 20'\r");
+    EXPECT_TRUE(user.WaitFor("fg-2"));
     user.Type("\x03");
-    user.Type("echo after=$?\r");
+    EXPECT_TRUE(user.WaitFor("^C"));
+    bool echoed = false;
+    for (int i = 0; i < 10 && !echoed; ++i) {
+      user.Type("echo after=$?\r");
+      echoed = user.WaitFor("after=", 500);
+    }
     EXPECT_TRUE(user.WaitFor("after=130")) << user.seen();
     user.Type("exit 5\r");
   });
@@ -178,15 +186,27 @@ TEST(PtyProxyTest, CtrlZStopsTheForegroundJob) {
   UserTerminal user;
   auto proxy = MakeProxy(user);
   ASSERT_NE(proxy, nullptr);
+  std::atomic<bool> done{false};
   std::thread typist([&] {
     EXPECT_TRUE(user.WaitFor("$ "));
-    user.Type("sleep 100\r");
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    user.Type("sh -c 'echo fg-$((1+1)); exec sleep 20'\r");
+    EXPECT_TRUE(user.WaitFor("fg-2"));
     user.Type("\x1a");
-    EXPECT_TRUE(user.WaitFor("Stopped")) << user.seen();
-    user.Type("kill %1; wait; exit 0\r");
+    const bool stopped = user.WaitFor("Stopped");
+    EXPECT_TRUE(stopped) << user.seen();
+    // bash may flush what is typed while it takes the terminal back.
+    for (int i = 0; i < 10; ++i) {
+      user.Type("kill -KILL %1\r");
+      if (user.WaitFor("Killed", 500)) break;
+    }
+    // A second exit also ends a bash that still counts a stopped job.
+    while (!done.load()) {
+      user.Type("exit 0\r");
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
   });
   absl::StatusOr<int> code = proxy->Run(kBash);
+  done = true;
   typist.join();
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);
