@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +26,7 @@ constexpr int kDefaultSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGCHLD, SIGPIPE,
                                    SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
 
 // The step of the child's setup that failed, sent with its errno.
-enum class Step : int { kGroup = 1, kStdio, kChdir, kExec };
+enum class Step : int { kGroup = 1, kStdio, kTerminal, kChdir, kExec };
 
 struct ChildFailure {
   Step step;
@@ -38,6 +39,8 @@ const char* StepName(Step s) {
       return "a process group of its own";
     case Step::kStdio:
       return "setting up stdin/stdout/stderr";
+    case Step::kTerminal:
+      return "taking stdin as the controlling terminal";
     case Step::kChdir:
       return "changing to the working directory";
     case Step::kExec:
@@ -91,7 +94,9 @@ std::vector<char*> CArray(std::vector<std::string>& strings) {
     if (getppid() != parent) _exit(125);
   }
   if (group == ChildGroup::kOwnGroup && setpgid(0, 0) != 0) Fail(fail_fd, Step::kGroup, errno);
-  if (group == ChildGroup::kOwnSession && setsid() < 0) Fail(fail_fd, Step::kGroup, errno);
+  if ((group == ChildGroup::kOwnSession || group == ChildGroup::kTerminalSession) && setsid() < 0) {
+    Fail(fail_fd, Step::kGroup, errno);
+  }
   // A descriptor the plan uses that is itself 0, 1 or 2 (the caller had
   // closed its own stdio) is moved out of the way first, so no dup2 below
   // overwrites a source a later slot still needs.
@@ -119,6 +124,9 @@ std::vector<char*> CArray(std::vector<std::string>& strings) {
     } else if (dup2(stdio[i], i) < 0) {
       Fail(fail_fd, Step::kStdio, errno);
     }
+  }
+  if (group == ChildGroup::kTerminalSession && ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0) {
+    Fail(fail_fd, Step::kTerminal, errno);
   }
   if (cwd != nullptr && chdir(cwd) != 0) Fail(fail_fd, Step::kChdir, errno);
   sigset_t none;

@@ -46,6 +46,10 @@ enum class ChildGroup {
   kOwnGroup,    // a new group it leads (a Ctrl-C reaches only the CLI; a
                 // timeout can kill the whole group)
   kOwnSession,  // setsid(): detached from the terminal, for a daemon
+  // setsid(), then stdin (a terminal: a pty slave) becomes the new
+  // session's controlling terminal (TIOCSCTTY) with the child as its
+  // foreground group: job control and Ctrl-C inside, as under a login.
+  kTerminalSession,
 };
 
 // What the caller wants started.

@@ -168,6 +168,7 @@ TEST_F(SpawnTest, GroupAndSessionAreAsAsked) {
         EXPECT_EQ(sid, getsid(0));
         break;
       case ChildGroup::kOwnSession:
+      case ChildGroup::kTerminalSession:  // needs a pty: pty_proxy_test.cc
         EXPECT_EQ(pgid, *pid);
         EXPECT_EQ(sid, *pid);
         break;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "clients/lazaret/session/plan.h"
+#include "clients/lazaret/session/pty_proxy.h"
 #include "clients/lazaret/session/registry_client.h"
 #include "clients/lazaret/session/router_watch.h"
 #include "clients/lazaret/session/sandbox_writes.h"
@@ -37,6 +38,8 @@ struct LiveSession {
   // brokerd's AttachSession was called: the teardown detaches the endpoint.
   bool escalation_attached = false;
   SavedTerminalMode terminal;
+  // With a TTY: the pty the sandbox's podman runs on (pty_proxy.h).
+  std::unique_ptr<PtyProxy> pty;
   SandboxWrites writes;
 
   // Why it ended before its command did (at most one is the cause).

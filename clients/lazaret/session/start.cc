@@ -26,6 +26,7 @@
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/profile.h"
+#include "clients/lazaret/session/pty_proxy.h"
 #include "clients/lazaret/session/signals.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "services/common/fs/dir.h"
@@ -257,7 +258,11 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   }
   Trace("workspace snapshot taken");
   s->terminal.Save(s->plan.sandbox.tty);
-  return SpawnAttached(s->plan.sandbox_argv);
+  if (!s->plan.sandbox.tty) return SpawnAttached(s->plan.sandbox_argv);
+  // podman gets a pty of Lazaret's own as its terminal; the developer's
+  // terminal is raw until EndSession, so every key is the sandbox's.
+  LAZ_ASSIGN_OR_RETURN(s->pty, PtyProxy::Create(PtyProxy::Options()));
+  return s->pty->Start(s->plan.sandbox_argv);
 }
 
 }  // namespace lazaret::cli::session

@@ -11,7 +11,8 @@
 // (lazaret-brokerd's AttachSession, its answer checked before it is
 // mounted: without it nothing more starts), and only then the agent
 // sandbox (runsc) in the sidecar's network namespace,
-// attached to the terminal. Runs in the `lazaret` CLI, as the user, driving podman itself (it needs
+// attached to the terminal (with a TTY, through a pty of Lazaret's own:
+// pty_proxy.h). Runs in the `lazaret` CLI, as the user, driving podman itself (it needs
 // the TTY). Trusts the plan (plan.h) and re-checks the profile's host paths right before the
 // sandbox starts; the router is trusted only to answer on its socket.
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_START_H_
