@@ -51,6 +51,7 @@ auto_approve = []
 command_timeout = 60    # seconds an approved command may run on the host
 approval_timeout = 300  # seconds a request waits for you before it is denied
 rate_limit = 10         # requests per second one session may send (bursts of twice that)
+approver = "inline"     # "inline": lazaret run prompts when no lazaret approve is attached; "remote": never
 
 [profiles.)toml",
                                    kDefaultProfileName, R"toml(]

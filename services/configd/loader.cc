@@ -39,6 +39,7 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
     Take(m.command_timeout, l->command_timeout);
     Take(m.approval_timeout, l->approval_timeout);
     Take(m.rate_limit, l->rate_limit);
+    Take(m.approver, l->approver);
     for (const auto& [name, p] : l->profiles) {
       ProfileLayer& mp = m.profiles[name];
       mp.origin = p.origin;

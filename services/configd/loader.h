@@ -95,6 +95,8 @@ struct ResolvedProfile {
   uint32_t approval_timeout_seconds = 0;
   // escalation.rate_limit: requests per second per session, > 0.
   uint32_t rate_limit = 0;
+  // escalation.approver: "inline" or "remote".
+  std::string approver;
   std::vector<KeySource> sources;
 };
 

@@ -98,6 +98,8 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   esc->set_command_timeout_seconds(p.command_timeout_seconds);
   esc->set_approval_timeout_seconds(p.approval_timeout_seconds);
   esc->set_rate_limit(p.rate_limit);
+  esc->set_approver(p.approver == "remote" ? pb::EscalationPolicy::APPROVER_REMOTE
+                                           : pb::EscalationPolicy::APPROVER_INLINE);
   for (const KeySource& k : p.sources) {
     pb::KeySource* ks = out->add_key_sources();
     ks->set_key_path(k.key_path);

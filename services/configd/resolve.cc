@@ -295,6 +295,10 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     p.rate_limit = m.rate_limit->value;
     AddSource(p, "escalation.rate_limit", m.rate_limit->origin);
   }
+  if (m.approver) {
+    p.approver = m.approver->value;
+    AddSource(p, "escalation.approver", m.approver->origin);
+  }
   if (!ok) return std::nullopt;
   return p;
 }

@@ -21,7 +21,8 @@ const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
                               "dns_upstream"};
 const KeyList kEscalationKeys = {"enabled",         "socket_dir",       "auto_approve",
-                                 "command_timeout", "approval_timeout", "rate_limit"};
+                                 "command_timeout", "approval_timeout", "rate_limit",
+                                 "approver"};
 const KeyList kProfileKeys = {"image",          "persistent_dirs",
                               "allow_egress",   "default_allow",
                               "allow_domains",  "env",
@@ -117,6 +118,18 @@ class LayerParser {
       if (const toml::node* n = t->get("approval_timeout")) {
         out.approval_timeout =
             r_.Seconds(*n, "escalation.approval_timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
+      }
+      if (const toml::node* n = t->get("approver")) {
+        if (std::optional<Setting<std::string>> v = r_.String(*n, "escalation.approver")) {
+          if (v->value == "inline" || v->value == "remote") {
+            out.approver = std::move(v);
+          } else {
+            diags_.Error(v->origin, absl::StrCat(QuoteValue(v->value), " is not an approver"),
+                         "escalation.approver is \"inline\" (a prompt in the lazaret run "
+                         "terminal when no lazaret approve is attached) or \"remote\" (never "
+                         "inline)");
+          }
+        }
       }
       if (const toml::node* n = t->get("rate_limit")) {
         out.rate_limit = r_.Count(*n, "escalation.rate_limit", kMinRateLimit, kMaxRateLimit,

@@ -101,6 +101,8 @@ struct LayerConfig {
   std::optional<Setting<uint32_t>> command_timeout;
   std::optional<Setting<uint32_t>> approval_timeout;
   std::optional<Setting<uint32_t>> rate_limit;
+  // "inline" or "remote" (checked).
+  std::optional<Setting<std::string>> approver;
   std::map<std::string, ProfileLayer> profiles;
 };
 

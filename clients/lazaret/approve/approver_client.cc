@@ -89,4 +89,14 @@ absl::StatusOr<pb::RequestState> ApproverClient::GetRequest(const std::string& i
   return out;
 }
 
+absl::StatusOr<pb::ListSessionsResponse> ApproverClient::ListSessions() {
+  grpc::ClientContext cc;
+  SetDeadline(&cc);
+  pb::ListSessionsResponse out;
+  if (grpc::Status s = stub_->ListSessions(&cc, pb::ListSessionsRequest(), &out); !s.ok()) {
+    return Explain("ListSessions", s);
+  }
+  return out;
+}
+
 }  // namespace lazaret::cli::approve

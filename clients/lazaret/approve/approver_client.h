@@ -39,6 +39,7 @@ class ApproverClient {
   absl::StatusOr<::lazaret::approver::v1::ParseCommandResponse> ParseCommand(
       const ::lazaret::approver::v1::ParseCommandRequest& request);
   absl::StatusOr<::lazaret::approver::v1::RequestState> GetRequest(const std::string& id);
+  absl::StatusOr<::lazaret::approver::v1::ListSessionsResponse> ListSessions();
 
  private:
   absl::Status Explain(const char* rpc, const grpc::Status& status) const;

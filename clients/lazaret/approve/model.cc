@@ -494,7 +494,9 @@ std::vector<Line> Model::Body(size_t width) const {
                "e              edit the command; Enter checks it, y runs it",
                "Q              abort: deny and stop the sandbox (y confirms)",
                "o              output of the last approved request",
-               "q, Ctrl-C      quit (requests stay pending)",
+               style_ == Style::kInline
+                   ? "q, Ctrl-C      back to the sandbox (requests stay pending)"
+                   : "q, Ctrl-C      quit (requests stay pending)",
                "",
                "Editing: Left/Right Home/End Ctrl-A/E Alt-b/f Ctrl-Left/Right",
                "         Backspace Delete Ctrl-W Ctrl-U Ctrl-K, undo Ctrl-_ or Ctrl-Z",
@@ -549,6 +551,10 @@ std::vector<Line> Model::Prompt(size_t width) const {
 std::string Model::Footer() const {
   switch (mode_) {
     case Mode::kList:
+      if (style_ == Style::kInline) {
+        if (queue_.empty()) return "q back to the sandbox  ? help";
+        return "Enter details  a approve  d deny  e edit  Q abort  ? help  q back";
+      }
       if (queue_.empty()) return "q quit  ? help";
       return "Enter details  a approve  d deny  e edit  Q abort  o output  ? help  q quit";
     case Mode::kDetail:
@@ -613,7 +619,9 @@ std::vector<Line> Model::Layout(size_t width, size_t height,
   const size_t chrome = height >= 4 ? 3 : 0;  // header, notice, footer
   const size_t body_rows = height - chrome;
   if (chrome != 0) {
-    std::string header = absl::StrCat("lazaret approve  ", queue_.size(), " pending");
+    std::string header = absl::StrCat(
+        style_ == Style::kInline ? "lazaret run: the sandbox asks the host  " : "lazaret approve  ",
+        queue_.size(), " pending");
     screen.push_back(Truncate(Plain(header), width));
   }
   const bool editing = mode_ == Mode::kDenyReason || mode_ == Mode::kEdit;

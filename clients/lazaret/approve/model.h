@@ -61,7 +61,10 @@ struct CursorPos {
 
 class Model {
  public:
-  Model() = default;
+  // kInline: the prompt inside `lazaret run`, where q and Ctrl-C give the
+  // terminal back to the sandbox instead of quitting.
+  enum class Style { kStandalone, kInline };
+  explicit Model(Style style = Style::kStandalone) : style_(style) {}
 
   // A WatchPending event.
   void OnEvent(const ::lazaret::approver::v1::PendingEvent& event);
@@ -126,6 +129,7 @@ class Model {
   mutable size_t max_scroll_ = 0;
   std::string notice_;
   int64_t now_ = 0;
+  Style style_ = Style::kStandalone;
 };
 
 }  // namespace lazaret::cli::approve

@@ -1,27 +1,21 @@
 #include "clients/lazaret/approve/terminal_ui.h"
 
-#include <curses.h>
 #include <fcntl.h>
-#include <langinfo.h>
 #include <poll.h>
 #include <signal.h>
-#include <term.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <clocale>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "clients/lazaret/approve/inbox.h"
 #include "clients/lazaret/approve/model.h"
+#include "clients/lazaret/approve/screen.h"
 
 namespace lazaret::cli::approve {
 namespace {
@@ -29,7 +23,6 @@ namespace {
 namespace pb = ::lazaret::approver::v1;
 
 constexpr char kApproverName[] = "lazaret approve";
-constexpr short kMarkPair = 1;  // NOLINT(runtime/int): ncurses' type
 
 // Written by the signal handler: the write end of the self-pipe.
 volatile sig_atomic_t g_wake_fd = -1;
@@ -40,176 +33,6 @@ void OnSignal(int) {
     const char c = 's';
     [[maybe_unused]] ssize_t n = write(fd, &c, 1);
   }
-}
-
-// What the reader thread hands the UI thread.
-class Inbox {
- public:
-  explicit Inbox(int wake_fd) : wake_fd_(wake_fd) {}
-
-  void Push(const pb::PendingEvent& event) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      events_.push_back(event);
-    }
-    Wake();
-  }
-  void End(const absl::Status& status) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ended_ = status;
-    }
-    Wake();
-  }
-  // Everything so far; `*ended` set once the stream ended.
-  std::deque<pb::PendingEvent> Take(std::optional<absl::Status>* ended) {
-    std::lock_guard<std::mutex> l(mu_);
-    std::deque<pb::PendingEvent> out;
-    out.swap(events_);
-    if (ended_.has_value()) {
-      *ended = ended_;
-      ended_.reset();
-    }
-    return out;
-  }
-
- private:
-  void Wake() {
-    const char c = 'e';
-    [[maybe_unused]] ssize_t n = write(wake_fd_, &c, 1);
-  }
-
-  const int wake_fd_;
-  std::mutex mu_;
-  std::deque<pb::PendingEvent> events_ ABSL_GUARDED_BY(mu_);
-  std::optional<absl::Status> ended_ ABSL_GUARDED_BY(mu_);
-};
-
-int ExtendedKey(const char* capability) {
-  char* seq = tigetstr(const_cast<char*>(capability));
-  if (seq == nullptr || seq == reinterpret_cast<char*>(-1)) return 0;
-  const int code = key_defined(seq);
-  return code > 0 ? code : 0;
-}
-
-class Screen {
- public:
-  Screen(FILE* tty, bool color) {
-    screen_ = newterm(nullptr, tty, tty);
-    if (screen_ == nullptr) return;
-    set_term(screen_);
-    raw();
-    noecho();
-    nonl();
-    keypad(stdscr, TRUE);
-    nodelay(stdscr, TRUE);
-    set_escdelay(25);
-    if (color && has_colors() && start_color() == OK) {
-      use_default_colors();
-      init_pair(kMarkPair, COLOR_YELLOW, -1);
-      mark_ = A_REVERSE | COLOR_PAIR(kMarkPair);
-    }
-    ctrl_left_ = ExtendedKey("kLFT5");
-    ctrl_right_ = ExtendedKey("kRIT5");
-  }
-  ~Screen() {
-    if (screen_ == nullptr) return;
-    endwin();
-    delscreen(screen_);
-  }
-  bool ok() const { return screen_ != nullptr; }
-
-  void Draw(const Model& model) {
-    const size_t width = COLS > 0 ? static_cast<size_t>(COLS) : 0;
-    const size_t height = LINES > 0 ? static_cast<size_t>(LINES) : 0;
-    erase();
-    const std::vector<Line> rows = model.Render(width, height);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      move(static_cast<int>(i), 0);
-      for (const Run& run : rows[i]) {
-        if (run.marked) attron(mark_);
-        addnstr(run.text.data(), static_cast<int>(run.text.size()));
-        if (run.marked) attroff(mark_);
-      }
-    }
-    if (std::optional<CursorPos> c = model.Cursor(width, height)) {
-      curs_set(1);
-      move(static_cast<int>(c->row), static_cast<int>(c->col));
-    } else {
-      curs_set(0);
-      move(height > 0 ? static_cast<int>(height) - 1 : 0, 0);
-    }
-    refresh();
-  }
-
-  // The next key, if one is waiting.
-  std::optional<Key> Next() {
-    wint_t ch = 0;
-    const int r = get_wch(&ch);
-    if (r == ERR) return std::nullopt;
-    if (r == KEY_CODE_YES) return FromCode(static_cast<int>(ch));
-    if (ch == 27) {
-      wint_t next = 0;
-      if (get_wch(&next) == OK && next >= 0x20 && next < 0x7F) {
-        return Key::Alt(static_cast<char>(next));
-      }
-      return Key::Of(Key::kEscape);
-    }
-    if (ch == '\r' || ch == '\n') return Key::Of(Key::kEnter);
-    if (ch == 0x7F || ch == 0x08) return Key::Of(Key::kBackspace);
-    if (ch >= 1 && ch <= 26) return Key::Ctrl(static_cast<char>('a' + ch - 1));
-    if (ch == 0x1F) return Key::Ctrl('_');
-    if (ch < 0x20) return Key{Key::kCtrl, 0};  // ignored by everyone
-    return Key::Char(static_cast<char32_t>(ch));
-  }
-
- private:
-  std::optional<Key> FromCode(int code) {
-    switch (code) {
-      case KEY_UP:
-        return Key::Of(Key::kUp);
-      case KEY_DOWN:
-        return Key::Of(Key::kDown);
-      case KEY_LEFT:
-        return Key::Of(Key::kLeft);
-      case KEY_RIGHT:
-        return Key::Of(Key::kRight);
-      case KEY_HOME:
-        return Key::Of(Key::kHome);
-      case KEY_END:
-        return Key::Of(Key::kEnd);
-      case KEY_BACKSPACE:
-        return Key::Of(Key::kBackspace);
-      case KEY_DC:
-        return Key::Of(Key::kDelete);
-      case KEY_ENTER:
-        return Key::Of(Key::kEnter);
-      case KEY_PPAGE:
-        return Key::Of(Key::kPageUp);
-      case KEY_NPAGE:
-        return Key::Of(Key::kPageDown);
-      case KEY_RESIZE:
-        return std::nullopt;  // the next Draw reads the new size
-      default:
-        break;
-    }
-    if (code != 0 && code == ctrl_left_) return Key::Of(Key::kCtrlLeft);
-    if (code != 0 && code == ctrl_right_) return Key::Of(Key::kCtrlRight);
-    return std::nullopt;
-  }
-
-  SCREEN* screen_ = nullptr;
-  attr_t mark_ = A_REVERSE;
-  int ctrl_left_ = 0;
-  int ctrl_right_ = 0;
-};
-
-// UTF-8 output needs a UTF-8 locale; the user's if it is one.
-void UseUtf8Locale() {
-  std::setlocale(LC_CTYPE, "");
-  const char* codeset = nl_langinfo(CODESET);
-  if (codeset != nullptr && std::strcmp(codeset, "UTF-8") == 0) return;
-  std::setlocale(LC_CTYPE, "C.UTF-8");
 }
 
 class SignalGuard {
@@ -292,34 +115,7 @@ absl::Status RunTerminalUi(ApproverClient& client, const TerminalOptions& option
           if (ended.has_value()) model.OnWatchEnded(*ended);
         }
         if (fds[0].revents & (POLLHUP | POLLERR)) quit = true;
-        while (!quit) {
-          std::optional<Key> key = screen.Next();
-          if (!key.has_value()) {
-            // A key ncurses does not pass on (a resize) still ends here;
-            // stop once nothing is waiting.
-            pollfd more = {tty_fd, POLLIN, 0};
-            if (poll(&more, 1, 0) <= 0) break;
-            continue;
-          }
-          for (Action& a : model.OnKey(*key)) {
-            switch (a.kind) {
-              case Action::kQuit:
-                quit = true;
-                break;
-              case Action::kDecide:
-                *a.decide.mutable_approver() = approver;
-                model.OnDecided(a.decide, client.Decide(a.decide));
-                break;
-              case Action::kParseCommand:
-                model.OnParsed(client.ParseCommand(a.parse));
-                break;
-              case Action::kGetRequest:
-                model.OnRequestState(client.GetRequest(a.request_id));
-                break;
-            }
-          }
-          if (!quit) screen.Draw(model);
-        }
+        if (!quit) quit = screen.HandleKeys(model, client, approver);
       }
       client.Cancel();
       reader.join();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "clients/lazaret/approve/inline_approver.h"
 #include "clients/lazaret/session/plan.h"
 #include "clients/lazaret/session/pty_proxy.h"
 #include "clients/lazaret/session/registry_client.h"
@@ -25,6 +26,7 @@ struct LiveSession {
   std::string runtime_dir;
   std::string workspace_dir;    // the directory the developer named
   std::string explicit_config;  // --config, for the host-path re-check
+  std::string approver;         // --approver: "inline", "remote" or empty
   lazaret::config::v1::ResolvedProfile profile;
   SessionPlan plan;
 
@@ -40,6 +42,9 @@ struct LiveSession {
   SavedTerminalMode terminal;
   // With a TTY: the pty the sandbox's podman runs on (pty_proxy.h).
   std::unique_ptr<PtyProxy> pty;
+  // With a TTY and escalation on, unless remote approval was asked for: the
+  // inline prompt (clients/lazaret/approve/inline_approver.h).
+  std::unique_ptr<approve::InlineApprover> inline_approver;
   SandboxWrites writes;
 
   // Why it ended before its command did (at most one is the cause).

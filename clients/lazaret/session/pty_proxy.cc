@@ -28,6 +28,9 @@ constexpr size_t kMaxReadBurst = 256 << 10;
 // latest after kFinishMax (something still in the sandbox keeps writing).
 constexpr int kQuietMs = 100;
 constexpr auto kFinishMax = std::chrono::seconds(2);
+// Resume's redraw request: how long the window stays one row shorter, so
+// that podman and the sandbox see two sizes, not one coalesced resize.
+constexpr auto kRedrawGap = std::chrono::milliseconds(120);
 
 // The write end of the live proxy's SIGWINCH self-pipe, for the handler.
 std::atomic<int> g_winch_fd{-1};
@@ -171,21 +174,41 @@ absl::StatusOr<int> PtyProxy::Run(const std::vector<std::string>& argv) {
 void PtyProxy::Pause() {
   {
     absl::MutexLock lock(&mu_);
+    if (paused_) return;
     paused_ = true;
+    paused_on_alternate_ = modes_.alternate_screen() != 0;
+    WriteAll(options_.user_out, modes_.QuietSequence());
   }
   Poke();
 }
 
 void PtyProxy::Resume() {
+  bool redraw = false;
   {
     absl::MutexLock lock(&mu_);
     if (!paused_) return;
     paused_ = false;
+    WriteAll(options_.user_out, modes_.RestoreSequence());
+    modes_.Feed(held_);
     WriteAll(options_.user_out, held_);
     held_.clear();
     held_.shrink_to_fit();
+    // The prompt drew over the agent's alternate screen, which no terminal
+    // keeps a copy of: the agent must draw it again.
+    redraw = paused_on_alternate_ && modes_.alternate_screen() != 0;
   }
   Poke();
+  if (redraw) RequestRedraw();
+}
+
+void PtyProxy::RequestRedraw() {
+  winsize ws{};
+  if (ioctl(master_, TIOCGWINSZ, &ws) != 0 || ws.ws_row < 2) return;
+  winsize shorter = ws;
+  --shorter.ws_row;
+  (void)ioctl(master_, TIOCSWINSZ, &shorter);
+  std::this_thread::sleep_for(kRedrawGap);
+  CopyWindowSize();
 }
 
 void PtyProxy::RestoreTerminal() {
@@ -226,6 +249,7 @@ void PtyProxy::Emit(std::string&& bytes) {
   if (paused_) {
     held_.append(bytes);
   } else {
+    modes_.Feed(bytes);
     WriteAll(options_.user_out, bytes);
   }
 }

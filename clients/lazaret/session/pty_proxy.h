@@ -8,9 +8,10 @@
 // the inline approver while the child keeps running.
 //
 // Runs in the `lazaret` CLI, as the user. The bytes in both directions are
-// the developer's and the sandbox's terminal traffic: copied, never parsed
-// or interpreted here, so nothing in them is trusted or acted on; output
-// held while paused is bounded (the child then blocks on its writes).
+// the developer's and the sandbox's terminal traffic: copied, and the
+// output scanned only for the terminal modes a prompt disturbs
+// (terminal_modes.h), never answered or acted on; output held while paused
+// is bounded (the child then blocks on its writes).
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_PTY_PROXY_H_
 #define LAZARET_CLIENTS_LAZARET_SESSION_PTY_PROXY_H_
 
@@ -28,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "clients/lazaret/session/terminal_modes.h"
 
 namespace lazaret::cli::session {
 
@@ -64,9 +66,15 @@ class PtyProxy {
   // reports it.
   absl::StatusOr<int> Run(const std::vector<std::string>& argv);
 
-  // From any thread. After Pause returns the pump neither writes to
-  // user_out nor reads user_in (the caller may draw on the terminal and
-  // read keys) until Resume, which first writes the output held meanwhile.
+  // From any thread, for a prompt. After Pause returns the pump neither
+  // writes to user_out nor reads user_in (the caller may draw on the
+  // terminal and read keys) until Resume; Pause has switched off the mouse
+  // reports, focus events and paste brackets the agent had on. Resume
+  // expects the prompt to have left the main screen showing (an ncurses
+  // endwin does): it puts back the modes the agent had set, writes the
+  // output held meanwhile and, when the prompt covered the agent's
+  // alternate screen, has the agent redraw it (the window is one row
+  // shorter for a moment: a SIGWINCH for the sandbox's foreground job).
   void Pause();
   void Resume();
 
@@ -84,6 +92,7 @@ class PtyProxy {
   // Output to the developer (or held, while paused). Precondition: mu_.
   void Emit(std::string&& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CopyWindowSize();
+  void RequestRedraw();
   void Poke();
 
   const Options options_;
@@ -100,6 +109,9 @@ class PtyProxy {
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   std::string held_ ABSL_GUARDED_BY(mu_);  // output while paused
+  // The modes the output written so far has set in the terminal.
+  TerminalModes modes_ ABSL_GUARDED_BY(mu_);
+  bool paused_on_alternate_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace lazaret::cli::session

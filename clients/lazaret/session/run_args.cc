@@ -54,6 +54,17 @@ absl::StatusOr<RunArgs> ParseRunArgs(const std::vector<std::string>& args, const
     auto b = value(a, "--branch", &out.branch);
     if (!b.ok()) return b.status();
     if (*b) continue;
+    auto ap = value(a, "--approver", &out.approver);
+    if (!ap.ok()) return ap.status();
+    if (*ap) {
+      if (out.approver != "inline" && out.approver != "remote") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--approver '", out.approver,
+            "' is not an approver: inline (prompt in this terminal when no lazaret approve is "
+            "attached) or remote (never prompt here)"));
+      }
+      continue;
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown option '", a, "' (options go before the profile; a command goes after --)"));
   }

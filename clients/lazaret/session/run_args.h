@@ -19,18 +19,20 @@ inline constexpr int kRunFailed = 125;  // Lazaret or podman failed; the command
 // the session down and exits with 128+signal (130, 143, 129).
 
 struct RunArgs {
-  std::string explicit_config;       // --config FILE, made absolute
-  std::string branch;                // --branch NAME
-  bool worktree = false;             // --worktree
-  bool dry_run = false;              // --dry-run
+  std::string explicit_config;  // --config FILE, made absolute
+  std::string branch;           // --branch NAME
+  bool worktree = false;        // --worktree
+  bool dry_run = false;         // --dry-run
+  // --approver inline|remote; empty: the profile's escalation.approver.
+  std::string approver;
   bool help = false;                 // -h / --help
   std::string profile;               // empty: the default profile
   std::vector<std::string> command;  // empty: the image's shell
 };
 
 inline constexpr char kRunUsage[] =
-    "usage: lazaret run [--config FILE] [--branch NAME] [--worktree] [--dry-run] [PROFILE] "
-    "[--] [CMD...]\n"
+    "usage: lazaret run [--config FILE] [--branch NAME] [--worktree] [--dry-run]\n"
+    "                   [--approver inline|remote] [PROFILE] [--] [CMD...]\n"
     "  Options come first. The first other argument is the PROFILE (the default profile when\n"
     "  there is none); everything after it is the command. To run a command in the default\n"
     "  profile, put it after --:  lazaret run -- make test\n";

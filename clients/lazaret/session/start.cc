@@ -197,6 +197,35 @@ absl::Status AttachEscalation(LiveSession* s) {
   return absl::OkStatus();
 }
 
+// With escalation on and no --approver remote (or escalation.approver =
+// "remote"), the session's requests may be decided in this terminal.
+void StartInlineApprover(LiveSession* s) {
+  if (!s->plan.sandbox.escalation.has_value()) return;
+  const bool remote = s->approver.empty() ? s->profile.escalation().approver() ==
+                                                config::v1::EscalationPolicy::APPROVER_REMOTE
+                                          : s->approver == "remote";
+  if (remote) return;
+  approve::InlineOptions o;
+  o.broker_socket = escalation::BrokerSocket(s->runtime_dir);
+  o.session_id = s->plan.id;
+  o.tty_fd = STDIN_FILENO;
+  const char* no_color = std::getenv("NO_COLOR");
+  o.color = no_color == nullptr || *no_color == '\0';
+  PtyProxy* pty = s->pty.get();
+  o.pause = [pty] { pty->Pause(); };
+  o.resume = [pty] { pty->Resume(); };
+  absl::StatusOr<std::unique_ptr<approve::InlineApprover>> a =
+      approve::InlineApprover::Start(std::move(o));
+  if (!a.ok()) {
+    // Requests then wait for `lazaret approve` (or expire, denied).
+    const std::string line = absl::StrCat("lazaret run: no inline approver (", a.status().message(),
+                                          "); use lazaret approve\r\n");
+    (void)!write(STDERR_FILENO, line.data(), line.size());
+    return;
+  }
+  s->inline_approver = std::move(*a);
+}
+
 // A termination signal that is pending ends the start.
 absl::Status CheckNotStopped(LiveSession* s) {
   if (int sig = PendingTermination(); sig != 0) {
@@ -262,7 +291,9 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   // podman gets a pty of Lazaret's own as its terminal; the developer's
   // terminal is raw until EndSession, so every key is the sandbox's.
   LAZ_ASSIGN_OR_RETURN(s->pty, PtyProxy::Create(PtyProxy::Options()));
-  return s->pty->Start(s->plan.sandbox_argv);
+  LAZ_ASSIGN_OR_RETURN(const pid_t pid, s->pty->Start(s->plan.sandbox_argv));
+  StartInlineApprover(s);
+  return pid;
 }
 
 }  // namespace lazaret::cli::session

@@ -92,7 +92,9 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   // sidecar, the session directory; then the agent's commits.
   const bool ended_early = s->stop_signal != 0 || s->sidecar_lost || s->supervisor_lost;
   if (ended_early) StopSandbox(*s, sandbox_pid);
-  // The sandbox's last output reaches the screen before Lazaret's lines.
+  // A prompt still showing gives the terminal back first; then the
+  // sandbox's last output reaches the screen before Lazaret's lines.
+  s->inline_approver.reset();
   s->pty.reset();
   s->terminal.Restore();
   // Whether the command ran at all: podman's own failures (125), and a
