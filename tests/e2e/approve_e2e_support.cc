@@ -75,23 +75,42 @@ absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& win
   return id;
 }
 
-int TerminalApprovers(const std::string& session) {
+namespace {
+
+// The broker's ListSessions entry of `session`; false when it could not be
+// asked or does not know the session.
+bool SessionEntry(const std::string& session, ::lazaret::approver::v1::SessionEndpoint* out) {
   CommandResult r = RunAs(
       "/", {test::Binary("lazaret-test-approver"), "--socket=" + esc::BrokerSocket(), "sessions"});
-  if (r.exit_code != 0) return -1;
+  if (r.exit_code != 0) return false;
   ::lazaret::approver::v1::ListSessionsResponse resp;
-  if (!google::protobuf::util::JsonStringToMessage(r.out, &resp).ok()) return -1;
+  if (!google::protobuf::util::JsonStringToMessage(r.out, &resp).ok()) return false;
   for (const auto& s : resp.sessions()) {
-    if (s.session_id() == session) return static_cast<int>(s.approvers_terminal());
+    if (s.session_id() == session) {
+      *out = s;
+      return true;
+    }
   }
-  return -1;
+  return false;
+}
+
+}  // namespace
+
+int TerminalApprovers(const std::string& session) {
+  ::lazaret::approver::v1::SessionEndpoint s;
+  return SessionEntry(session, &s) ? static_cast<int>(s.approvers_terminal()) : -1;
+}
+
+int PendingRequests(const std::string& session) {
+  ::lazaret::approver::v1::SessionEndpoint s;
+  return SessionEntry(session, &s) ? static_cast<int>(s.pending()) : -1;
 }
 
 ::testing::AssertionResult StartApprover(TmuxSession& tmux, const std::string& window,
                                          const std::string& session, int expected) {
   const std::string line =
       absl::StrCat(ShellLine(AsMode({test::Binary("lazaret"), "approve", "--session", session},
-                                    {{"TERM", "screen"}, {"LANG", "C.UTF-8"}})),
+                                    {{"TERM", "tmux-256color"}, {"LANG", "C.UTF-8"}})),
                    "; printf 'EXITED-%s\\n' $?; exec sleep 600");
   if (!tmux.NewWindow(window, 80, 24, line)) {
     return ::testing::AssertionFailure() << "tmux new-session failed";

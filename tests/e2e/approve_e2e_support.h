@@ -34,8 +34,11 @@ absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& win
 // The terminal approvers the broker counts for `session` (ListSessions);
 // -1 when the broker could not be asked or does not know the session.
 int TerminalApprovers(const std::string& session);
+// The requests of `session` waiting for a decision; -1 as above.
+int PendingRequests(const std::string& session);
 
-// Opens `window` (80x24) running `lazaret approve --session SESSION`; a
+// Opens `window` (80x24) running `lazaret approve --session SESSION` with
+// TERM=tmux-256color (what a pane of tmux has); a
 // shell around it prints EXITED-<status> when it ends. Waits for the idle
 // screen and for the broker to count `expected` terminal approvers.
 ::testing::AssertionResult StartApprover(TmuxSession& tmux, const std::string& window,

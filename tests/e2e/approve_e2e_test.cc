@@ -82,6 +82,11 @@ class ApproveE2eTest : public EscE2eTest {
   void TearDown() override {
     if (shared == nullptr) return;
     for (const std::string& w : windows_) tmux().Tmux({"kill-session", "-t", "=" + w});
+    // A request a failed case left waiting would be the next case's.
+    if (HasFailure()) Agent({"C-c"});
+    EXPECT_TRUE(test::WaitFor([] { return ap::PendingRequests(shared->id) == 0; },
+                              std::chrono::seconds(kApprovalTimeout + 5)))
+        << "requests still pending";
     EXPECT_TRUE(test::WaitFor([] { return ap::TerminalApprovers(shared->id) == 0; },
                               std::chrono::seconds(10)))
         << "terminal approvers still counted";
@@ -129,6 +134,7 @@ TEST_F(ApproveE2eTest, ApproveShowsTheRequestRunsItAndTheAgentGetsTheHostsOutput
   Approver("appr", id(), 1);
   AgentRuns("/run/lazaret/escalate --justify 'need the host uid' -c id", "approve");
   ASSERT_TRUE(tmux().WaitForText("appr", "1 pending", kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("appr", "  esc  id "));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "binary     /usr/bin/id"));
   const std::string detail = Screen("appr");
@@ -160,7 +166,7 @@ TEST_F(ApproveE2eTest, ApproveShowsTheRequestRunsItAndTheAgentGetsTheHostsOutput
 TEST_F(ApproveE2eTest, DenyWithAReasonReachesTheAgentAndTheAudit) {
   Approver("appr", id(), 1);
   AgentRuns("/run/lazaret/escalate --justify 'mark it' -- touch deny-marker", "deny");
-  ASSERT_TRUE(tmux().WaitForText("appr", "1 pending", kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("appr", "  esc  touch deny-marker", kDecisionWait));
   ASSERT_TRUE(tmux().Keys("appr", {"d"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "Deny: reason"));
   ASSERT_TRUE(tmux().Literal("appr", "not on my host"));
@@ -182,7 +188,7 @@ TEST_F(ApproveE2eTest, DenyWithAReasonReachesTheAgentAndTheAudit) {
 TEST_F(ApproveE2eTest, EditRunsTheEditedArgv) {
   Approver("appr", id(), 1);
   AgentRuns("/run/lazaret/escalate --justify 'say one' -c 'echo one'", "edit");
-  ASSERT_TRUE(tmux().WaitForText("appr", "1 pending", kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("appr", "  esc  echo one", kDecisionWait));
   ASSERT_TRUE(tmux().Keys("appr", {"e"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "> echo one"));
   // A word back, the rest of the line killed, then the new word.
@@ -219,7 +225,7 @@ TEST_F(ApproveE2eTest, HostileTextIsEscapedMarkedAndLeavesTheApproversPaneAlone)
   const std::string title = tmux().Format("appr", "#{pane_title}");
   const std::string alternate = tmux().Format("appr", "#{alternate_on}");
   AgentRuns("sh hostile.sh", "hostile");
-  ASSERT_TRUE(tmux().WaitForText("appr", "1 pending", kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("appr", "  esc  echo \\x1b[2J", kDecisionWait));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(
       "appr", "command    echo \\x1b[2J\\x1b]2;pwned\\x07\\u{202E}txt\\u{200B}end"));
@@ -261,16 +267,17 @@ TEST_F(ApproveE2eTest, TwoApproversRacingRunTheCommandOnce) {
   Approver("appr-a", id(), 1);
   Approver("appr-b", id(), 2);
   AgentRuns("/run/lazaret/escalate --justify 'count me' -- sh -c 'echo ran >> race.count'", "race");
-  ASSERT_TRUE(tmux().WaitForText("appr-a", "1 pending", kDecisionWait));
-  ASSERT_TRUE(tmux().WaitForText("appr-b", "1 pending", kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("appr-a", "  esc  sh -c ", kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("appr-b", "  esc  sh -c ", kDecisionWait));
   ASSERT_TRUE(tmux().KeysToAll({"appr-a", "appr-b"}, {"a"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-race-0", kDecisionWait));
   ASSERT_TRUE(tmux().WaitForTextGone("appr-a", "1 pending"));
   ASSERT_TRUE(tmux().WaitForTextGone("appr-b", "1 pending"));
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a second run would show by now
   const std::string a = Screen("appr-a"), b = Screen("appr-b");
+  // The winner's notice: "approved ID: ran BINARY" (sh resolves to its target).
   const auto won = [](const std::string& s) {
-    return absl::StrContains(s, "ran /bin/sh") || absl::StrContains(s, "ran /usr/bin/sh");
+    return absl::StrContains(s, "approved ") && absl::StrContains(s, ": ran /");
   };
   const auto lost = [](const std::string& s) {
     return absl::StrContains(s, "decided elsewhere") || absl::StrContains(s, "is not pending");
