@@ -10,26 +10,10 @@
 #include "google/protobuf/util/json_util.h"
 #include "lazaret/approver/v1/approver.pb.h"
 #include "tests/e2e/escalation_e2e_support.h"
+#include "tests/e2e/net_e2e_support.h"
 #include "tests/e2e/run_e2e_support.h"
 
 namespace lazaret::test::e2e::approve {
-namespace {
-
-// The running sandboxes of this runtime directory and profile.
-std::vector<std::string> RunningSandboxes(const std::string& profile) {
-  CommandResult r =
-      Podman({"ps", "--format", "{{index .Labels \"io.lazaret.session\"}}", "--filter",
-              "label=io.lazaret.role=sandbox", "--filter", "label=io.lazaret.profile=" + profile,
-              "--filter", "label=io.lazaret.runtime-dir=" + Env().runtime_dir, "--filter",
-              "status=running"});
-  std::vector<std::string> ids;
-  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipWhitespace())) {
-    ids.emplace_back(absl::StripAsciiWhitespace(line));
-  }
-  return ids;
-}
-
-}  // namespace
 
 std::string ShellLine(const std::vector<std::string>& argv) {
   std::string out;
@@ -51,7 +35,7 @@ std::string ShellLine(const std::vector<std::string>& argv) {
 absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& window,
                                        const std::string& workspace, const std::string& config,
                                        const std::string& profile) {
-  const std::vector<std::string> before = RunningSandboxes(profile);
+  const std::vector<std::string> before = net::RunningSandboxes(profile);
   const std::string line =
       absl::StrCat("cd ", ShellLine({workspace}), " && exec ",
                    ShellLine(AsMode({test::Binary("lazaret"), "run", "--config", config, profile},
@@ -60,7 +44,7 @@ absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& win
   std::string id;
   const bool found = test::WaitFor(
       [&] {
-        for (const std::string& c : RunningSandboxes(profile)) {
+        for (const std::string& c : net::RunningSandboxes(profile)) {
           if (std::find(before.begin(), before.end(), c) == before.end()) id = c;
         }
         return !id.empty() || tmux.PaneDead(window);
