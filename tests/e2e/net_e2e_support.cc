@@ -102,6 +102,19 @@ size_t SuccessesStartedAfter(const FloodLog& log, int64_t t_ns) {
   return n;
 }
 
+std::vector<std::string> RunningSandboxes(const std::string& profile) {
+  CommandResult r =
+      Podman({"ps", "--format", "{{index .Labels \"io.lazaret.session\"}}", "--filter",
+              "label=io.lazaret.role=sandbox", "--filter", "label=io.lazaret.profile=" + profile,
+              "--filter", "label=io.lazaret.runtime-dir=" + Env().runtime_dir, "--filter",
+              "status=running"});
+  std::vector<std::string> ids;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipWhitespace())) {
+    ids.emplace_back(absl::StripAsciiWhitespace(line));
+  }
+  return ids;
+}
+
 absl::StatusOr<std::unique_ptr<NetSession>> NetSession::Start(const std::string& workspace,
                                                               const std::string& config,
                                                               const std::string& profile,
@@ -111,18 +124,7 @@ absl::StatusOr<std::unique_ptr<NetSession>> NetSession::Start(const std::string&
   s->log_ = log;
   // The running sandboxes of this profile: the new session is the one that
   // is not among them (several sessions of one profile may run at once).
-  const auto running = [&] {
-    CommandResult r =
-        Podman({"ps", "--format", "{{index .Labels \"io.lazaret.session\"}}", "--filter",
-                "label=io.lazaret.role=sandbox", "--filter", "label=io.lazaret.profile=" + profile,
-                "--filter", "label=io.lazaret.runtime-dir=" + Env().runtime_dir, "--filter",
-                "status=running"});
-    std::vector<std::string> ids;
-    for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipWhitespace())) {
-      ids.emplace_back(absl::StripAsciiWhitespace(line));
-    }
-    return ids;
-  };
+  const auto running = [&] { return RunningSandboxes(profile); };
   const std::vector<std::string> before = running();
   s->pid_ =
       SpawnLazaret(workspace, {"run", "--config", config, profile, "--", "sleep", "3600"}, {}, log);

@@ -57,6 +57,10 @@ struct ProbeCall {
   std::vector<std::string> args;
 };
 
+// The session ids of the running sandboxes of this runtime directory and
+// profile (several sessions of one profile may run at once).
+std::vector<std::string> RunningSandboxes(const std::string& profile);
+
 // A `lazaret run` session whose sandbox only waits (sleep), for probes and
 // shell commands run inside it with podman exec. Ended (SIGTERM to
 // `lazaret run`, then waited for) on destruction.

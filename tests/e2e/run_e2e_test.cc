@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tests/e2e/run_e2e_support.h"
+#include "tests/support/tmux_session.h"
 
 namespace lazaret::test::e2e {
 namespace {
@@ -509,45 +510,30 @@ TEST_F(RunE2eTest, DryRunPrintsThePodmanCommandsAndStartsNothing) {
 // tmux as the user's terminal: a terminfo entry the image lacks is bound
 // in and works, and a window resize reaches the sandbox.
 TEST_F(RunE2eTest, InteractiveTerminalWorksAndFollowsResizes) {
-  const std::string sock = "laz-e2e-" + std::to_string(getpid());
-  auto tmux = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"tmux", "-L", sock};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return test::Run(argv);
-  };
-  auto pane = [&] { return tmux({"capture-pane", "-p", "-J", "-t", "t"}).out; };
   for (const std::string term : {"xterm-kitty", "alacritty"}) {
     SCOPED_TRACE(term);
+    test::TempDir dir("laz-e2e-tmux");
+    test::TmuxSession tmux(dir.path());
     std::string line = "cd '" + ws_->path() + "' && exec";
     for (const auto& a : AsMode({test::Binary("lazaret"), "run"}, {{"TERM", term}})) {
       line += " '" + a + "'";
     }
-    ASSERT_EQ(tmux({"new-session", "-d", "-s", "t", "-x", "80", "-y", "24", line}).exit_code, 0);
-    ASSERT_TRUE(test::WaitFor([&] { return pane().find("/workspace#") != std::string::npos; },
-                              std::chrono::seconds(60)))
-        << pane();
-    tmux({"send-keys", "-t", "t",
-          "infocmp >/dev/null && echo INFOCMP-OK-$TERM; tput colors; "
-          "TERMINFO=/nonexistent infocmp >/dev/null 2>&1 || echo NOT-IN-IMAGE; stty size",
-          "Enter"});
-    ASSERT_TRUE(test::WaitFor([&] { return pane().find("24 80") != std::string::npos; },
-                              std::chrono::seconds(30)))
-        << pane();
-    EXPECT_THAT(pane(), HasSubstr("INFOCMP-OK-" + term));
-    EXPECT_THAT(pane(), HasSubstr("NOT-IN-IMAGE"));  // the image alone lacks the entry
-    tmux({"resize-window", "-t", "t", "-x", "100", "-y", "30"});
+    ASSERT_TRUE(tmux.NewWindow("t", 80, 24, line));
+    ASSERT_TRUE(tmux.WaitForText("t", "/workspace#", std::chrono::seconds(60)));
+    tmux.Keys("t", {"infocmp >/dev/null && echo INFOCMP-OK-$TERM; tput colors; "
+                    "TERMINFO=/nonexistent infocmp >/dev/null 2>&1 || echo NOT-IN-IMAGE; stty size",
+                    "Enter"});
+    ASSERT_TRUE(tmux.WaitForText("t", "24 80", std::chrono::seconds(30)));
+    EXPECT_THAT(tmux.Capture("t"), HasSubstr("INFOCMP-OK-" + term));
+    EXPECT_THAT(tmux.Capture("t"), HasSubstr("NOT-IN-IMAGE"));  // the image alone lacks the entry
+    tmux.Resize("t", 100, 30);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    tmux({"send-keys", "-t", "t", "stty size", "Enter"});
-    EXPECT_TRUE(test::WaitFor([&] { return pane().find("30 100") != std::string::npos; },
-                              std::chrono::seconds(30)))
-        << pane();
-    tmux({"send-keys", "-t", "t", "exit", "Enter"});
-    test::WaitFor(
-        [&] {
-          return tmux({"has-session", "-t", "t"}).exit_code != 0;
-        },
-        std::chrono::seconds(30));
-    tmux({"kill-server"});
+    tmux.Keys("t", {"stty size", "Enter"});
+    EXPECT_TRUE(tmux.WaitForText("t", "30 100", std::chrono::seconds(30)));
+    tmux.Keys("t", {"exit", "Enter"});
+    EXPECT_TRUE(tmux.WaitForExit("t", std::chrono::seconds(30)));
+    EXPECT_EQ(tmux.PaneExitStatus("t"), 0);
+    tmux.Tmux({"kill-server"});
     EXPECT_TRUE(
         test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(30)));
   }

@@ -18,6 +18,7 @@
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
 #include "tests/support/test_support.h"
+#include "tests/support/tmux_session.h"
 
 namespace lazaret::cli::approve {
 namespace {
@@ -42,20 +43,10 @@ pb::PendingRequest Request(const std::string& id, const std::string& command) {
   return r;
 }
 
-// Whether `text` is drawn inside a reverse-video span of capture-pane -e's
-// output.
-bool Marked(const std::string& esc, const std::string& text) {
-  const size_t pos = esc.find(text);
-  if (pos == std::string::npos) return false;
-  const size_t on = esc.rfind("\x1b[7m", pos);
-  const size_t off = esc.rfind("\x1b[0m", pos);
-  return on != std::string::npos && (off == std::string::npos || off < on);
-}
-
 class ApproveTmuxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (test::Run({"tmux", "-V"}).exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+    if (!test::TmuxSession::Available()) GTEST_SKIP() << "tmux is not installed";
     auto listener = UnixListener::Bind(SocketPath(dir_.path(), "brokerd"));
     ASSERT_TRUE(listener.ok()) << listener.status();
     auto server = GrpcUnixServer::Start(std::move(*listener), {&fake_}, {.allowed_uid = geteuid()});
@@ -63,25 +54,19 @@ class ApproveTmuxTest : public ::testing::Test {
     server_ = std::move(*server);
   }
   void TearDown() override {
-    Tmux({"kill-server"});
     if (server_ != nullptr) server_->Shutdown();
   }
 
-  test::CommandResult Tmux(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"tmux", "-S", sock_, "-f", "/dev/null"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return test::Run(argv);
+  // The shell line that runs `lazaret approve` in a pane; a shell around it
+  // says how it ended and keeps the pane open.
+  std::string Line(const std::string& env = "", const std::string& args = "") {
+    return absl::StrCat("env LANG=C.UTF-8 LAZARET_RUNTIME_DIR='", dir_.path(), "' ", env, " '",
+                        test::Binary("lazaret"), "' approve ", args,
+                        "; printf 'EXITED-%s\\n' $?; exec sleep 600");
   }
-
-  // Starts `lazaret approve` in a pane; a shell around it says how it ended
-  // and keeps the pane open.
   void Start(const std::string& env = "", const std::string& args = "") {
-    const std::string line = absl::StrCat("env LANG=C.UTF-8 LAZARET_RUNTIME_DIR='", dir_.path(),
-                                          "' ", env, " '", test::Binary("lazaret"), "' approve ",
-                                          args, "; printf 'EXITED-%s\\n' $?; exec sleep 600");
-    ASSERT_EQ(Tmux({"new-session", "-d", "-s", target_, "-x", "80", "-y", "24", line}).exit_code,
-              0);
-    ASSERT_TRUE(WaitPane("lazaret approve  ")) << Pane();
+    ASSERT_TRUE(tmux_.NewWindow(target_, 80, 24, Line(env, args)));
+    ASSERT_TRUE(WaitPane("lazaret approve  "));
     ASSERT_TRUE(test::WaitFor(
         [&] {
           std::lock_guard<std::mutex> l(fake_.mu);
@@ -90,23 +75,13 @@ class ApproveTmuxTest : public ::testing::Test {
         std::chrono::seconds(10)));
   }
 
-  std::string Pane(bool escapes = false) {
-    std::vector<std::string> args = {"capture-pane", "-p", "-t", target_};
-    if (escapes) args.push_back("-e");
-    return Tmux(args).out;
+  std::string Pane(bool escapes = false) { return tmux_.Capture(target_, escapes); }
+  ::testing::AssertionResult WaitPane(const std::string& text, bool escapes = false) {
+    return tmux_.WaitForText(target_, text, std::chrono::seconds(10), escapes);
   }
-  bool WaitPane(const std::string& text, bool escapes = false) {
-    return test::WaitFor([&] { return absl::StrContains(Pane(escapes), text); },
-                         std::chrono::seconds(10));
-  }
-  void Keys(const std::vector<std::string>& keys) {
-    std::vector<std::string> args = {"send-keys", "-t", target_};
-    args.insert(args.end(), keys.begin(), keys.end());
-    ASSERT_EQ(Tmux(args).exit_code, 0);
-  }
-  void Literal(const std::string& text) {
-    ASSERT_EQ(Tmux({"send-keys", "-t", target_, "-l", text}).exit_code, 0);
-  }
+  void Keys(const std::vector<std::string>& keys) { ASSERT_TRUE(tmux_.Keys(target_, keys)); }
+  void Literal(const std::string& text) { ASSERT_TRUE(tmux_.Literal(target_, text)); }
+  std::string Format(const std::string& format) { return tmux_.Format(target_, format); }
 
   std::vector<pb::DecideRequest> Decides() {
     std::lock_guard<std::mutex> l(fake_.mu);
@@ -119,7 +94,7 @@ class ApproveTmuxTest : public ::testing::Test {
   test::TempDir dir_{"laz-appr"};
   // A tmux server per test, its socket in the test's directory (kill-server
   // of the one before is not waited for).
-  std::string sock_ = dir_.path() + "/tmux";
+  test::TmuxSession tmux_{dir_.path()};
   std::string target_ = "t";
   FakeApproverService fake_;
   std::unique_ptr<GrpcUnixServer> server_;
@@ -128,7 +103,7 @@ class ApproveTmuxTest : public ::testing::Test {
 TEST_F(ApproveTmuxTest, ApproveDecidesAndTheBrokerSeesATerminalApprover) {
   Start();
   fake_.Add(Request("r-1", "git push origin main"));
-  ASSERT_TRUE(WaitPane("> r-1  dev  git push origin main")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1  dev  git push origin main"));
   Keys({"a"});
   ASSERT_TRUE(WaitDecides(1));
   EXPECT_TRUE(Decides()[0].has_approve());
@@ -137,8 +112,8 @@ TEST_F(ApproveTmuxTest, ApproveDecidesAndTheBrokerSeesATerminalApprover) {
   EXPECT_EQ(Decides()[0].approver().name(), "lazaret approve");
   EXPECT_GT(Decides()[0].approver().pid(), 0);
   EXPECT_TRUE(absl::StartsWith(Decides()[0].approver().tty(), "/dev/pts/"));
-  EXPECT_TRUE(WaitPane("approved r-1")) << Pane();
-  EXPECT_TRUE(WaitPane("0 pending")) << Pane();
+  EXPECT_TRUE(WaitPane("approved r-1"));
+  EXPECT_TRUE(WaitPane("0 pending"));
   {
     std::lock_guard<std::mutex> l(fake_.mu);
     ASSERT_FALSE(fake_.watches.empty());
@@ -146,35 +121,35 @@ TEST_F(ApproveTmuxTest, ApproveDecidesAndTheBrokerSeesATerminalApprover) {
   }
   // The output of the last approved request.
   Keys({"o"});
-  EXPECT_TRUE(WaitPane("output of r-1")) << Pane();
+  EXPECT_TRUE(WaitPane("output of r-1"));
   Keys({"Escape"});
-  ASSERT_TRUE(WaitPane("No pending requests")) << Pane();
+  ASSERT_TRUE(WaitPane("No pending requests"));
   Keys({"q"});
-  EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
+  EXPECT_TRUE(WaitPane("EXITED-0"));
 }
 
 TEST_F(ApproveTmuxTest, DenyWithAReason) {
   Start();
   fake_.Add(Request("r-1", "rm -rf /tmp/x"));
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1"));
   Keys({"d"});
-  ASSERT_TRUE(WaitPane("Deny: reason")) << Pane();
+  ASSERT_TRUE(WaitPane("Deny: reason"));
   Literal("not today");
-  ASSERT_TRUE(WaitPane("> not today")) << Pane();
+  ASSERT_TRUE(WaitPane("> not today"));
   // The cursor stands after the reason.
-  EXPECT_EQ(Tmux({"display", "-p", "-t", target_, "#{cursor_x}"}).out, "11\n");
+  EXPECT_EQ(Format("#{cursor_x}"), "11");
   Keys({"Enter"});
   ASSERT_TRUE(WaitDecides(1));
   EXPECT_EQ(Decides()[0].deny().reason(), "not today");
-  EXPECT_TRUE(WaitPane("denied r-1")) << Pane();
+  EXPECT_TRUE(WaitPane("denied r-1"));
 }
 
 TEST_F(ApproveTmuxTest, EditChangesTheArgvAfterAConfirmation) {
   Start();
   fake_.Add(Request("r-1", "git push origin main"));
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1"));
   Keys({"e"});
-  ASSERT_TRUE(WaitPane("> git push origin main")) << Pane();
+  ASSERT_TRUE(WaitPane("> git push origin main"));
   Keys({"C-w"});
   Literal("dev");
   // Word jumps and undo, as tmux sends them.
@@ -182,12 +157,12 @@ TEST_F(ApproveTmuxTest, EditChangesTheArgvAfterAConfirmation) {
   Literal("x");
   Keys({"M-b", "M-b"});
   Literal("y");
-  ASSERT_TRUE(WaitPane("> git push yorigin xdev")) << Pane();
+  ASSERT_TRUE(WaitPane("> git push yorigin xdev"));
   Keys({"C-_"});
   Keys({"C-z"});
-  ASSERT_TRUE(WaitPane("> git push origin dev")) << Pane();
+  ASSERT_TRUE(WaitPane("> git push origin dev"));
   Keys({"Enter"});
-  ASSERT_TRUE(WaitPane("Run the edited command? (y/n)")) << Pane();
+  ASSERT_TRUE(WaitPane("Run the edited command? (y/n)"));
   EXPECT_THAT(Pane(), HasSubstr("new argv   [0] git"));
   EXPECT_THAT(Pane(), HasSubstr("[3] dev"));
   EXPECT_TRUE(Decides().empty());
@@ -204,14 +179,14 @@ TEST_F(ApproveTmuxTest, EditChangesTheArgvAfterAConfirmation) {
 TEST_F(ApproveTmuxTest, AbortAsksForAConfirmation) {
   Start();
   fake_.Add(Request("r-1", "curl evil"));
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1"));
   Keys({"Q"});
-  ASSERT_TRUE(WaitPane("stop its sandbox? (y/n)")) << Pane();
+  ASSERT_TRUE(WaitPane("stop its sandbox? (y/n)"));
   Keys({"n"});
-  ASSERT_TRUE(WaitPane("Enter details")) << Pane();
+  ASSERT_TRUE(WaitPane("Enter details"));
   EXPECT_TRUE(Decides().empty());
   Keys({"Q"});
-  ASSERT_TRUE(WaitPane("stop its sandbox? (y/n)")) << Pane();
+  ASSERT_TRUE(WaitPane("stop its sandbox? (y/n)"));
   Keys({"y"});
   ASSERT_TRUE(WaitDecides(1));
   EXPECT_TRUE(Decides()[0].has_abort());
@@ -220,10 +195,10 @@ TEST_F(ApproveTmuxTest, AbortAsksForAConfirmation) {
 TEST_F(ApproveTmuxTest, DecidedElsewhereLeavesWithANotice) {
   Start();
   fake_.Add(Request("r-1", "make"));
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1"));
   fake_.Resolve("r-1", "approved by ci-script");
-  EXPECT_TRUE(WaitPane("r-1 decided elsewhere: approved by ci-script")) << Pane();
-  EXPECT_TRUE(WaitPane("0 pending")) << Pane();
+  EXPECT_TRUE(WaitPane("r-1 decided elsewhere: approved by ci-script"));
+  EXPECT_TRUE(WaitPane("0 pending"));
 }
 
 TEST_F(ApproveTmuxTest, HostileTextIsShownEscapedAndMarkedAndLeavesThePaneAlone) {
@@ -235,38 +210,38 @@ TEST_F(ApproveTmuxTest, HostileTextIsShownEscapedAndMarkedAndLeavesThePaneAlone)
   r.set_justification("\x1b[31mred\x1b[0m");
   r.set_had_invisible(true);
   fake_.Add(r);
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1"));
   Keys({"Enter"});
   ASSERT_TRUE(WaitPane("command    echo \\x1b[2J\\x1b]2;pwned\\x07\\u{202E}txt\\u{200B}end"))
       << Pane();
   EXPECT_THAT(Pane(), HasSubstr("why        \\x1b[31mred\\x1b[0m"));
   // Marked: reverse video around each escape.
   const std::string esc = Pane(true);
-  EXPECT_TRUE(Marked(esc, "\\u{202E}")) << esc;
-  EXPECT_TRUE(Marked(esc, "\\u{200B}")) << esc;
-  EXPECT_TRUE(Marked(esc, "\\x1b")) << esc;
-  EXPECT_TRUE(Marked(esc, "\\x07")) << esc;
-  EXPECT_FALSE(Marked(esc, "txt")) << esc;
-  EXPECT_FALSE(Marked(esc, "[2J")) << esc;
-  EXPECT_NE(Tmux({"display", "-p", "-t", target_, "#{pane_title}"}).out, "pwned\n");
-  const int x = std::stoi(Tmux({"display", "-p", "-t", target_, "#{cursor_x}"}).out);
+  EXPECT_TRUE(test::MarkedInCapture(esc, "\\u{202E}")) << esc;
+  EXPECT_TRUE(test::MarkedInCapture(esc, "\\u{200B}")) << esc;
+  EXPECT_TRUE(test::MarkedInCapture(esc, "\\x1b")) << esc;
+  EXPECT_TRUE(test::MarkedInCapture(esc, "\\x07")) << esc;
+  EXPECT_FALSE(test::MarkedInCapture(esc, "txt")) << esc;
+  EXPECT_FALSE(test::MarkedInCapture(esc, "[2J")) << esc;
+  EXPECT_NE(Format("#{pane_title}"), "pwned");
+  const int x = std::stoi(Format("#{cursor_x}"));
   EXPECT_GE(x, 0);
   EXPECT_LT(x, 80);
   Keys({"q"});  // back to the list
   Keys({"q"});  // quit
-  ASSERT_TRUE(WaitPane("EXITED-0")) << Pane();
+  ASSERT_TRUE(WaitPane("EXITED-0"));
   // The terminal is restored: no attribute left on the shell's output.
   const std::string after = Pane(true);
   EXPECT_THAT(after, Not(HasSubstr("\x1b[7m"))) << after;
   EXPECT_THAT(after, Not(HasSubstr("\x1b[3"))) << after;
-  EXPECT_EQ(Tmux({"display", "-p", "-t", target_, "#{alternate_on}"}).out, "0\n");
+  EXPECT_EQ(Format("#{alternate_on}"), "0");
 }
 
 TEST_F(ApproveTmuxTest, FollowsResizes) {
   Start();
   fake_.Add(Request("r-1", "make install"));
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
-  Tmux({"resize-window", "-t", target_, "-x", "100", "-y", "30"});
+  ASSERT_TRUE(WaitPane("> r-1"));
+  ASSERT_TRUE(tmux_.Resize(target_, 100, 30));
   ASSERT_TRUE(test::WaitFor(
       [&] {
         const std::string p = Pane();
@@ -276,7 +251,7 @@ TEST_F(ApproveTmuxTest, FollowsResizes) {
       },
       std::chrono::seconds(10)))
       << Pane();
-  Tmux({"resize-window", "-t", target_, "-x", "80", "-y", "24"});
+  ASSERT_TRUE(tmux_.Resize(target_, 80, 24));
   ASSERT_TRUE(test::WaitFor(
       [&] {
         std::vector<std::string> rows = absl::StrSplit(Pane(), '\n');
@@ -291,25 +266,25 @@ TEST_F(ApproveTmuxTest, ColourOnlyWithoutNoColor) {
   r.set_command("echo \xE2\x80\xAE");
   fake_.Add(r);
   Start();
-  ASSERT_TRUE(WaitPane("\\u{202E}")) << Pane();
+  ASSERT_TRUE(WaitPane("\\u{202E}"));
   EXPECT_THAT(Pane(true), HasSubstr("\x1b[33m")) << Pane(true);
   Keys({"C-c"});
-  ASSERT_TRUE(WaitPane("EXITED-0")) << Pane();
+  ASSERT_TRUE(WaitPane("EXITED-0"));
   target_ = "t2";
 
   Start("NO_COLOR=1");
-  ASSERT_TRUE(WaitPane("\\u{202E}")) << Pane();
+  ASSERT_TRUE(WaitPane("\\u{202E}"));
   const std::string esc = Pane(true);
-  EXPECT_TRUE(Marked(esc, "\\u{202E}")) << esc;
+  EXPECT_TRUE(test::MarkedInCapture(esc, "\\u{202E}")) << esc;
   EXPECT_THAT(esc, Not(HasSubstr("\x1b[33m"))) << esc;
   Keys({"C-c"});
-  EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
+  EXPECT_TRUE(WaitPane("EXITED-0"));
 }
 
 TEST_F(ApproveTmuxTest, SigtermRestoresTheTerminal) {
   Start();
   fake_.Add(Request("r-1", "make"));
-  ASSERT_TRUE(WaitPane("> r-1")) << Pane();
+  ASSERT_TRUE(WaitPane("> r-1"));
   pid_t pid = 0;
   {
     std::lock_guard<std::mutex> l(fake_.mu);
@@ -317,20 +292,17 @@ TEST_F(ApproveTmuxTest, SigtermRestoresTheTerminal) {
   }
   ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGTERM), 0);
-  ASSERT_TRUE(WaitPane("EXITED-0")) << Pane();
-  EXPECT_EQ(Tmux({"display", "-p", "-t", target_, "#{alternate_on}"}).out, "0\n");
+  ASSERT_TRUE(WaitPane("EXITED-0"));
+  EXPECT_EQ(Format("#{alternate_on}"), "0");
   EXPECT_TRUE(Decides().empty());
 }
 
 TEST_F(ApproveTmuxTest, SaysSoWhenTheBrokerIsNotRunning) {
   server_->Shutdown();
-  const std::string line =
-      absl::StrCat("env LANG=C.UTF-8 LAZARET_RUNTIME_DIR='", dir_.path(), "' '",
-                   test::Binary("lazaret"), "' approve; printf 'EXITED-%s\\n' $?; exec sleep 600");
-  ASSERT_EQ(Tmux({"new-session", "-d", "-s", target_, "-x", "80", "-y", "24", line}).exit_code, 0);
-  EXPECT_TRUE(WaitPane("lazaret-brokerd does not answer")) << Pane();
+  ASSERT_TRUE(tmux_.NewWindow(target_, 80, 24, Line()));
+  EXPECT_TRUE(WaitPane("lazaret-brokerd does not answer"));
   Keys({"q"});
-  EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
+  EXPECT_TRUE(WaitPane("EXITED-0"));
 }
 
 TEST_F(ApproveTmuxTest, WatchesOnlyTheGivenSession) {
@@ -342,9 +314,9 @@ TEST_F(ApproveTmuxTest, WatchesOnlyTheGivenSession) {
 
 TEST_F(ApproveTmuxTest, QuitsOnQAtTheEmptyList) {
   Start();
-  ASSERT_TRUE(WaitPane("No pending requests")) << Pane();
+  ASSERT_TRUE(WaitPane("No pending requests"));
   Keys({"q"});
-  EXPECT_TRUE(WaitPane("EXITED-0")) << Pane();
+  EXPECT_TRUE(WaitPane("EXITED-0"));
 }
 
 }  // namespace

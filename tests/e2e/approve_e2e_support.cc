@@ -1,0 +1,126 @@
+#include "tests/e2e/approve_e2e_support.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/util/json_util.h"
+#include "lazaret/approver/v1/approver.pb.h"
+#include "tests/e2e/escalation_e2e_support.h"
+#include "tests/e2e/net_e2e_support.h"
+#include "tests/e2e/run_e2e_support.h"
+
+namespace lazaret::test::e2e::approve {
+
+std::string ShellLine(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += '\'';
+    for (char c : a) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& window,
+                                       const std::string& workspace, const std::string& config,
+                                       const std::string& profile) {
+  const std::vector<std::string> before = net::RunningSandboxes(profile);
+  const std::string line =
+      absl::StrCat("cd ", ShellLine({workspace}), " && exec ",
+                   ShellLine(AsMode({test::Binary("lazaret"), "run", "--config", config, profile},
+                                    {{"TERM", "xterm-256color"}, {"LANG", "C.UTF-8"}})));
+  if (!tmux.NewWindow(window, 100, 30, line)) return absl::InternalError("tmux new-session failed");
+  std::string id;
+  const bool found = test::WaitFor(
+      [&] {
+        for (const std::string& c : net::RunningSandboxes(profile)) {
+          if (std::find(before.begin(), before.end(), c) == before.end()) id = c;
+        }
+        return !id.empty() || tmux.PaneDead(window);
+      },
+      std::chrono::seconds(120));
+  if (!found || id.empty()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no new sandbox of profile ", profile, ":\n", tmux.Capture(window)));
+  }
+  ::testing::AssertionResult prompt = tmux.WaitForText(window, kPrompt, std::chrono::seconds(60));
+  if (!prompt) return absl::DeadlineExceededError(prompt.message());
+  return id;
+}
+
+namespace {
+
+// The broker's ListSessions entry of `session`; false when it could not be
+// asked or does not know the session.
+bool SessionEntry(const std::string& session, ::lazaret::approver::v1::SessionEndpoint* out) {
+  CommandResult r = RunAs(
+      "/", {test::Binary("lazaret-test-approver"), "--socket=" + esc::BrokerSocket(), "sessions"});
+  if (r.exit_code != 0) return false;
+  ::lazaret::approver::v1::ListSessionsResponse resp;
+  if (!google::protobuf::util::JsonStringToMessage(r.out, &resp).ok()) return false;
+  for (const auto& s : resp.sessions()) {
+    if (s.session_id() == session) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int TerminalApprovers(const std::string& session) {
+  ::lazaret::approver::v1::SessionEndpoint s;
+  return SessionEntry(session, &s) ? static_cast<int>(s.approvers_terminal()) : -1;
+}
+
+int PendingRequests(const std::string& session) {
+  ::lazaret::approver::v1::SessionEndpoint s;
+  return SessionEntry(session, &s) ? static_cast<int>(s.pending()) : -1;
+}
+
+::testing::AssertionResult StartApprover(TmuxSession& tmux, const std::string& window,
+                                         const std::string& session, int expected) {
+  const std::string line =
+      absl::StrCat(ShellLine(AsMode({test::Binary("lazaret"), "approve", "--session", session},
+                                    {{"TERM", "tmux-256color"}, {"LANG", "C.UTF-8"}})),
+                   "; printf 'EXITED-%s\\n' $?; exec sleep 600");
+  if (!tmux.NewWindow(window, 80, 24, line)) {
+    return ::testing::AssertionFailure() << "tmux new-session failed";
+  }
+  ::testing::AssertionResult idle = tmux.WaitForText(window, "No pending requests");
+  if (!idle) return idle;
+  int seen = -1;
+  if (!test::WaitFor(
+          [&] {
+            seen = TerminalApprovers(session);
+            return seen == expected;
+          },
+          std::chrono::seconds(10))) {
+    return ::testing::AssertionFailure()
+           << "the broker counts " << seen << " terminal approvers of " << session << ", not "
+           << expected << ":\n"
+           << tmux.Capture(window);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+bool HasRow(const std::string& screen, const std::string& row) {
+  for (absl::string_view r : absl::StrSplit(screen, '\n')) {
+    if (absl::StripTrailingAsciiWhitespace(r) == row) return true;
+  }
+  return false;
+}
+
+}  // namespace lazaret::test::e2e::approve
