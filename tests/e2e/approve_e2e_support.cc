@@ -34,12 +34,15 @@ std::string ShellLine(const std::vector<std::string>& argv) {
 
 absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& window,
                                        const std::string& workspace, const std::string& config,
-                                       const std::string& profile) {
+                                       const std::string& profile,
+                                       const std::vector<std::string>& options) {
   const std::vector<std::string> before = net::RunningSandboxes(profile);
+  std::vector<std::string> argv = {test::Binary("lazaret"), "run", "--config", config};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(profile);
   const std::string line =
       absl::StrCat("cd ", ShellLine({workspace}), " && exec ",
-                   ShellLine(AsMode({test::Binary("lazaret"), "run", "--config", config, profile},
-                                    {{"TERM", "xterm-256color"}, {"LANG", "C.UTF-8"}})));
+                   ShellLine(AsMode(argv, {{"TERM", "xterm-256color"}, {"LANG", "C.UTF-8"}})));
   if (!tmux.NewWindow(window, 100, 30, line)) return absl::InternalError("tmux new-session failed");
   std::string id;
   const bool found = test::WaitFor(
@@ -91,7 +94,8 @@ int PendingRequests(const std::string& session) {
 }
 
 ::testing::AssertionResult StartApprover(TmuxSession& tmux, const std::string& window,
-                                         const std::string& session, int expected) {
+                                         const std::string& session, int expected,
+                                         const std::string& first_screen) {
   const std::string line =
       absl::StrCat(ShellLine(AsMode({test::Binary("lazaret"), "approve", "--session", session},
                                     {{"TERM", "tmux-256color"}, {"LANG", "C.UTF-8"}})),
@@ -99,7 +103,7 @@ int PendingRequests(const std::string& session) {
   if (!tmux.NewWindow(window, 80, 24, line)) {
     return ::testing::AssertionFailure() << "tmux new-session failed";
   }
-  ::testing::AssertionResult idle = tmux.WaitForText(window, "No pending requests");
+  ::testing::AssertionResult idle = tmux.WaitForText(window, first_screen);
   if (!idle) return idle;
   int seen = -1;
   if (!test::WaitFor(

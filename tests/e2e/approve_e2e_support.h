@@ -24,12 +24,13 @@ inline constexpr char kPrompt[] = "/workspace#";
 // argv as one shell line, each word single-quoted.
 std::string ShellLine(const std::vector<std::string>& argv);
 
-// Opens `window` (100x30) running `lazaret run --config CONFIG PROFILE` in
-// `workspace` (the sandbox's shell), waits for the new sandbox and its
-// prompt, and returns the session id.
+// Opens `window` (100x30) running `lazaret run --config CONFIG [OPTIONS]
+// PROFILE` in `workspace` (the sandbox's shell), waits for the new sandbox
+// and its prompt, and returns the session id.
 absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& window,
                                        const std::string& workspace, const std::string& config,
-                                       const std::string& profile);
+                                       const std::string& profile,
+                                       const std::vector<std::string>& options = {});
 
 // The terminal approvers the broker counts for `session` (ListSessions);
 // -1 when the broker could not be asked or does not know the session.
@@ -39,10 +40,12 @@ int PendingRequests(const std::string& session);
 
 // Opens `window` (80x24) running `lazaret approve --session SESSION` with
 // TERM=tmux-256color (what a pane of tmux has); a
-// shell around it prints EXITED-<status> when it ends. Waits for the idle
-// screen and for the broker to count `expected` terminal approvers.
+// shell around it prints EXITED-<status> when it ends. Waits for
+// `first_screen` on its screen and for the broker to count `expected`
+// terminal approvers.
 ::testing::AssertionResult StartApprover(TmuxSession& tmux, const std::string& window,
-                                         const std::string& session, int expected);
+                                         const std::string& session, int expected,
+                                         const std::string& first_screen = "No pending requests");
 
 // True when a row of the screen is exactly `row` (trailing blanks aside).
 bool HasRow(const std::string& screen, const std::string& row);

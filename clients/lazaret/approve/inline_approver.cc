@@ -135,6 +135,7 @@ void InlineApprover::Prompt(Model& model) {
     return;
   }
   options_.pause();
+  model.ClearNotice();  // the last prompt's news is old now
   {
     Screen screen(tty, options_.color);
     while (screen.ok() && !Stopping()) {

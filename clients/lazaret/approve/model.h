@@ -91,6 +91,7 @@ class Model {
   Mode mode() const { return mode_; }
   size_t pending() const { return queue_.size(); }
   const std::string& notice() const { return notice_; }
+  void ClearNotice() { notice_.clear(); }
 
  private:
   const ::lazaret::approver::v1::PendingRequest* Selected() const;
