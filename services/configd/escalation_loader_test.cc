@@ -146,6 +146,10 @@ command_timeout = 600
        "and 100000 requests per second"},
       {"[escalation]\nrate_limit = \"10\"\n",
        "expected an integer number of requests per second (1 to 100000), found a string"},
+      {"[escalation]\napprover = \"sometimes\"\n",
+       "escalation.approver: \"sometimes\" is not an approver"},
+      {"[escalation]\napprover = \"Remote\"\n", "is \"inline\" (a prompt in the lazaret run"},
+      {"[escalation]\napprover = true\n", "escalation.approver: expected a string"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(AllErrors(ParseText(c.text).diags), HasSubstr(c.error)) << c.text;
@@ -163,6 +167,22 @@ TEST(EscalationLoaderTest, DefaultsComeFromTheEmbeddedDefault) {
   EXPECT_EQ(SourceOf(p, "escalation.rate_limit")->layer, Layer::kEmbeddedDefault);
   EXPECT_EQ(SourceOf(p, "escalation.command_timeout")->layer, Layer::kEmbeddedDefault);
   EXPECT_EQ(SourceOf(p, "escalation.approval_timeout")->layer, Layer::kEmbeddedDefault);
+  EXPECT_EQ(p.approver, "inline");
+  v1::ResolvedProfile pb;
+  ToProto(p, &pb);
+  EXPECT_EQ(pb.escalation().approver(), v1::EscalationPolicy::APPROVER_INLINE);
+}
+
+TEST(EscalationLoaderTest, ApproverRemoteFromAnyLayer) {
+  Scratch s;
+  LoadedConfig c = Load(s, "[escalation]\napprover = \"remote\"\n");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  ResolvedProfile p = *c.Profile("");
+  EXPECT_EQ(p.approver, "remote");
+  EXPECT_EQ(SourceOf(p, "escalation.approver")->layer, Layer::kUser);
+  v1::ResolvedProfile pb;
+  ToProto(p, &pb);
+  EXPECT_EQ(pb.escalation().approver(), v1::EscalationPolicy::APPROVER_REMOTE);
 }
 
 constexpr char kUser[] = R"(

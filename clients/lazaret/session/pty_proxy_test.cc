@@ -282,6 +282,60 @@ TEST(PtyProxyTest, HeldOutputIsBoundedAndTheChildWaitsInsteadOfDying) {
   EXPECT_EQ(std::count(user.seen().begin(), user.seen().end(), 'a'), 300000);
 }
 
+TEST(PtyProxyTest, AfterAPromptTheAgentsModesComeBackAndItsAlternateScreenIsRedrawn) {
+  UserTerminal user;
+  auto proxy = MakeProxy(user);
+  ASSERT_NE(proxy, nullptr);
+  // A full-screen program: alternate screen, application cursor keys,
+  // mouse reports and paste brackets on; it says WINCH when asked to
+  // redraw.
+  absl::StatusOr<pid_t> pid = proxy->Start(
+      {"sh", "-c",
+       "trap 'echo WINCH' WINCH; printf '\\033[?1049h\\033[?1h\\033[?1000h\\033[?2004hfull'; "
+       "while :; do read -r x; [ \"$x\" = q ] && break; done; printf '\\033[?1049l'; echo bye"});
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_TRUE(user.WaitFor("full")) << user.seen();
+  proxy->Pause();
+  // The mouse and the paste brackets are off while the prompt shows.
+  EXPECT_TRUE(user.WaitFor("\x1b[?1000l\x1b[?2004l")) << user.seen();
+  const size_t before = user.seen().size();
+  proxy->Resume();
+  // Back: the alternate screen entered afresh, the modes set again, then
+  // the program is told to redraw (a SIGWINCH from a resize and back).
+  EXPECT_TRUE(user.WaitFor("\x1b[?1049h\x1b[?1h\x1b[?1000h\x1b[?2004h")) << user.seen();
+  EXPECT_GE(user.seen().find("\x1b[?1049h\x1b[?1h", before), before);
+  EXPECT_TRUE(user.WaitFor("WINCH")) << user.seen();
+  user.Type("q\r");
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  proxy->Finish();
+  EXPECT_TRUE(user.WaitFor("bye", 1000)) << user.seen();
+  // The size is the developer's again.
+  winsize ws{};
+  ASSERT_EQ(ioctl(user.slave(), TIOCGWINSZ, &ws), 0);
+  EXPECT_EQ(ws.ws_row, 24);
+}
+
+TEST(PtyProxyTest, APromptOverTheMainScreenAsksForNoRedraw) {
+  UserTerminal user;
+  auto proxy = MakeProxy(user);
+  ASSERT_NE(proxy, nullptr);
+  absl::StatusOr<pid_t> pid =
+      proxy->Start({"sh", "-c", "trap 'echo WINCH' WINCH; echo ready; read -r x; echo got-$x"});
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_TRUE(user.WaitFor("ready")) << user.seen();
+  proxy->Pause();
+  proxy->Resume();
+  // The terminal's own main screen came back: nothing to restore or redraw.
+  EXPECT_EQ(user.Collect(500), "");
+  user.Type("k\r");
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  proxy->Finish();
+  EXPECT_TRUE(user.WaitFor("got-k", 1000)) << user.seen();
+  EXPECT_FALSE(absl::StrContains(user.seen(), "WINCH")) << user.seen();
+}
+
 TEST(PtyProxyTest, OnlyOneProxyAtATime) {
   UserTerminal user;
   auto first = MakeProxy(user);

@@ -55,5 +55,24 @@ TEST(ParseRunArgsTest, UnknownOrIncompleteOptionsAreErrors) {
   EXPECT_FALSE(ParseRunArgs({"--branch="}, "/w").ok());
 }
 
+TEST(ParseRunArgsTest, ApproverIsInlineOrRemote) {
+  absl::StatusOr<RunArgs> a = ParseRunArgs({"--approver=remote", "ci"}, "/w");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->approver, "remote");
+  EXPECT_EQ(a->profile, "ci");
+  a = ParseRunArgs({"--approver", "inline"}, "/w");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->approver, "inline");
+  a = ParseRunArgs({}, "/w");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->approver, "");
+  absl::StatusOr<RunArgs> bad = ParseRunArgs({"--approver=never"}, "/w");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--approver 'never' is not an approver: inline"),
+            std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(ParseRunArgs({"--approver"}, "/w").ok());
+}
+
 }  // namespace
 }  // namespace lazaret::cli::session
