@@ -467,6 +467,7 @@ TEST_F(ConfigApiTest, ResolvedEscalationCarriesEntryFormsTimeoutsAndTheirSources
 auto_approve = ["gh pr view", { exact = "cat /etc/os-release" }]
 command_timeout = 90
 approval_timeout = 120
+approver = "remote"
 [profiles.claude-code]
 image = "docker.io/library/node:22.11.0-bookworm"
 command_timeout = 15
@@ -492,6 +493,8 @@ command_timeout = 15
   EXPECT_THAT(r.out, HasSubstr("exactly: cat /etc/os-release"));
   EXPECT_THAT(r.out, HasSubstr("command_timeout  15 s   [user: " + cfg + "]"));
   EXPECT_THAT(r.out, HasSubstr("approval_timeout 120 s   [user: " + cfg + "]"));
+  EXPECT_THAT(r.out, HasSubstr("approver         remote (never inline)   [user: " + cfg + "]"));
+  EXPECT_EQ(esc.approver(), pb::EscalationPolicy::APPROVER_REMOTE);
 
   // A workspace may lower a timeout, never raise it.
   WriteFile(ws_ + "/lazaret.toml", "[profiles.claude-code]\ncommand_timeout = 10\n");

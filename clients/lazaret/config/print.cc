@@ -162,6 +162,10 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
   row("approval_timeout", absl::StrCat(esc.approval_timeout_seconds(), " s"),
       "escalation.approval_timeout");
   row("rate_limit", absl::StrCat(esc.rate_limit(), " requests/s"), "escalation.rate_limit");
+  row("approver",
+      esc.approver() == pb::EscalationPolicy::APPROVER_REMOTE ? "remote (never inline)"
+                                                              : "inline (when none is attached)",
+      "escalation.approver");
   // The entries as written (escaped: a workspace file may have supplied
   // them), prefix entries followed by "...".
   std::vector<std::pair<std::string, std::string>> rows;
