@@ -1,6 +1,10 @@
 #include "tests/support/tmux_session.h"
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace lazaret::test {
 namespace {
@@ -85,8 +89,24 @@ bool TmuxSession::PaneDead(const std::string& name) const {
 
 int TmuxSession::PaneExitStatus(const std::string& name) const {
   if (!PaneDead(name)) return -1;
-  const std::string s = Format(name, "#{pane_dead_status}");
-  return s.empty() ? -1 : std::atoi(s.c_str());
+  int status = -1;
+  for (int attempt = 0; attempt < 50 && status < 0; ++attempt) {
+    const std::string s = Format(name, "#{pane_dead_status}");
+    const std::string sig = Format(name, "#{pane_dead_signal}");
+    if (!s.empty()) {
+      status = std::atoi(s.c_str());
+    } else if (!sig.empty()) {
+      status = 128 + std::atoi(sig.c_str());  // as a shell reports it
+    } else {
+      // The pane's pty said EOF but the server has not reaped the program:
+      // tmux 3.3 can miss that SIGCHLD (measured: the program stays a zombie
+      // of the server until the next one). Another SIGCHLD makes it look.
+      const int server = std::atoi(Format(name, "#{pid}").c_str());
+      if (server > 0) kill(server, SIGCHLD);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  return status;
 }
 
 ::testing::AssertionResult TmuxSession::WaitForText(const std::string& name,
