@@ -1,6 +1,7 @@
 #include "services/brokerd/pending.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -165,7 +166,13 @@ absl::StatusOr<Decision> RequestBook::WaitForDecision(const RequestHandle& handl
   if (entry->request.deadline_unix() > 0) {
     expiry = std::min(expiry, absl::FromUnixSeconds(entry->request.deadline_unix()));
   }
-  cv_.wait_until(lock, absl::ToChronoTime(expiry), [&] {
+  // The wait runs on the steady clock: a step of the wall clock (NTP, a
+  // resumed VM) neither expires a request early nor keeps it past its time.
+  const auto until =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          absl::ToChronoNanoseconds(std::max(expiry - absl::Now(), absl::ZeroDuration())));
+  cv_.wait_until(lock, until, [&] {
     entry = Find(handle);
     return entry == nullptr || entry->decision.has_value() || closed_;
   });
