@@ -62,12 +62,13 @@ class BenchTerminal {
   absl::StatusOr<int> Wait(Clock::time_point deadline);
 
  private:
-  BenchTerminal(int master, pid_t pid) : master_(master), pid_(pid) {}
+  BenchTerminal(int master, int slave, pid_t pid) : master_(master), slave_(slave), pid_(pid) {}
   // Appends what the master has to pending_, waiting until `deadline`;
   // false on timeout, EOF or EIO (every holder of the slave closed it).
   bool ReadMore(Clock::time_point deadline);
 
   const int master_;
+  const int slave_;
   pid_t pid_;  // -1 once reaped
   int exit_code_ = -1;
   bool eof_ = false;

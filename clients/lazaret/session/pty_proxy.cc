@@ -142,8 +142,14 @@ absl::StatusOr<pid_t> PtyProxy::Start(const std::vector<std::string>& argv) {
     return prepared.status();
   }
   absl::StatusOr<pid_t> pid = Spawn(*prepared);
-  close(slave);  // from now on the pty hangs up once the child's side is gone
-  if (!pid.ok()) return pid.status();
+  if (!pid.ok()) {
+    close(slave);
+    return pid.status();
+  }
+  // Held until Finish: Linux may drop what the child wrote last when the
+  // slave's last holder closes before the pump read it; with this one open
+  // the pty never hangs up and Finish drains until it is quiet.
+  slave_ = slave;
   pump_ = std::thread(&PtyProxy::Pump, this);
   return *pid;
 }
@@ -155,6 +161,10 @@ void PtyProxy::Finish() {
   }
   Poke();
   if (pump_.joinable()) pump_.join();
+  if (slave_ >= 0) {
+    close(slave_);
+    slave_ = -1;
+  }
 }
 
 absl::StatusOr<int> PtyProxy::Run(const std::vector<std::string>& argv) {

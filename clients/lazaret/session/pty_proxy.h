@@ -57,9 +57,9 @@ class PtyProxy {
   // the caller reaps it (waitpid), then calls Finish.
   absl::StatusOr<pid_t> Start(const std::vector<std::string>& argv);
 
-  // After the child exited: forwards what is left on the pty (until every
-  // holder of the slave closed it, or it has been quiet for a moment) and
-  // stops the pump. Idempotent.
+  // After the child exited: forwards what is left on the pty (until it has
+  // been quiet for a moment, at most 2 s while something in the sandbox
+  // keeps writing) and stops the pump. Idempotent.
   void Finish();
 
   // Start, wait for the child, Finish: the child's exit code as a shell
@@ -98,6 +98,7 @@ class PtyProxy {
   const Options options_;
   const int master_;
   const std::string slave_path_;
+  int slave_ = -1;  // the proxy's own hold on the slave, Start to Finish
   int wake_[2] = {-1, -1};   // Pause/Resume/Finish wake the pump's poll
   int winch_[2] = {-1, -1};  // the SIGWINCH handler's self-pipe
   struct sigaction old_winch_ {};
