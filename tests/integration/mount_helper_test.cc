@@ -1,0 +1,382 @@
+// The real lazaret-mount-helper with real podman and fuse-overlayfs,
+// rootful, against a fake supervisor registry and a fake configd served by
+// the test on the helper's runtime directory: a session's attach mounts
+// the image's /usr below the profile's upper layer, what is written in the
+// merged directory lands in the upper layer and is described, two sessions
+// share one overlay, the last detach (or the registry reporting the end)
+// unmounts it, a killed helper's mounts are re-adopted or cleaned at the
+// next start, and the helper holds exactly CAP_SYS_ADMIN.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "helper/mount/mounthelper.h"
+#include "lazaret/config/v1/config.grpc.pb.h"
+#include "lazaret/mounthelper/v1/mounthelper.grpc.pb.h"
+#include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
+#include "services/common/capabilities.h"
+#include "services/common/unix_server.h"
+#include "tests/support/test_support.h"
+
+namespace lazaret {
+namespace {
+
+namespace sv = ::lazaret::supervisor::v1;
+namespace cfg = ::lazaret::config::v1;
+namespace mh = ::lazaret::mounthelper::v1;
+using std::chrono::milliseconds;
+
+const std::string kA = "aaaaaaaaaaaa";
+const std::string kB = "bbbbbbbbbbbb";
+
+// The registry: sessions and their state; ending one is streamed to watchers.
+class FakeSupervisor final : public sv::SupervisorService::Service {
+ public:
+  void Set(const std::string& id, sv::SessionState state) {
+    std::lock_guard<std::mutex> l(mu_);
+    states_[id] = state;
+  }
+  void End(const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    states_.erase(id);
+    ended_.push_back(id);
+    cv_.notify_all();
+  }
+  grpc::Status GetSession(grpc::ServerContext*, const sv::GetSessionRequest* req,
+                          sv::SessionInfo* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = states_.find(req->id());
+    if (it == states_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such session");
+    Fill(req->id(), it->second, resp);
+    return grpc::Status::OK;
+  }
+  grpc::Status ListSessions(grpc::ServerContext*, const sv::ListSessionsRequest*,
+                            sv::ListSessionsResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, st] : states_) Fill(id, st, resp->add_sessions());
+    return grpc::Status::OK;
+  }
+  grpc::Status WatchSessions(grpc::ServerContext* ctx, const sv::WatchSessionsRequest*,
+                             grpc::ServerWriter<sv::SessionEvent>* w) override {
+    std::unique_lock<std::mutex> l(mu_);
+    for (const auto& [id, st] : states_) {
+      sv::SessionEvent e;
+      e.set_kind(sv::SESSION_EVENT_STARTED);
+      Fill(id, st, e.mutable_session());
+      w->Write(e);
+    }
+    size_t next = ended_.size();
+    while (!ctx->IsCancelled()) {
+      cv_.wait_for(l, milliseconds(100));
+      for (; next < ended_.size(); ++next) {
+        sv::SessionEvent e;
+        e.set_kind(sv::SESSION_EVENT_ENDED);
+        e.mutable_session()->mutable_record()->set_id(ended_[next]);
+        w->Write(e);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  static void Fill(const std::string& id, sv::SessionState st, sv::SessionInfo* out) {
+    out->mutable_record()->set_id(id);
+    out->mutable_record()->set_profile("prof");
+    out->set_state(st);
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, sv::SessionState> states_;
+  std::deque<std::string> ended_;
+};
+
+class FakeConfig final : public cfg::ConfigService::Service {
+ public:
+  explicit FakeConfig(std::string data_root) : data_root_(std::move(data_root)) {}
+  grpc::Status ResolveProfile(grpc::ServerContext*, const cfg::ResolveProfileRequest*,
+                              cfg::ResolveProfileResponse* resp) override {
+    cfg::ResolvedProfile* p = resp->mutable_profile();
+    p->set_name("prof");
+    p->set_data_root(data_root_);
+    p->set_profile_dir(data_root_ + "/prof");
+    p->add_persistent_dirs("/usr");
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::string data_root_;
+};
+
+bool IsMountPoint(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + path + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A tiny image with /usr/share/greeting (`content`), built once.
+std::string BuildImage(const std::string& tag, const std::string& content) {
+  test::CommandResult have = test::Run({"podman", "image", "inspect", "--format", "{{.Id}}", tag});
+  if (have.exit_code == 0) return std::string(absl::StripAsciiWhitespace(have.out));
+  test::TempDir ctx("laz-img");
+  mkdir((ctx.path() + "/usr").c_str(), 0755);
+  mkdir((ctx.path() + "/usr/share").c_str(), 0755);
+  std::ofstream(ctx.path() + "/usr/share/greeting") << content;
+  std::ofstream(ctx.path() + "/Containerfile") << "FROM scratch\nCOPY usr /usr\n";
+  test::CommandResult b = test::Run({"podman", "build", "-q", "-t", tag, ctx.path()});
+  if (b.exit_code != 0) return "";
+  have = test::Run({"podman", "image", "inspect", "--format", "{{.Id}}", tag});
+  return std::string(absl::StripAsciiWhitespace(have.out));
+}
+
+class MountHelperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the rootful mount helper test needs root";
+    if (access("/usr/bin/fuse-overlayfs", X_OK) != 0 || access("/usr/bin/podman", X_OK) != 0) {
+      GTEST_SKIP() << "needs podman and fuse-overlayfs (deploy/setup-host.sh installs them)";
+    }
+    test::BecomeSubreaper();
+    img1_ = BuildImage("localhost/lazaret-mount-test:1", "one\n");
+    img2_ = BuildImage("localhost/lazaret-mount-test:2", "two\n");
+    ASSERT_EQ(img1_.size(), 64u);
+    ASSERT_EQ(img2_.size(), 64u);
+    dir_ = std::make_unique<test::TempDir>("laz-mh");
+    rt_ = dir_->path() + "/rt";
+    data_ = dir_->path() + "/data";
+    ASSERT_EQ(mkdir(rt_.c_str(), 0700), 0);
+    ASSERT_EQ(mkdir(data_.c_str(), 0700), 0);
+    config_ = std::make_unique<FakeConfig>(data_);
+    supervisor_.Set(kA, sv::SESSION_STATE_ATTACHED);
+    supervisor_.Set(kB, sv::SESSION_STATE_ATTACHED);
+    Serve(&supervisor_, "supervisor", &sup_server_);
+    Serve(config_.get(), "configd", &cfg_server_);
+    StartHelper();
+    merged_ = data_ + "/prof/usr_merged";
+  }
+
+  void TearDown() override {
+    if (helper_ > 0) {
+      // Every session ended: the helper unmounts what is left.
+      for (const char* id : {"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}) supervisor_.End(id);
+      mh::CleanupResponse gone;
+      if (stub_) stub_->Cleanup(Ctx().get(), mh::CleanupRequest{}, &gone);
+      StopHelper(SIGTERM);
+    }
+    if (!merged_.empty() && IsMountPoint(merged_)) umount2(merged_.c_str(), MNT_DETACH);
+    if (sup_server_) sup_server_->Shutdown();
+    if (cfg_server_) cfg_server_->Shutdown();
+    test::ReapOrphans();
+  }
+
+  void Serve(grpc::Service* s, const std::string& name, std::unique_ptr<GrpcUnixServer>* out) {
+    absl::StatusOr<std::unique_ptr<UnixListener>> l = UnixListener::Bind(SocketPath(name));
+    ASSERT_TRUE(l.ok()) << l.status();
+    absl::StatusOr<std::unique_ptr<GrpcUnixServer>> srv =
+        GrpcUnixServer::Start(std::move(*l), {s}, PeerPolicy{.allowed_uid = geteuid()});
+    ASSERT_TRUE(srv.ok()) << srv.status();
+    *out = std::move(*srv);
+  }
+  std::string SocketPath(const std::string& name) { return rt_ + "/" + name + ".sock"; }
+
+  void StartHelper() {
+    const std::string bin = test::Binary("lazaret-mount-helper");
+    const std::string flag = "--runtime-dir=" + rt_;
+    helper_ = fork();
+    if (helper_ == 0) {
+      execl(bin.c_str(), bin.c_str(), flag.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ASSERT_TRUE(test::WaitFor([&] { return CheckHealth(SocketPath("mount-helper"), 500).ok(); },
+                              milliseconds(10000)));
+    stub_ = mh::MountHelperService::NewStub(DialUnix(SocketPath("mount-helper")));
+  }
+  void StopHelper(int sig) {
+    kill(helper_, sig);
+    int ws;
+    waitpid(helper_, &ws, 0);
+    helper_ = -1;
+    stub_.reset();
+  }
+  std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    return c;
+  }
+  grpc::Status Attach(const std::string& id, const std::string& image,
+                      mh::AttachSessionResponse* resp) {
+    mh::AttachSessionRequest req;
+    req.set_session_id(id);
+    req.set_image_id(image);
+    return stub_->AttachSession(Ctx().get(), req, resp);
+  }
+  mh::DetachSessionResponse Detach(const std::string& id) {
+    mh::DetachSessionRequest req;
+    req.set_session_id(id);
+    mh::DetachSessionResponse resp;
+    grpc::Status st = stub_->DetachSession(Ctx().get(), req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  }
+  mh::DescribeStateResponse Describe() {
+    mh::DescribeStateRequest req;
+    req.set_profile("prof");
+    mh::DescribeStateResponse resp;
+    grpc::Status st = stub_->DescribeState(Ctx().get(), req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  }
+
+  FakeSupervisor supervisor_;
+  std::unique_ptr<FakeConfig> config_;
+  std::unique_ptr<GrpcUnixServer> sup_server_, cfg_server_;
+  std::unique_ptr<test::TempDir> dir_;
+  std::string rt_, data_, merged_, img1_, img2_;
+  pid_t helper_ = -1;
+  std::unique_ptr<mh::MountHelperService::Stub> stub_;
+};
+
+TEST_F(MountHelperTest, HelperHoldsExactlySysAdmin) {
+  const uint64_t mask = caps::Mask(mounthelper::kCapabilities);
+  EXPECT_EQ(test::ProcStatusHex(helper_, "CapEff"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_, "CapPrm"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_, "CapBnd"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_, "CapInh"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(helper_, "CapAmb"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(helper_, "NoNewPrivs"), 1u);
+}
+
+TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
+  mh::AttachSessionResponse resp;
+  grpc::Status st = Attach(kA, img1_, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.mounts_size(), 1);
+  EXPECT_EQ(resp.mounts(0).merged(), merged_);
+  EXPECT_TRUE(IsMountPoint(merged_));
+  EXPECT_EQ(test::ReadFile(merged_ + "/share/greeting"), "one\n");
+  std::ofstream(merged_ + "/share/installed") << "package";
+  ASSERT_EQ(unlink((merged_ + "/share/greeting").c_str()), 0);
+  EXPECT_EQ(test::ReadFile(data_ + "/prof/usr_changes/share/installed"), "package");
+
+  mh::DescribeStateResponse d = Describe();
+  ASSERT_EQ(d.directories_size(), 1);
+  EXPECT_EQ(d.directories(0).directory(), "/usr");
+  ASSERT_EQ(d.directories(0).changed_size(), 1);
+  EXPECT_EQ(d.directories(0).changed(0), "share/installed");
+  ASSERT_EQ(d.directories(0).deleted_size(), 1);
+  EXPECT_EQ(d.directories(0).deleted(0), "share/greeting");
+  EXPECT_TRUE(d.directories(0).mounted());
+
+  mh::DetachSessionResponse u = Detach(kA);
+  ASSERT_EQ(u.unmounted_size(), 1);
+  EXPECT_FALSE(IsMountPoint(merged_));
+  EXPECT_EQ(test::Run({"podman", "image", "mount"}).out.find(img1_), std::string::npos);
+  // Still there for the next session.
+  ASSERT_TRUE(Attach(kA, img1_, &resp).ok());
+  EXPECT_EQ(test::ReadFile(merged_ + "/share/installed"), "package");
+  EXPECT_NE(access((merged_ + "/share/greeting").c_str(), F_OK), 0);
+}
+
+TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
+  mh::AttachSessionResponse ra, rb;
+  ASSERT_TRUE(Attach(kA, img1_, &ra).ok());
+  std::ofstream(merged_ + "/share/kept") << "kept";
+  ASSERT_TRUE(Attach(kB, img1_, &rb).ok());
+  EXPECT_EQ(rb.mounts(0).sessions_size(), 2);
+  mh::AttachSessionResponse r2;
+  supervisor_.Set("cccccccccccc", sv::SESSION_STATE_ATTACHED);
+  grpc::Status st = Attach("cccccccccccc", img2_, &r2);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find(kA), std::string::npos) << st.error_message();
+  EXPECT_EQ(Detach(kA).unmounted_size(), 0);
+  EXPECT_TRUE(IsMountPoint(merged_));
+  EXPECT_EQ(Detach(kB).unmounted_size(), 1);
+  EXPECT_FALSE(IsMountPoint(merged_));
+  // The new image is the new lower layer; the upper layer stays.
+  ASSERT_TRUE(Attach("cccccccccccc", img2_, &r2).ok());
+  EXPECT_EQ(test::ReadFile(merged_ + "/share/greeting"), "two\n");
+  EXPECT_EQ(test::ReadFile(merged_ + "/share/kept"), "kept");
+}
+
+TEST_F(MountHelperTest, EndedSessionIsUnmountedThroughTheRegistry) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  ASSERT_TRUE(IsMountPoint(merged_));
+  supervisor_.End(kA);
+  EXPECT_TRUE(test::WaitFor([&] { return !IsMountPoint(merged_); }, milliseconds(10000)));
+}
+
+TEST_F(MountHelperTest, KilledHelperMountsReadoptedOrCleanedAtRestart) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  StopHelper(SIGKILL);
+  ASSERT_TRUE(IsMountPoint(merged_));
+  StartHelper();
+  mh::ListMountsResponse list;
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        list.Clear();
+        stub_->ListMounts(Ctx().get(), mh::ListMountsRequest{}, &list);
+        return list.mounts_size() == 1;
+      },
+      milliseconds(10000)));
+  EXPECT_EQ(list.mounts(0).sessions(0), kA);
+  EXPECT_TRUE(IsMountPoint(merged_));
+
+  StopHelper(SIGKILL);
+  supervisor_.Set(kA, sv::SESSION_STATE_REAPING);  // being reaped: not live
+  StartHelper();
+  EXPECT_TRUE(test::WaitFor([&] { return !IsMountPoint(merged_); }, milliseconds(10000)));
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        return test::Run({"podman", "image", "mount"}).out.find(img1_) == std::string::npos;
+      },
+      milliseconds(10000)));
+}
+
+TEST_F(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  std::ofstream(merged_ + "/share/poisoned") << "x";
+  mh::ResetStateRequest req;
+  req.set_profile("prof");
+  mh::ResetStateResponse resp;
+  grpc::Status st = stub_->ResetState(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find(kA), std::string::npos);
+  Detach(kA);
+  st = stub_->ResetState(Ctx().get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  EXPECT_NE(access((merged_ + "/share/poisoned").c_str(), F_OK), 0);
+  EXPECT_EQ(test::ReadFile(merged_ + "/share/greeting"), "one\n");
+}
+
+TEST_F(MountHelperTest, SymlinkedProfileDirRefused) {
+  test::TempDir elsewhere("laz-mh-x");
+  ASSERT_EQ(symlink(elsewhere.path().c_str(), (data_ + "/prof").c_str()), 0);
+  mh::AttachSessionResponse r;
+  grpc::Status st = Attach(kA, img1_, &r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("not a real directory"), std::string::npos);
+  EXPECT_NE(access((elsewhere.path() + "/usr_changes").c_str(), F_OK), 0);
+  merged_.clear();
+}
+
+}  // namespace
+}  // namespace lazaret
