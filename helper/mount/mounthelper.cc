@@ -1,5 +1,7 @@
 #include "helper/mount/mounthelper.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <memory>
@@ -148,6 +150,12 @@ ServiceSpec Spec() {
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
       .make_handlers = MakeHandlers,
   };
+}
+
+bool ExitWithParent() {
+  const pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return false;
+  return getppid() == parent && parent != 1;
 }
 
 absl::Status Run(const ServiceOptions& options) { return ServeUntilSignal(Spec(), options); }

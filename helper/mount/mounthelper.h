@@ -19,6 +19,12 @@ inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_SYS_ADMIN};
 
 ServiceSpec Spec();
 
+// Asks for SIGTERM when the parent exits: rootless, the parent is
+// `podman unshare`, which does not pass on the supervisor's SIGTERM, so
+// without this a stopped or restarted helper would outlive it. False when
+// the parent is already gone. Call first thing in main().
+bool ExitWithParent();
+
 absl::Status Run(const ServiceOptions& options);
 
 }  // namespace lazaret::mounthelper
