@@ -5,9 +5,16 @@
 // merged directory lands in the upper layer and is described, two sessions
 // share one overlay, the last detach (or the registry reporting the end)
 // unmounts it, a killed helper's mounts are re-adopted or cleaned at the
-// next start, and the helper holds exactly CAP_SYS_ADMIN.
+// next start, and the helper holds exactly CAP_SYS_ADMIN. The same tests
+// run rootless as LAZARET_E2E_USER (RootlessThroughPodmanUnshare re-runs
+// this binary as that user), the helper started below `podman unshare` as
+// the supervisor starts it; its mounts are then looked at through the
+// `podman unshare`, since they exist only in rootless podman's user and
+// mount namespace.
+#include <dirent.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -120,13 +127,38 @@ class FakeConfig final : public cfg::ConfigService::Service {
   std::string data_root_;
 };
 
-bool IsMountPoint(const std::string& path) {
-  std::ifstream in("/proc/self/mountinfo");
+constexpr char kRootlessChildEnv[] = "LAZARET_MOUNT_TEST_ROOTLESS";
+bool Rootless() { return getenv(kRootlessChildEnv) != nullptr; }
+
+// Whether `path` is a mount point in the mount namespace of `pid`.
+bool IsMountPointIn(pid_t pid, const std::string& path) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/mountinfo"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.find(" " + path + " ") != std::string::npos) return true;
   }
   return false;
+}
+
+// `podman image mount` (rootless: inside `podman unshare`) lists `id`.
+bool ImageMounted(const std::string& id) {
+  std::vector<std::string> argv = {"podman", "image", "mount"};
+  if (Rootless()) argv.insert(argv.begin(), {"podman", "unshare"});
+  return test::Run(argv).out.find(id) != std::string::npos;
+}
+
+// The child of `pid` (any thread's), or 0.
+pid_t ChildOf(pid_t pid) {
+  DIR* d = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
+  if (d == nullptr) return 0;
+  pid_t child = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat("/proc/", pid, "/task/", e->d_name, "/children"));
+    if (in >> child) break;
+  }
+  closedir(d);
+  return child;
 }
 
 // A tiny image with /usr/share/greeting (`content`), built once.
@@ -147,7 +179,9 @@ std::string BuildImage(const std::string& tag, const std::string& content) {
 class MountHelperTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the rootful mount helper test needs root";
+    if (geteuid() != 0 && !Rootless()) {
+      GTEST_SKIP() << "the rootful mount helper test needs root";
+    }
     if (access("/usr/bin/fuse-overlayfs", X_OK) != 0 || access("/usr/bin/podman", X_OK) != 0) {
       GTEST_SKIP() << "needs podman and fuse-overlayfs (deploy/setup-host.sh installs them)";
     }
@@ -178,7 +212,9 @@ class MountHelperTest : public ::testing::Test {
       if (stub_) stub_->Cleanup(Ctx().get(), mh::CleanupRequest{}, &gone);
       StopHelper(SIGTERM);
     }
-    if (!merged_.empty() && IsMountPoint(merged_)) umount2(merged_.c_str(), MNT_DETACH);
+    if (!Rootless() && !merged_.empty() && IsMountPoint(merged_)) {
+      umount2(merged_.c_str(), MNT_DETACH);
+    }
     if (sup_server_) sup_server_->Shutdown();
     if (cfg_server_) cfg_server_->Shutdown();
     test::ReapOrphans();
@@ -193,21 +229,54 @@ class MountHelperTest : public ::testing::Test {
     *out = std::move(*srv);
   }
   std::string SocketPath(const std::string& name) { return rt_ + "/" + name + ".sock"; }
+  // Files in the merged directory. Rootless, the FUSE mount exists only in
+  // podman's user namespace, and the kernel refuses FUSE access from
+  // outside it, so each access goes through `podman unshare` (argv only).
+  std::vector<std::string> InNs(std::vector<std::string> argv) {
+    if (Rootless()) argv.insert(argv.begin(), {"podman", "unshare"});
+    return argv;
+  }
+  std::string ReadMerged(const std::string& rel) {
+    return test::Run(InNs({"cat", merged_ + rel})).out;
+  }
+  void WriteMerged(const std::string& rel, const std::string& content) {
+    ASSERT_EQ(test::Run(InNs({"tee", merged_ + rel}), {}, content).exit_code, 0);
+  }
+  bool RemoveMerged(const std::string& rel) {
+    return test::Run(InNs({"rm", merged_ + rel})).exit_code == 0;
+  }
+  bool ExistsMerged(const std::string& rel) {
+    return test::Run(InNs({"test", "-e", merged_ + rel})).exit_code == 0;
+  }
+  bool IsMountPoint(const std::string& path) {
+    if (!Rootless()) return IsMountPointIn(getpid(), path);
+    const std::string info = test::Run({"podman", "unshare", "cat", "/proc/self/mountinfo"}).out;
+    return info.find(" " + path + " ") != std::string::npos;
+  }
 
   void StartHelper() {
     const std::string bin = test::Binary("lazaret-mount-helper");
     const std::string flag = "--runtime-dir=" + rt_;
     helper_ = fork();
     if (helper_ == 0) {
-      execl(bin.c_str(), bin.c_str(), flag.c_str(), static_cast<char*>(nullptr));
+      if (Rootless()) {
+        execl("/usr/bin/podman", "podman", "unshare", bin.c_str(), flag.c_str(),
+              static_cast<char*>(nullptr));
+      } else {
+        execl(bin.c_str(), bin.c_str(), flag.c_str(), static_cast<char*>(nullptr));
+      }
       _exit(127);
     }
     ASSERT_TRUE(test::WaitFor([&] { return CheckHealth(SocketPath("mount-helper"), 500).ok(); },
-                              milliseconds(10000)));
+                              milliseconds(20000)));
+    helper_pid_ = Rootless() ? ChildOf(helper_) : helper_;
+    ASSERT_GT(helper_pid_, 0);
     stub_ = mh::MountHelperService::NewStub(DialUnix(SocketPath("mount-helper")));
   }
+  // The signal goes to the helper itself; rootless, podman unshare exits
+  // with it.
   void StopHelper(int sig) {
-    kill(helper_, sig);
+    kill(helper_pid_, sig);
     int ws;
     waitpid(helper_, &ws, 0);
     helper_ = -1;
@@ -247,18 +316,19 @@ class MountHelperTest : public ::testing::Test {
   std::unique_ptr<GrpcUnixServer> sup_server_, cfg_server_;
   std::unique_ptr<test::TempDir> dir_;
   std::string rt_, data_, merged_, img1_, img2_;
-  pid_t helper_ = -1;
+  pid_t helper_ = -1;      // what was started (rootless: podman unshare)
+  pid_t helper_pid_ = -1;  // lazaret-mount-helper itself
   std::unique_ptr<mh::MountHelperService::Stub> stub_;
 };
 
 TEST_F(MountHelperTest, HelperHoldsExactlySysAdmin) {
   const uint64_t mask = caps::Mask(mounthelper::kCapabilities);
-  EXPECT_EQ(test::ProcStatusHex(helper_, "CapEff"), mask);
-  EXPECT_EQ(test::ProcStatusHex(helper_, "CapPrm"), mask);
-  EXPECT_EQ(test::ProcStatusHex(helper_, "CapBnd"), mask);
-  EXPECT_EQ(test::ProcStatusHex(helper_, "CapInh"), 0u);
-  EXPECT_EQ(test::ProcStatusHex(helper_, "CapAmb"), 0u);
-  EXPECT_EQ(test::ProcStatusHex(helper_, "NoNewPrivs"), 1u);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapEff"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapPrm"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapBnd"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapInh"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapAmb"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "NoNewPrivs"), 1u);
 }
 
 TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
@@ -268,9 +338,9 @@ TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   ASSERT_EQ(resp.mounts_size(), 1);
   EXPECT_EQ(resp.mounts(0).merged(), merged_);
   EXPECT_TRUE(IsMountPoint(merged_));
-  EXPECT_EQ(test::ReadFile(merged_ + "/share/greeting"), "one\n");
-  std::ofstream(merged_ + "/share/installed") << "package";
-  ASSERT_EQ(unlink((merged_ + "/share/greeting").c_str()), 0);
+  EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
+  WriteMerged("/share/installed", "package");
+  ASSERT_TRUE(RemoveMerged("/share/greeting"));
   EXPECT_EQ(test::ReadFile(data_ + "/prof/usr_changes/share/installed"), "package");
 
   mh::DescribeStateResponse d = Describe();
@@ -285,17 +355,17 @@ TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   mh::DetachSessionResponse u = Detach(kA);
   ASSERT_EQ(u.unmounted_size(), 1);
   EXPECT_FALSE(IsMountPoint(merged_));
-  EXPECT_EQ(test::Run({"podman", "image", "mount"}).out.find(img1_), std::string::npos);
+  EXPECT_FALSE(ImageMounted(img1_));
   // Still there for the next session.
   ASSERT_TRUE(Attach(kA, img1_, &resp).ok());
-  EXPECT_EQ(test::ReadFile(merged_ + "/share/installed"), "package");
-  EXPECT_NE(access((merged_ + "/share/greeting").c_str(), F_OK), 0);
+  EXPECT_EQ(ReadMerged("/share/installed"), "package");
+  EXPECT_FALSE(ExistsMerged("/share/greeting"));
 }
 
 TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
   mh::AttachSessionResponse ra, rb;
   ASSERT_TRUE(Attach(kA, img1_, &ra).ok());
-  std::ofstream(merged_ + "/share/kept") << "kept";
+  WriteMerged("/share/kept", "kept");
   ASSERT_TRUE(Attach(kB, img1_, &rb).ok());
   EXPECT_EQ(rb.mounts(0).sessions_size(), 2);
   mh::AttachSessionResponse r2;
@@ -309,8 +379,8 @@ TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
   EXPECT_FALSE(IsMountPoint(merged_));
   // The new image is the new lower layer; the upper layer stays.
   ASSERT_TRUE(Attach("cccccccccccc", img2_, &r2).ok());
-  EXPECT_EQ(test::ReadFile(merged_ + "/share/greeting"), "two\n");
-  EXPECT_EQ(test::ReadFile(merged_ + "/share/kept"), "kept");
+  EXPECT_EQ(ReadMerged("/share/greeting"), "two\n");
+  EXPECT_EQ(ReadMerged("/share/kept"), "kept");
 }
 
 TEST_F(MountHelperTest, EndedSessionIsUnmountedThroughTheRegistry) {
@@ -342,17 +412,13 @@ TEST_F(MountHelperTest, KilledHelperMountsReadoptedOrCleanedAtRestart) {
   supervisor_.Set(kA, sv::SESSION_STATE_REAPING);  // being reaped: not live
   StartHelper();
   EXPECT_TRUE(test::WaitFor([&] { return !IsMountPoint(merged_); }, milliseconds(10000)));
-  EXPECT_TRUE(test::WaitFor(
-      [&] {
-        return test::Run({"podman", "image", "mount"}).out.find(img1_) == std::string::npos;
-      },
-      milliseconds(10000)));
+  EXPECT_TRUE(test::WaitFor([&] { return !ImageMounted(img1_); }, milliseconds(10000)));
 }
 
 TEST_F(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
   mh::AttachSessionResponse r;
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
-  std::ofstream(merged_ + "/share/poisoned") << "x";
+  WriteMerged("/share/poisoned", "x");
   mh::ResetStateRequest req;
   req.set_profile("prof");
   mh::ResetStateResponse resp;
@@ -363,8 +429,8 @@ TEST_F(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
   st = stub_->ResetState(Ctx().get(), req, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
-  EXPECT_NE(access((merged_ + "/share/poisoned").c_str(), F_OK), 0);
-  EXPECT_EQ(test::ReadFile(merged_ + "/share/greeting"), "one\n");
+  EXPECT_FALSE(ExistsMerged("/share/poisoned"));
+  EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
 }
 
 TEST_F(MountHelperTest, SymlinkedProfileDirRefused) {
@@ -376,6 +442,30 @@ TEST_F(MountHelperTest, SymlinkedProfileDirRefused) {
   EXPECT_NE(st.error_message().find("not a real directory"), std::string::npos);
   EXPECT_NE(access((elsewhere.path() + "/usr_changes").c_str(), F_OK), 0);
   merged_.clear();
+}
+
+TEST(MountHelperRootlessTest, RootlessThroughPodmanUnshare) {
+  if (Rootless()) GTEST_SKIP() << "this is the rootless run";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run the tests as " LAZARET_E2E_USER;
+  const passwd* pw = getpwnam(LAZARET_E2E_USER);
+  if (pw == nullptr) {
+    GTEST_SKIP() << "no user " LAZARET_E2E_USER
+                    "; create it with tests/e2e/run_fixture.sh "
+                    "user-setup";
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = 0;
+  test::CommandResult r = test::Run(
+      {"setpriv", absl::StrCat("--reuid=", pw->pw_uid), absl::StrCat("--regid=", pw->pw_gid),
+       "--init-groups", "--", "env", "-i", absl::StrCat("HOME=", pw->pw_dir),
+       absl::StrCat("USER=", pw->pw_name), absl::StrCat("XDG_RUNTIME_DIR=/run/user/", pw->pw_uid),
+       "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", absl::StrCat(kRootlessChildEnv, "=1"),
+       exe, "--gtest_filter=MountHelperTest.*"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[  PASSED  ]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << r.out;
 }
 
 }  // namespace
