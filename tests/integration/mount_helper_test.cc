@@ -161,15 +161,20 @@ pid_t ChildOf(pid_t pid) {
   return child;
 }
 
-// A tiny image with /usr/share/greeting (`content`), built once.
+// A tiny image with /usr/share/greeting (`content`) and a static /bin/cat,
+// built once.
 std::string BuildImage(const std::string& tag, const std::string& content) {
   test::CommandResult have = test::Run({"podman", "image", "inspect", "--format", "{{.Id}}", tag});
   if (have.exit_code == 0) return std::string(absl::StripAsciiWhitespace(have.out));
   test::TempDir ctx("laz-img");
+  mkdir((ctx.path() + "/bin").c_str(), 0755);
+  if (test::Run({"cp", test::Binary("mount_test_cat"), ctx.path() + "/bin/cat"}).exit_code != 0) {
+    return "";
+  }
   mkdir((ctx.path() + "/usr").c_str(), 0755);
   mkdir((ctx.path() + "/usr/share").c_str(), 0755);
   std::ofstream(ctx.path() + "/usr/share/greeting") << content;
-  std::ofstream(ctx.path() + "/Containerfile") << "FROM scratch\nCOPY usr /usr\n";
+  std::ofstream(ctx.path() + "/Containerfile") << "FROM scratch\nCOPY usr /usr\nCOPY bin /bin\n";
   test::CommandResult b = test::Run({"podman", "build", "-q", "-t", tag, ctx.path()});
   if (b.exit_code != 0) return "";
   have = test::Run({"podman", "image", "inspect", "--format", "{{.Id}}", tag});
@@ -186,8 +191,8 @@ class MountHelperTest : public ::testing::Test {
       GTEST_SKIP() << "needs podman and fuse-overlayfs (deploy/setup-host.sh installs them)";
     }
     test::BecomeSubreaper();
-    img1_ = BuildImage("localhost/lazaret-mount-test:1", "one\n");
-    img2_ = BuildImage("localhost/lazaret-mount-test:2", "two\n");
+    img1_ = BuildImage("localhost/lazaret-mount-test:cat1", "one\n");
+    img2_ = BuildImage("localhost/lazaret-mount-test:cat2", "two\n");
     ASSERT_EQ(img1_.size(), 64u);
     ASSERT_EQ(img2_.size(), 64u);
     dir_ = std::make_unique<test::TempDir>("laz-mh");
@@ -360,6 +365,17 @@ TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   ASSERT_TRUE(Attach(kA, img1_, &resp).ok());
   EXPECT_EQ(ReadMerged("/share/installed"), "package");
   EXPECT_FALSE(ExistsMerged("/share/greeting"));
+}
+
+TEST_F(MountHelperTest, ContainerOfTheSameUserSeesTheMergedDirectory) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  WriteMerged("/share/fromhost", "written in merged\n");
+  test::CommandResult c = test::Run({"podman", "run", "--rm", "--runtime=runc", "--network=none",
+                                     "--http-proxy=false", "-v", merged_ + ":/mnt", img1_,
+                                     "/bin/cat", "/mnt/share/greeting", "/mnt/share/fromhost"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out, "one\nwritten in merged\n");
 }
 
 TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
