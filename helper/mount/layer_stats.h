@@ -1,7 +1,8 @@
 // What an overlay's upper layer holds: size, entry count, the paths added
 // or changed and those deleted (fuse-overlayfs 1.10 whiteouts: a 0/0
-// character device where it may create one - rootful - and a ".wh.<name>"
-// file where it may not - rootless). Runs in lazaret-mount-helper. The
+// character device - measured rootful and rootless on kernel 6.18, which
+// lets a user namespace create whiteouts - or, where mknod is refused, a
+// ".wh.<name>" file). Runs in lazaret-mount-helper. The
 // layer was written by the sandbox: the walk goes through descriptors and
 // never follows a symlink, and a name is only ever reported, not used.
 #ifndef LAZARET_HELPER_MOUNT_LAYER_STATS_H_

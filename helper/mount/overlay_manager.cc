@@ -112,6 +112,12 @@ absl::StatusOr<std::vector<Mounted>> OverlayManager::Attach(const std::string& s
   for (const std::string& d : p.persistent_dirs) LAZ_RETURN_IF_ERROR(CheckPersistentDir(d));
   LAZ_RETURN_IF_ERROR(CheckNoNesting(p.persistent_dirs));
   std::lock_guard<std::mutex> lock(mu_);
+  if (!table_.CheckAttach(p.profile_dir, image_id, session_id).ok()) {
+    // The holders may have ended before the registry's event arrived.
+    absl::Status s = CleanupLocked().status();
+    if (!s.ok()) LAZ_LOG_WARNING << s;
+    SaveLocked();
+  }
   LAZ_RETURN_IF_ERROR(table_.CheckAttach(p.profile_dir, image_id, session_id));
   std::vector<std::string> mounted_now;
   absl::Status failed;

@@ -151,6 +151,15 @@ TEST_F(OverlayManagerTest, OtherImageWhileHeldRefusedThenMountedOnceFree) {
   EXPECT_EQ((*m)[0].image_id, kImg2);
 }
 
+TEST_F(OverlayManagerTest, OtherImageAllowedWhenTheHolderEndedUnnoticed) {
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  sessions_.live.erase(kA);  // ended; the registry's event not seen yet
+  absl::StatusOr<std::vector<Mounted>> m = manager_->Attach(kB, kImg2);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)[0].image_id, kImg2);
+  EXPECT_EQ(ops_->image_mounts[kImg1], 0);
+}
+
 TEST_F(OverlayManagerTest, CleanupDropsEndedHoldersAndUnmounts) {
   ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
   ASSERT_TRUE(manager_->Attach(kB, kImg1).ok());
