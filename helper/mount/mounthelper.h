@@ -1,6 +1,17 @@
-// lazaret-mount-helper: the mount helper. Performs a closed set of typed fuse-overlayfs mounts for
-// profile persistence. Meant to run inside `podman unshare`, where CAP_SYS_ADMIN is that of the
-// user's own user namespace.
+// lazaret-mount-helper: the fuse-overlayfs overlays of profile persistence
+// (overlay_manager.h), served as MountHelperService on mount-helper.sock.
+// Rootful it runs as root; rootless the supervisor starts it as
+// `podman unshare lazaret-mount-helper --runtime-dir=DIR`, so it lives in
+// rootless podman's user and mount namespace (the pause process's), where
+// the user's containers see its mounts and from where nothing outside that
+// namespace can reach them (FUSE refuses access from outside it). Either
+// way it keeps only CAP_SYS_ADMIN (rootless: of that user namespace) and
+// hands it to podman and fuse-overlayfs as an ambient capability.
+// Peer check: SO_PEERCRED is reported in the reader's user namespace, so
+// below `podman unshare` the owner (the host user, mapped to 0) is uid 0,
+// exactly the helper's own euid, which is what the server allows; every
+// other host user shows as the overflow uid 65534 and the user's subuids
+// as 1..65536, all refused. Requests carry only ids and a profile name.
 #ifndef LAZARET_HELPER_MOUNT_MOUNTHELPER_H_
 #define LAZARET_HELPER_MOUNT_MOUNTHELPER_H_
 
@@ -18,6 +29,12 @@ namespace lazaret::mounthelper {
 inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_SYS_ADMIN};
 
 ServiceSpec Spec();
+
+// Asks for SIGTERM when the parent exits: rootless, the parent is
+// `podman unshare`, which does not pass on the supervisor's SIGTERM, so
+// without this a stopped or restarted helper would outlive it. False when
+// the parent is already gone. Call first thing in main().
+bool ExitWithParent();
 
 absl::Status Run(const ServiceOptions& options);
 

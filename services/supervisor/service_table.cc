@@ -51,7 +51,9 @@ ServiceTable::ServiceTable(const std::string& runtime_dir, std::vector<ManagedSe
   for (auto& s : services) {
     Child c;
     c.socket = SocketPath(runtime_dir, s.name);
-    c.argv_storage = {s.binary, absl::StrCat("--runtime-dir=", runtime_dir)};
+    c.argv_storage = s.launcher;
+    c.argv_storage.push_back(s.binary);
+    c.argv_storage.push_back(absl::StrCat("--runtime-dir=", runtime_dir));
     c.spec = std::move(s);
     children_.push_back(std::move(c));
   }

@@ -27,6 +27,7 @@
 #include "services/supervisor/lock_file.h"
 #include "services/supervisor/reaper.h"
 #include "services/supervisor/registry.h"
+#include "services/supervisor/rootless_launch.h"
 #include "services/supervisor/service_table.h"
 #include "services/supervisor/session_reaping.h"
 
@@ -163,6 +164,12 @@ absl::Status Run(const Options& options) {
   LAZ_ASSIGN_OR_RETURN(ReaperProcess reaper, StartReaper(self, cli, runtime_dir, env));
   LAZ_LOG_INFO << "reaper started (pid " << reaper.pid << ", runs " << cli
                << " clean --session ID)";
+  // Rootless, the mount helper runs below `podman unshare`, which must find
+  // podman's namespace ready once no_new_privs is set (rootless_launch.h).
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> launcher, MountHelperLauncher(env));
+  for (ManagedService& s : services) {
+    if (s.name == "mount-helper") s.launcher = launcher;
+  }
 
   caps::Declaration declaration{
       .required = {kCapabilities.begin(), kCapabilities.end()},

@@ -34,6 +34,9 @@ struct ManagedService {
   std::string name;                       // "configd": socket <runtime_dir>/configd.sock
   std::string binary;                     // absolute path
   std::vector<std::string> capabilities;  // declared set, for status
+  // Run before the binary: {podman, "unshare"} for a rootless mount helper
+  // (rootless_launch.h); the pid supervised is then podman's.
+  std::vector<std::string> launcher = {};
 };
 
 // The service set `lazaret up` runs, from the binaries in `libexec_dir`.

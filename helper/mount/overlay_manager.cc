@@ -1,0 +1,289 @@
+#include "helper/mount/overlay_manager.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "helper/mount/overlay_paths.h"
+#include "helper/mount/state_file.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/path.h"
+#include "services/common/log.h"
+#include "services/common/session_client.h"
+#include "services/common/status_util.h"
+
+namespace lazaret::mounthelper {
+namespace {
+
+absl::Status CheckNoNesting(const std::vector<std::string>& dirs) {
+  for (const std::string& a : dirs) {
+    for (const std::string& b : dirs) {
+      if (a != b && fs::IsAtOrUnder(a, b)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("persistent_dirs ", b, " and ", a, " are nested; keep only ", b));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsValidImageId(const std::string& id) {
+  return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+OverlayManager::OverlayManager(SessionSource* sessions, OverlayOps* ops, std::string state_path,
+                               uid_t owner)
+    : sessions_(sessions), ops_(ops), state_path_(std::move(state_path)), owner_(owner) {}
+
+void OverlayManager::SaveLocked() {
+  if (state_path_.empty()) return;
+  absl::Status s = SaveState(state_path_, table_);
+  if (!s.ok()) LAZ_LOG_ERROR << "saving the mount state: " << s;
+}
+
+absl::Status OverlayManager::Recover() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!state_path_.empty()) {
+    LAZ_ASSIGN_OR_RETURN(std::vector<Mounted> saved, LoadState(state_path_));
+    for (Mounted& m : saved) {
+      // The paths are derived again; a record naming anything else is dropped.
+      if (!CheckPersistentDir(m.directory).ok() || !fs::IsCleanAbsolutePath(m.profile_dir) ||
+          PersistPathsFor(m.profile_dir, m.directory).merged != m.merged ||
+          !IsValidImageId(m.image_id)) {
+        LAZ_LOG_WARNING << "ignoring a malformed record in " << state_path_;
+        continue;
+      }
+      if (!ops_->IsMounted(m.merged)) {
+        // The overlay is gone; its image mount may not be.
+        (void)ops_->UnmountImage(m.image_id);
+        continue;
+      }
+      LAZ_LOG_INFO << "re-adopting " << m.merged << " (held by " << absl::StrJoin(m.holders, ",")
+                   << ")";
+      table_.Add(std::move(m));
+    }
+  }
+  LAZ_ASSIGN_OR_RETURN(std::vector<Mounted> gone, CleanupLocked());
+  for (const Mounted& m : gone) LAZ_LOG_INFO << "unmounted stale " << m.merged;
+  SaveLocked();
+  return absl::OkStatus();
+}
+
+absl::Status OverlayManager::MountLocked(const ProfileFacts& p, const std::string& directory,
+                                         const std::string& image_id, const std::string& session) {
+  LAZ_ASSIGN_OR_RETURN(CheckedOverlay o,
+                       CheckOverlay(p.data_root, p.profile_dir, directory, owner_, true));
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd root, ops_->MountImage(image_id));
+  absl::StatusOr<fs::DirFd> lower = OpenLowerDir(root.get(), directory, image_id);
+  absl::StatusOr<FuseProcess> proc =
+      lower.ok() ? ops_->MountOverlay(*lower, o) : absl::StatusOr<FuseProcess>(lower.status());
+  if (!proc.ok()) {
+    absl::Status u = ops_->UnmountImage(image_id);
+    if (!u.ok()) LAZ_LOG_WARNING << u;
+    return proc.status();
+  }
+  Mounted m;
+  m.profile = p.name;
+  m.profile_dir = p.profile_dir;
+  m.directory = directory;
+  m.merged = o.paths.merged;
+  m.image_id = image_id;
+  m.pid = proc->pid;
+  m.start_time = proc->start_time;
+  m.holders.insert(session);
+  LAZ_LOG_INFO << "mounted " << m.merged << " (" << directory << " of image "
+               << image_id.substr(0, 12) << ") for session " << session;
+  table_.Add(std::move(m));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Mounted>> OverlayManager::Attach(const std::string& session_id,
+                                                            const std::string& image_id) {
+  LAZ_RETURN_IF_ERROR(CheckSessionId(session_id));
+  if (!IsValidImageId(image_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", image_id.substr(0, 80), "' is not a full image id (64 lowercase hex digits)"));
+  }
+  LAZ_ASSIGN_OR_RETURN(ProfileFacts p, sessions_->ProfileOfSession(session_id));
+  for (const std::string& d : p.persistent_dirs) LAZ_RETURN_IF_ERROR(CheckPersistentDir(d));
+  LAZ_RETURN_IF_ERROR(CheckNoNesting(p.persistent_dirs));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!table_.CheckAttach(p.profile_dir, image_id, session_id).ok()) {
+    // The holders may have ended before the registry's event arrived.
+    absl::Status s = CleanupLocked().status();
+    if (!s.ok()) LAZ_LOG_WARNING << s;
+    SaveLocked();
+  }
+  LAZ_RETURN_IF_ERROR(table_.CheckAttach(p.profile_dir, image_id, session_id));
+  std::vector<std::string> mounted_now;
+  absl::Status failed;
+  for (const std::string& d : p.persistent_dirs) {
+    Mounted* m = table_.Find(p.profile_dir, d);
+    if (m != nullptr && m->image_id != image_id) {
+      // Nobody holds it (CheckAttach): the next session's image becomes the lower layer.
+      failed = UnmountLocked({p.profile_dir, d});
+      if (!failed.ok()) break;
+      m = nullptr;
+    }
+    if (m != nullptr) {
+      m->holders.insert(session_id);
+      continue;
+    }
+    failed = MountLocked(p, d, image_id, session_id);
+    if (!failed.ok()) break;
+    mounted_now.push_back(d);
+  }
+  if (!failed.ok()) {
+    // All or nothing: what this attach mounted is unmounted again.
+    for (const MountTable::Key& key : table_.DropHolder(session_id)) {
+      absl::Status s = UnmountLocked(key);
+      if (!s.ok()) LAZ_LOG_WARNING << s;
+    }
+    SaveLocked();
+    return failed;
+  }
+  SaveLocked();
+  std::vector<Mounted> out;
+  for (const std::string& d : p.persistent_dirs) out.push_back(*table_.Find(p.profile_dir, d));
+  return out;
+}
+
+absl::Status OverlayManager::UnmountLocked(const MountTable::Key& key) {
+  Mounted* m = table_.Find(key.first, key.second);
+  if (m == nullptr) return absl::OkStatus();
+  LAZ_RETURN_IF_ERROR(ops_->UnmountOverlay(m->merged, FuseProcess{m->pid, m->start_time}));
+  absl::Status s = ops_->UnmountImage(m->image_id);
+  if (!s.ok()) LAZ_LOG_WARNING << "after unmounting " << m->merged << ": " << s;
+  LAZ_LOG_INFO << "unmounted " << m->merged;
+  table_.Remove(key.first, key.second);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> OverlayManager::Detach(const std::string& session_id) {
+  LAZ_RETURN_IF_ERROR(CheckSessionId(session_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  absl::Status first;
+  for (const MountTable::Key& key : table_.DropHolder(session_id)) {
+    absl::Status s = UnmountLocked(key);
+    if (s.ok()) {
+      out.push_back(key.second);
+    } else {
+      LAZ_LOG_WARNING << s;
+      if (first.ok()) first = s;
+    }
+  }
+  SaveLocked();
+  if (!first.ok()) return first;
+  return out;
+}
+
+std::vector<Mounted> OverlayManager::List() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Mounted> out;
+  for (const auto& [key, m] : table_.entries()) out.push_back(m);
+  return out;
+}
+
+absl::StatusOr<std::vector<Mounted>> OverlayManager::CleanupLocked() {
+  for (const std::string& h : table_.AllHolders()) {
+    absl::StatusOr<bool> live = sessions_->IsLive(h);
+    if (!live.ok()) {
+      LAZ_LOG_WARNING << "cannot tell whether session " << h
+                      << " is live, keeping it: " << live.status();
+      continue;
+    }
+    if (!*live) table_.DropHolder(h);
+  }
+  std::vector<Mounted> out;
+  absl::Status first;
+  for (const MountTable::Key& key : table_.Unheld()) {
+    Mounted copy = *table_.Find(key.first, key.second);
+    absl::Status s = UnmountLocked(key);
+    if (s.ok()) {
+      out.push_back(std::move(copy));
+    } else if (first.ok()) {
+      first = s;
+    }
+  }
+  if (!first.ok()) return first;
+  return out;
+}
+
+absl::StatusOr<std::vector<Mounted>> OverlayManager::Cleanup() {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<std::vector<Mounted>> out = CleanupLocked();
+  SaveLocked();
+  return out;
+}
+
+absl::StatusOr<ProfileState> OverlayManager::Describe(const std::string& profile) {
+  LAZ_ASSIGN_OR_RETURN(ProfileFacts p, sessions_->Profile(profile));
+  ProfileState out{p.name, p.profile_dir, {}};
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& d : p.persistent_dirs) {
+    DirectoryState ds;
+    ds.directory = d;
+    ds.changes = PersistPathsFor(p.profile_dir, d).changes;
+    absl::StatusOr<CheckedOverlay> o = CheckOverlay(p.data_root, p.profile_dir, d, owner_, false);
+    if (o.ok()) {
+      LAZ_ASSIGN_OR_RETURN(ds.stats, StatLayer(o->changes));
+    } else if (!absl::IsNotFound(o.status())) {
+      return o.status();
+    }
+    if (Mounted* m = table_.Find(p.profile_dir, d)) {
+      ds.mounted = true;
+      ds.sessions.assign(m->holders.begin(), m->holders.end());
+    }
+    out.directories.push_back(std::move(ds));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const std::string& profile,
+                                                               const std::string& directory) {
+  LAZ_ASSIGN_OR_RETURN(ProfileFacts p, sessions_->Profile(profile));
+  std::vector<std::string> dirs;
+  if (directory.empty()) {
+    dirs = p.persistent_dirs;
+  } else if (std::find(p.persistent_dirs.begin(), p.persistent_dirs.end(), directory) !=
+             p.persistent_dirs.end()) {
+    dirs = {directory};
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(directory, " is not a persistent directory of profile '", p.name,
+                     "' (persistent_dirs: ", absl::StrJoin(p.persistent_dirs, ", "), ")"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Sessions the registry no longer lists do not keep a reset away.
+  LAZ_RETURN_IF_ERROR(CleanupLocked().status());
+  SaveLocked();
+  for (const std::string& d : dirs) {
+    std::set<std::string> holders = table_.HoldersOf(p.profile_dir, d);
+    if (!holders.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(d, " of profile '", p.name, "' is in use by session(s) ",
+                       absl::StrJoin(holders, ", "), "; end them before resetting it"));
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& d : dirs) {
+    absl::StatusOr<CheckedOverlay> o = CheckOverlay(p.data_root, p.profile_dir, d, owner_, false);
+    if (absl::IsNotFound(o.status())) {
+      out.push_back(d);
+      continue;
+    }
+    if (!o.ok()) return o.status();
+    LAZ_RETURN_IF_ERROR(fs::RemoveContents(o->changes));
+    LAZ_RETURN_IF_ERROR(fs::RemoveContents(o->work));
+    LAZ_LOG_INFO << "reset " << d << " of profile " << p.name;
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace lazaret::mounthelper

@@ -1,0 +1,87 @@
+// The mount helper's logic: which overlays a session's attach mounts or
+// shares, which ones a detach or an ended session unmounts, what a restart
+// re-adopts, and the state commands (describe, reset). Runs in
+// lazaret-mount-helper, called from its gRPC handlers and its registry
+// watcher. Requests carry only ids (checked here); the profile comes from
+// the SessionSource, every path from overlay_paths.h.
+#ifndef LAZARET_HELPER_MOUNT_OVERLAY_MANAGER_H_
+#define LAZARET_HELPER_MOUNT_OVERLAY_MANAGER_H_
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "helper/mount/layer_stats.h"
+#include "helper/mount/mount_table.h"
+#include "helper/mount/overlay_ops.h"
+#include "helper/mount/session_source.h"
+
+namespace lazaret::mounthelper {
+
+// Whether `id` is a full image id (64 lowercase hex digits).
+bool IsValidImageId(const std::string& id);
+
+struct DirectoryState {
+  std::string directory;
+  std::string changes;
+  LayerStats stats;
+  bool mounted = false;
+  std::vector<std::string> sessions;
+};
+
+struct ProfileState {
+  std::string profile;
+  std::string profile_dir;
+  std::vector<DirectoryState> directories;
+};
+
+class OverlayManager {
+ public:
+  // `state_path`: the state file (state_file.h); empty keeps none. `owner`:
+  // who must own every directory of profile state (the helper's euid).
+  OverlayManager(SessionSource* sessions, OverlayOps* ops, std::string state_path, uid_t owner);
+
+  // After a restart: reads the state file, re-adopts the overlays still
+  // mounted and then does Cleanup.
+  absl::Status Recover();
+
+  // Mounts or shares the overlays of the session's profile (one per
+  // persistent directory, in the profile's order).
+  absl::StatusOr<std::vector<Mounted>> Attach(const std::string& session_id,
+                                              const std::string& image_id);
+  // The directories unmounted because `session_id` held them last.
+  absl::StatusOr<std::vector<std::string>> Detach(const std::string& session_id);
+  std::vector<Mounted> List();
+  // Drops every holder the registry no longer lists as live, then
+  // unmounts every overlay nobody holds.
+  absl::StatusOr<std::vector<Mounted>> Cleanup();
+
+  absl::StatusOr<ProfileState> Describe(const std::string& profile);
+  // The directories emptied.
+  absl::StatusOr<std::vector<std::string>> Reset(const std::string& profile,
+                                                 const std::string& directory);
+
+ private:
+  // Unmounts the overlay and then its image mount; removes it from the table.
+  absl::Status UnmountLocked(const MountTable::Key& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MountLocked(const ProfileFacts& p, const std::string& directory,
+                           const std::string& image_id, const std::string& session)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<Mounted>> CleanupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  SessionSource* const sessions_;
+  OverlayOps* const ops_;
+  const std::string state_path_;
+  const uid_t owner_;
+  std::mutex mu_;
+  MountTable table_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace lazaret::mounthelper
+
+#endif  // LAZARET_HELPER_MOUNT_OVERLAY_MANAGER_H_

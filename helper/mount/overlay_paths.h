@@ -1,0 +1,52 @@
+// The host directories of one persistent directory's overlay, checked
+// before anything is mounted or removed there. Runs in lazaret-mount-helper
+// (CAP_SYS_ADMIN). Trusts data_root and the profile directory's name only
+// as configd resolved them; trusts nothing found on disk: every component
+// below data_root must be a real directory (never a symlink) owned by the
+// helper's user, and every path is derived here (persist_layout.h), never
+// taken from a request. Only a CheckedOverlay can be mounted.
+#ifndef LAZARET_HELPER_MOUNT_OVERLAY_PATHS_H_
+#define LAZARET_HELPER_MOUNT_OVERLAY_PATHS_H_
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "services/common/fs/fd.h"
+#include "services/common/persist_layout.h"
+
+namespace lazaret::mounthelper {
+
+// A persistent directory whose profile, upper, work and merged directories
+// are open (O_DIRECTORY|O_NOFOLLOW) and were checked to be owned by `owner`.
+struct CheckedOverlay {
+  std::string directory;  // D, inside the container
+  std::string profile_dir;
+  PersistPaths paths;
+  fs::DirFd profile;
+  fs::DirFd changes;
+  fs::DirFd work;
+  fs::DirFd merged;
+};
+
+// Checks `directory` (CheckPersistentDir), that `profile_dir` is one
+// component below `data_root`, opens data_root (as the user configured it,
+// symlinks followed) and below it, without following any symlink, the
+// profile directory and its <name>_changes, _work and _merged, creating
+// missing ones with mode 0700 when `create` (else NOT_FOUND). Each must be
+// a directory owned by `owner`.
+absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
+                                            const std::string& profile_dir,
+                                            const std::string& directory, uid_t owner, bool create);
+
+// Opens `rel` (a clean absolute path inside the image, "/usr") below the
+// image's root `root_fd` with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS: the lower
+// layer. FAILED_PRECONDITION naming the image when it has no such directory
+// (or it is a symlink there, as /lib in a merged-/usr image).
+absl::StatusOr<fs::DirFd> OpenLowerDir(int root_fd, const std::string& rel,
+                                       const std::string& image_id);
+
+}  // namespace lazaret::mounthelper
+
+#endif  // LAZARET_HELPER_MOUNT_OVERLAY_PATHS_H_

@@ -1,0 +1,127 @@
+#include "helper/mount/overlay_paths.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "services/common/fs/test_dir.h"
+
+namespace lazaret::mounthelper {
+namespace {
+
+class OverlayPathsTest : public fs::ScratchTest {
+ protected:
+  absl::StatusOr<CheckedOverlay> Check(const std::string& dir, bool create = true) {
+    return CheckOverlay(P("data"), P("data/prof"), dir, geteuid(), create);
+  }
+  void SetUp() override {
+    fs::ScratchTest::SetUp();
+    ASSERT_EQ(mkdir(P("data").c_str(), 0700), 0);
+  }
+};
+
+TEST_F(OverlayPathsTest, CreatesMissingDirectoriesPrivate) {
+  absl::StatusOr<CheckedOverlay> c = Check("/usr");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->paths.changes, P("data/prof/usr_changes"));
+  EXPECT_EQ(c->paths.merged, P("data/prof/usr_merged"));
+  for (const char* d :
+       {"data/prof", "data/prof/usr_changes", "data/prof/usr_work", "data/prof/usr_merged"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat(P(d).c_str(), &st), 0) << d;
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << d;
+  }
+}
+
+TEST_F(OverlayPathsTest, WithoutCreateMissingIsNotFound) {
+  EXPECT_TRUE(absl::IsNotFound(Check("/usr", false).status()));
+}
+
+TEST_F(OverlayPathsTest, SymlinkedProfileDirRefused) {
+  ASSERT_EQ(mkdir(P("elsewhere").c_str(), 0700), 0);
+  ASSERT_EQ(symlink(P("elsewhere").c_str(), P("data/prof").c_str()), 0);
+  absl::StatusOr<CheckedOverlay> c = Check("/usr");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("not a real directory"), std::string::npos) << c.status();
+  EXPECT_FALSE(Exists("elsewhere/usr_changes"));
+}
+
+TEST_F(OverlayPathsTest, SymlinkedComponentRefused) {
+  ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(P("victim").c_str(), 0700), 0);
+  for (const char* name : {"usr_changes", "usr_work", "usr_merged"}) {
+    const std::string link = P(std::string("data/prof/") + name);
+    ASSERT_EQ(symlink(P("victim").c_str(), link.c_str()), 0);
+    EXPECT_FALSE(Check("/usr").ok()) << name;
+    ASSERT_EQ(unlink(link.c_str()), 0);
+    ASSERT_EQ(mkdir(link.c_str(), 0700), 0);
+  }
+  EXPECT_TRUE(Check("/usr").ok());
+}
+
+TEST_F(OverlayPathsTest, FileInPlaceOfADirectoryRefused) {
+  ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
+  Write("data/prof/usr_work", "x");
+  EXPECT_FALSE(Check("/usr").ok());
+}
+
+TEST_F(OverlayPathsTest, ForeignOwnerRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+  ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
+  ASSERT_EQ(chown(P("data/prof").c_str(), 12345, 12345), 0);
+  absl::StatusOr<CheckedOverlay> c = Check("/usr");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("belongs to uid 12345"), std::string::npos);
+}
+
+TEST_F(OverlayPathsTest, CraftedDirectoryNamesRefused) {
+  for (const std::string& d :
+       {std::string(".."), std::string("%2E"), std::string("/usr/../etc"), std::string("/"),
+        std::string("usr"), std::string("/usr/"), std::string("/usr//lib"), std::string("/proc"),
+        std::string("/workspace/x"), std::string("/dev"), std::string("/run/lazaret"),
+        std::string("/usr\0/x", 7), std::string("/") + std::string(300, 'a'),
+        std::string("/") + std::string(2000, 'a')}) {
+    EXPECT_FALSE(Check(d).ok()) << d;
+  }
+  // Names that only look odd stay inside the profile directory.
+  absl::StatusOr<CheckedOverlay> c = Check("/%2E");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->paths.changes, P("data/prof/%252E_changes"));
+  c = Check("/..a");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->paths.changes, P("data/prof/..a_changes"));
+}
+
+TEST_F(OverlayPathsTest, ProfileDirMustBeOneLevelBelowDataRoot) {
+  EXPECT_FALSE(CheckOverlay(P("data"), P("data/a/b"), "/usr", geteuid(), true).ok());
+  EXPECT_FALSE(CheckOverlay(P("data"), P("other"), "/usr", geteuid(), true).ok());
+  EXPECT_FALSE(CheckOverlay(P("data"), P("data/.."), "/usr", geteuid(), true).ok());
+  EXPECT_FALSE(CheckOverlay(P("data"), P("data"), "/usr", geteuid(), true).ok());
+  EXPECT_FALSE(Exists("data/a"));
+}
+
+TEST_F(OverlayPathsTest, LowerDirNeverFollowsASymlinkInTheImage) {
+  ASSERT_EQ(mkdir(P("img").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(P("img/usr").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(P("img/usr/lib").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("usr/lib", P("img/lib").c_str()), 0);
+  ASSERT_EQ(symlink("/etc", P("img/usr/etc").c_str()), 0);
+  const int root = open(P("img").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(root, 0);
+  fs::DirFd r = fs::DirFd::Adopt(root);
+  const std::string id(64, 'a');
+  EXPECT_TRUE(OpenLowerDir(r.get(), "/usr", id).ok());
+  EXPECT_TRUE(OpenLowerDir(r.get(), "/usr/lib", id).ok());
+  absl::StatusOr<fs::DirFd> lib = OpenLowerDir(r.get(), "/lib", id);
+  ASSERT_FALSE(lib.ok());
+  EXPECT_NE(lib.status().message().find("has no directory /lib"), std::string::npos);
+  EXPECT_FALSE(OpenLowerDir(r.get(), "/usr/etc", id).ok());
+  EXPECT_FALSE(OpenLowerDir(r.get(), "/opt", id).ok());
+}
+
+}  // namespace
+}  // namespace lazaret::mounthelper

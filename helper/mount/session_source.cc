@@ -1,0 +1,62 @@
+#include "helper/mount/session_source.h"
+
+#include "absl/strings/str_cat.h"
+#include "services/common/session_client.h"
+#include "services/common/status_util.h"
+
+namespace lazaret::mounthelper {
+namespace {
+
+namespace sv = ::lazaret::supervisor::v1;
+namespace cfg = ::lazaret::config::v1;
+
+ProfileFacts FactsOf(const cfg::ResolvedProfile& p) {
+  return ProfileFacts{p.name(),
+                      p.data_root(),
+                      p.profile_dir(),
+                      {p.persistent_dirs().begin(), p.persistent_dirs().end()}};
+}
+
+class RegistrySessionSource final : public SessionSource {
+ public:
+  explicit RegistrySessionSource(std::string runtime_dir) : runtime_dir_(std::move(runtime_dir)) {}
+
+  absl::StatusOr<ProfileFacts> ProfileOfSession(const std::string& id) override {
+    LAZ_RETURN_IF_ERROR(CheckSessionId(id));
+    LAZ_ASSIGN_OR_RETURN(sv::SessionInfo info, FetchSession(runtime_dir_, id));
+    if (info.state() != sv::SESSION_STATE_REGISTERED &&
+        info.state() != sv::SESSION_STATE_ATTACHED) {
+      return absl::FailedPreconditionError(absl::StrCat("session ", id, " is ending"));
+    }
+    LAZ_ASSIGN_OR_RETURN(cfg::ResolvedProfile p,
+                         ResolveSessionProfile(runtime_dir_, info.record()));
+    return FactsOf(p);
+  }
+
+  absl::StatusOr<bool> IsLive(const std::string& id) override {
+    LAZ_RETURN_IF_ERROR(CheckSessionId(id));
+    absl::StatusOr<sv::SessionInfo> info = FetchSession(runtime_dir_, id);
+    if (absl::IsNotFound(info.status())) return false;
+    if (!info.ok()) return info.status();
+    return info->state() == sv::SESSION_STATE_REGISTERED ||
+           info->state() == sv::SESSION_STATE_ATTACHED;
+  }
+
+  absl::StatusOr<ProfileFacts> Profile(const std::string& name) override {
+    lazaret::common::v1::SessionRecord record;
+    record.set_profile(name);
+    LAZ_ASSIGN_OR_RETURN(cfg::ResolvedProfile p, ResolveSessionProfile(runtime_dir_, record));
+    return FactsOf(p);
+  }
+
+ private:
+  const std::string runtime_dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<SessionSource> MakeRegistrySessionSource(const std::string& runtime_dir) {
+  return std::make_unique<RegistrySessionSource>(runtime_dir);
+}
+
+}  // namespace lazaret::mounthelper

@@ -1,0 +1,488 @@
+// The real lazaret-mount-helper with real podman and fuse-overlayfs,
+// rootful, against a fake supervisor registry and a fake configd served by
+// the test on the helper's runtime directory: a session's attach mounts
+// the image's /usr below the profile's upper layer, what is written in the
+// merged directory lands in the upper layer and is described, two sessions
+// share one overlay, the last detach (or the registry reporting the end)
+// unmounts it, a killed helper's mounts are re-adopted or cleaned at the
+// next start, and the helper holds exactly CAP_SYS_ADMIN. The same tests
+// run rootless as LAZARET_E2E_USER (RootlessThroughPodmanUnshare re-runs
+// this binary as that user), the helper started below `podman unshare` as
+// the supervisor starts it; its mounts are then looked at through the
+// `podman unshare`, since they exist only in rootless podman's user and
+// mount namespace.
+#include <dirent.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "helper/mount/mounthelper.h"
+#include "lazaret/config/v1/config.grpc.pb.h"
+#include "lazaret/mounthelper/v1/mounthelper.grpc.pb.h"
+#include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
+#include "services/common/capabilities.h"
+#include "services/common/unix_server.h"
+#include "tests/support/test_support.h"
+
+namespace lazaret {
+namespace {
+
+namespace sv = ::lazaret::supervisor::v1;
+namespace cfg = ::lazaret::config::v1;
+namespace mh = ::lazaret::mounthelper::v1;
+using std::chrono::milliseconds;
+
+const std::string kA = "aaaaaaaaaaaa";
+const std::string kB = "bbbbbbbbbbbb";
+
+// The registry: sessions and their state; ending one is streamed to watchers.
+class FakeSupervisor final : public sv::SupervisorService::Service {
+ public:
+  void Set(const std::string& id, sv::SessionState state) {
+    std::lock_guard<std::mutex> l(mu_);
+    states_[id] = state;
+  }
+  void End(const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    states_.erase(id);
+    ended_.push_back(id);
+    cv_.notify_all();
+  }
+  grpc::Status GetSession(grpc::ServerContext*, const sv::GetSessionRequest* req,
+                          sv::SessionInfo* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = states_.find(req->id());
+    if (it == states_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such session");
+    Fill(req->id(), it->second, resp);
+    return grpc::Status::OK;
+  }
+  grpc::Status ListSessions(grpc::ServerContext*, const sv::ListSessionsRequest*,
+                            sv::ListSessionsResponse* resp) override {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, st] : states_) Fill(id, st, resp->add_sessions());
+    return grpc::Status::OK;
+  }
+  grpc::Status WatchSessions(grpc::ServerContext* ctx, const sv::WatchSessionsRequest*,
+                             grpc::ServerWriter<sv::SessionEvent>* w) override {
+    std::unique_lock<std::mutex> l(mu_);
+    for (const auto& [id, st] : states_) {
+      sv::SessionEvent e;
+      e.set_kind(sv::SESSION_EVENT_STARTED);
+      Fill(id, st, e.mutable_session());
+      w->Write(e);
+    }
+    size_t next = ended_.size();
+    while (!ctx->IsCancelled()) {
+      cv_.wait_for(l, milliseconds(100));
+      for (; next < ended_.size(); ++next) {
+        sv::SessionEvent e;
+        e.set_kind(sv::SESSION_EVENT_ENDED);
+        e.mutable_session()->mutable_record()->set_id(ended_[next]);
+        w->Write(e);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  static void Fill(const std::string& id, sv::SessionState st, sv::SessionInfo* out) {
+    out->mutable_record()->set_id(id);
+    out->mutable_record()->set_profile("prof");
+    out->set_state(st);
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, sv::SessionState> states_;
+  std::deque<std::string> ended_;
+};
+
+class FakeConfig final : public cfg::ConfigService::Service {
+ public:
+  explicit FakeConfig(std::string data_root) : data_root_(std::move(data_root)) {}
+  grpc::Status ResolveProfile(grpc::ServerContext*, const cfg::ResolveProfileRequest*,
+                              cfg::ResolveProfileResponse* resp) override {
+    cfg::ResolvedProfile* p = resp->mutable_profile();
+    p->set_name("prof");
+    p->set_data_root(data_root_);
+    p->set_profile_dir(data_root_ + "/prof");
+    p->add_persistent_dirs("/usr");
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::string data_root_;
+};
+
+constexpr char kRootlessChildEnv[] = "LAZARET_MOUNT_TEST_ROOTLESS";
+bool Rootless() { return getenv(kRootlessChildEnv) != nullptr; }
+
+// Whether `path` is a mount point in the mount namespace of `pid`.
+bool IsMountPointIn(pid_t pid, const std::string& path) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/mountinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + path + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// `podman image mount` (rootless: inside `podman unshare`) lists `id`.
+bool ImageMounted(const std::string& id) {
+  std::vector<std::string> argv = {"podman", "image", "mount"};
+  if (Rootless()) argv.insert(argv.begin(), {"podman", "unshare"});
+  return test::Run(argv).out.find(id) != std::string::npos;
+}
+
+// The child of `pid` (any thread's), or 0.
+pid_t ChildOf(pid_t pid) {
+  DIR* d = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
+  if (d == nullptr) return 0;
+  pid_t child = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat("/proc/", pid, "/task/", e->d_name, "/children"));
+    if (in >> child) break;
+  }
+  closedir(d);
+  return child;
+}
+
+// A tiny image with /usr/share/greeting (`content`) and a static /bin/cat,
+// built once.
+std::string BuildImage(const std::string& tag, const std::string& content) {
+  test::CommandResult have = test::Run({"podman", "image", "inspect", "--format", "{{.Id}}", tag});
+  if (have.exit_code == 0) return std::string(absl::StripAsciiWhitespace(have.out));
+  test::TempDir ctx("laz-img");
+  mkdir((ctx.path() + "/bin").c_str(), 0755);
+  if (test::Run({"cp", test::Binary("mount_test_cat"), ctx.path() + "/bin/cat"}).exit_code != 0) {
+    return "";
+  }
+  mkdir((ctx.path() + "/usr").c_str(), 0755);
+  mkdir((ctx.path() + "/usr/share").c_str(), 0755);
+  std::ofstream(ctx.path() + "/usr/share/greeting") << content;
+  std::ofstream(ctx.path() + "/Containerfile") << "FROM scratch\nCOPY usr /usr\nCOPY bin /bin\n";
+  test::CommandResult b = test::Run({"podman", "build", "-q", "-t", tag, ctx.path()});
+  if (b.exit_code != 0) return "";
+  have = test::Run({"podman", "image", "inspect", "--format", "{{.Id}}", tag});
+  return std::string(absl::StripAsciiWhitespace(have.out));
+}
+
+class MountHelperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0 && !Rootless()) {
+      GTEST_SKIP() << "the rootful mount helper test needs root";
+    }
+    if (access("/usr/bin/fuse-overlayfs", X_OK) != 0 || access("/usr/bin/podman", X_OK) != 0) {
+      GTEST_SKIP() << "needs podman and fuse-overlayfs (deploy/setup-host.sh installs them)";
+    }
+    test::BecomeSubreaper();
+    img1_ = BuildImage("localhost/lazaret-mount-test:cat1", "one\n");
+    img2_ = BuildImage("localhost/lazaret-mount-test:cat2", "two\n");
+    ASSERT_EQ(img1_.size(), 64u);
+    ASSERT_EQ(img2_.size(), 64u);
+    dir_ = std::make_unique<test::TempDir>("laz-mh");
+    rt_ = dir_->path() + "/rt";
+    data_ = dir_->path() + "/data";
+    ASSERT_EQ(mkdir(rt_.c_str(), 0700), 0);
+    ASSERT_EQ(mkdir(data_.c_str(), 0700), 0);
+    config_ = std::make_unique<FakeConfig>(data_);
+    supervisor_.Set(kA, sv::SESSION_STATE_ATTACHED);
+    supervisor_.Set(kB, sv::SESSION_STATE_ATTACHED);
+    Serve(&supervisor_, "supervisor", &sup_server_);
+    Serve(config_.get(), "configd", &cfg_server_);
+    StartHelper();
+    merged_ = data_ + "/prof/usr_merged";
+  }
+
+  void TearDown() override {
+    if (helper_ > 0) {
+      // Every session ended: the helper unmounts what is left.
+      for (const char* id : {"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}) supervisor_.End(id);
+      mh::CleanupResponse gone;
+      if (stub_) stub_->Cleanup(Ctx().get(), mh::CleanupRequest{}, &gone);
+      StopHelper(SIGTERM);
+    }
+    if (!Rootless() && !merged_.empty() && IsMountPoint(merged_)) {
+      umount2(merged_.c_str(), MNT_DETACH);
+    }
+    if (sup_server_) sup_server_->Shutdown();
+    if (cfg_server_) cfg_server_->Shutdown();
+    test::ReapOrphans();
+  }
+
+  void Serve(grpc::Service* s, const std::string& name, std::unique_ptr<GrpcUnixServer>* out) {
+    absl::StatusOr<std::unique_ptr<UnixListener>> l = UnixListener::Bind(SocketPath(name));
+    ASSERT_TRUE(l.ok()) << l.status();
+    absl::StatusOr<std::unique_ptr<GrpcUnixServer>> srv =
+        GrpcUnixServer::Start(std::move(*l), {s}, PeerPolicy{.allowed_uid = geteuid()});
+    ASSERT_TRUE(srv.ok()) << srv.status();
+    *out = std::move(*srv);
+  }
+  std::string SocketPath(const std::string& name) { return rt_ + "/" + name + ".sock"; }
+  // Files in the merged directory. Rootless, the FUSE mount exists only in
+  // podman's user namespace, and the kernel refuses FUSE access from
+  // outside it, so each access goes through `podman unshare` (argv only).
+  std::vector<std::string> InNs(std::vector<std::string> argv) {
+    if (Rootless()) argv.insert(argv.begin(), {"podman", "unshare"});
+    return argv;
+  }
+  std::string ReadMerged(const std::string& rel) {
+    return test::Run(InNs({"cat", merged_ + rel})).out;
+  }
+  void WriteMerged(const std::string& rel, const std::string& content) {
+    ASSERT_EQ(test::Run(InNs({"tee", merged_ + rel}), {}, content).exit_code, 0);
+  }
+  bool RemoveMerged(const std::string& rel) {
+    return test::Run(InNs({"rm", merged_ + rel})).exit_code == 0;
+  }
+  bool ExistsMerged(const std::string& rel) {
+    return test::Run(InNs({"test", "-e", merged_ + rel})).exit_code == 0;
+  }
+  bool IsMountPoint(const std::string& path) {
+    if (!Rootless()) return IsMountPointIn(getpid(), path);
+    const std::string info = test::Run({"podman", "unshare", "cat", "/proc/self/mountinfo"}).out;
+    return info.find(" " + path + " ") != std::string::npos;
+  }
+
+  void StartHelper() {
+    const std::string bin = test::Binary("lazaret-mount-helper");
+    const std::string flag = "--runtime-dir=" + rt_;
+    helper_ = fork();
+    if (helper_ == 0) {
+      if (Rootless()) {
+        execl("/usr/bin/podman", "podman", "unshare", bin.c_str(), flag.c_str(),
+              static_cast<char*>(nullptr));
+      } else {
+        execl(bin.c_str(), bin.c_str(), flag.c_str(), static_cast<char*>(nullptr));
+      }
+      _exit(127);
+    }
+    ASSERT_TRUE(test::WaitFor([&] { return CheckHealth(SocketPath("mount-helper"), 500).ok(); },
+                              milliseconds(20000)));
+    helper_pid_ = Rootless() ? ChildOf(helper_) : helper_;
+    ASSERT_GT(helper_pid_, 0);
+    stub_ = mh::MountHelperService::NewStub(DialUnix(SocketPath("mount-helper")));
+  }
+  // The signal goes to the helper itself; rootless, podman unshare exits
+  // with it.
+  void StopHelper(int sig) {
+    kill(helper_pid_, sig);
+    int ws;
+    waitpid(helper_, &ws, 0);
+    helper_ = -1;
+    stub_.reset();
+  }
+  std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    return c;
+  }
+  grpc::Status Attach(const std::string& id, const std::string& image,
+                      mh::AttachSessionResponse* resp) {
+    mh::AttachSessionRequest req;
+    req.set_session_id(id);
+    req.set_image_id(image);
+    return stub_->AttachSession(Ctx().get(), req, resp);
+  }
+  mh::DetachSessionResponse Detach(const std::string& id) {
+    mh::DetachSessionRequest req;
+    req.set_session_id(id);
+    mh::DetachSessionResponse resp;
+    grpc::Status st = stub_->DetachSession(Ctx().get(), req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  }
+  mh::DescribeStateResponse Describe() {
+    mh::DescribeStateRequest req;
+    req.set_profile("prof");
+    mh::DescribeStateResponse resp;
+    grpc::Status st = stub_->DescribeState(Ctx().get(), req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  }
+
+  FakeSupervisor supervisor_;
+  std::unique_ptr<FakeConfig> config_;
+  std::unique_ptr<GrpcUnixServer> sup_server_, cfg_server_;
+  std::unique_ptr<test::TempDir> dir_;
+  std::string rt_, data_, merged_, img1_, img2_;
+  pid_t helper_ = -1;      // what was started (rootless: podman unshare)
+  pid_t helper_pid_ = -1;  // lazaret-mount-helper itself
+  std::unique_ptr<mh::MountHelperService::Stub> stub_;
+};
+
+TEST_F(MountHelperTest, HelperHoldsExactlySysAdmin) {
+  const uint64_t mask = caps::Mask(mounthelper::kCapabilities);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapEff"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapPrm"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapBnd"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapInh"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapAmb"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "NoNewPrivs"), 1u);
+}
+
+TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
+  mh::AttachSessionResponse resp;
+  grpc::Status st = Attach(kA, img1_, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.mounts_size(), 1);
+  EXPECT_EQ(resp.mounts(0).merged(), merged_);
+  EXPECT_TRUE(IsMountPoint(merged_));
+  EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
+  WriteMerged("/share/installed", "package");
+  ASSERT_TRUE(RemoveMerged("/share/greeting"));
+  EXPECT_EQ(test::ReadFile(data_ + "/prof/usr_changes/share/installed"), "package");
+
+  mh::DescribeStateResponse d = Describe();
+  ASSERT_EQ(d.directories_size(), 1);
+  EXPECT_EQ(d.directories(0).directory(), "/usr");
+  ASSERT_EQ(d.directories(0).changed_size(), 1);
+  EXPECT_EQ(d.directories(0).changed(0), "share/installed");
+  ASSERT_EQ(d.directories(0).deleted_size(), 1);
+  EXPECT_EQ(d.directories(0).deleted(0), "share/greeting");
+  EXPECT_TRUE(d.directories(0).mounted());
+
+  mh::DetachSessionResponse u = Detach(kA);
+  ASSERT_EQ(u.unmounted_size(), 1);
+  EXPECT_FALSE(IsMountPoint(merged_));
+  EXPECT_FALSE(ImageMounted(img1_));
+  // Still there for the next session.
+  ASSERT_TRUE(Attach(kA, img1_, &resp).ok());
+  EXPECT_EQ(ReadMerged("/share/installed"), "package");
+  EXPECT_FALSE(ExistsMerged("/share/greeting"));
+}
+
+TEST_F(MountHelperTest, ContainerOfTheSameUserSeesTheMergedDirectory) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  WriteMerged("/share/fromhost", "written in merged\n");
+  test::CommandResult c = test::Run({"podman", "run", "--rm", "--runtime=runc", "--network=none",
+                                     "--http-proxy=false", "-v", merged_ + ":/mnt", img1_,
+                                     "/bin/cat", "/mnt/share/greeting", "/mnt/share/fromhost"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out, "one\nwritten in merged\n");
+}
+
+TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
+  mh::AttachSessionResponse ra, rb;
+  ASSERT_TRUE(Attach(kA, img1_, &ra).ok());
+  WriteMerged("/share/kept", "kept");
+  ASSERT_TRUE(Attach(kB, img1_, &rb).ok());
+  EXPECT_EQ(rb.mounts(0).sessions_size(), 2);
+  mh::AttachSessionResponse r2;
+  supervisor_.Set("cccccccccccc", sv::SESSION_STATE_ATTACHED);
+  grpc::Status st = Attach("cccccccccccc", img2_, &r2);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find(kA), std::string::npos) << st.error_message();
+  EXPECT_EQ(Detach(kA).unmounted_size(), 0);
+  EXPECT_TRUE(IsMountPoint(merged_));
+  EXPECT_EQ(Detach(kB).unmounted_size(), 1);
+  EXPECT_FALSE(IsMountPoint(merged_));
+  // The new image is the new lower layer; the upper layer stays.
+  ASSERT_TRUE(Attach("cccccccccccc", img2_, &r2).ok());
+  EXPECT_EQ(ReadMerged("/share/greeting"), "two\n");
+  EXPECT_EQ(ReadMerged("/share/kept"), "kept");
+}
+
+TEST_F(MountHelperTest, EndedSessionIsUnmountedThroughTheRegistry) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  ASSERT_TRUE(IsMountPoint(merged_));
+  supervisor_.End(kA);
+  EXPECT_TRUE(test::WaitFor([&] { return !IsMountPoint(merged_); }, milliseconds(10000)));
+}
+
+TEST_F(MountHelperTest, KilledHelperMountsReadoptedOrCleanedAtRestart) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  StopHelper(SIGKILL);
+  ASSERT_TRUE(IsMountPoint(merged_));
+  StartHelper();
+  mh::ListMountsResponse list;
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        list.Clear();
+        stub_->ListMounts(Ctx().get(), mh::ListMountsRequest{}, &list);
+        return list.mounts_size() == 1;
+      },
+      milliseconds(10000)));
+  EXPECT_EQ(list.mounts(0).sessions(0), kA);
+  EXPECT_TRUE(IsMountPoint(merged_));
+
+  StopHelper(SIGKILL);
+  supervisor_.Set(kA, sv::SESSION_STATE_REAPING);  // being reaped: not live
+  StartHelper();
+  EXPECT_TRUE(test::WaitFor([&] { return !IsMountPoint(merged_); }, milliseconds(10000)));
+  EXPECT_TRUE(test::WaitFor([&] { return !ImageMounted(img1_); }, milliseconds(10000)));
+}
+
+TEST_F(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  WriteMerged("/share/poisoned", "x");
+  mh::ResetStateRequest req;
+  req.set_profile("prof");
+  mh::ResetStateResponse resp;
+  grpc::Status st = stub_->ResetState(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find(kA), std::string::npos);
+  Detach(kA);
+  st = stub_->ResetState(Ctx().get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  EXPECT_FALSE(ExistsMerged("/share/poisoned"));
+  EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
+}
+
+TEST_F(MountHelperTest, SymlinkedProfileDirRefused) {
+  test::TempDir elsewhere("laz-mh-x");
+  ASSERT_EQ(symlink(elsewhere.path().c_str(), (data_ + "/prof").c_str()), 0);
+  mh::AttachSessionResponse r;
+  grpc::Status st = Attach(kA, img1_, &r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("not a real directory"), std::string::npos);
+  EXPECT_NE(access((elsewhere.path() + "/usr_changes").c_str(), F_OK), 0);
+  merged_.clear();
+}
+
+TEST(MountHelperRootlessTest, RootlessThroughPodmanUnshare) {
+  if (Rootless()) GTEST_SKIP() << "this is the rootless run";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run the tests as " LAZARET_E2E_USER;
+  const passwd* pw = getpwnam(LAZARET_E2E_USER);
+  if (pw == nullptr) {
+    GTEST_SKIP() << "no user " LAZARET_E2E_USER
+                    "; create it with tests/e2e/run_fixture.sh "
+                    "user-setup";
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = 0;
+  test::CommandResult r = test::Run(
+      {"setpriv", absl::StrCat("--reuid=", pw->pw_uid), absl::StrCat("--regid=", pw->pw_gid),
+       "--init-groups", "--", "env", "-i", absl::StrCat("HOME=", pw->pw_dir),
+       absl::StrCat("USER=", pw->pw_name), absl::StrCat("XDG_RUNTIME_DIR=/run/user/", pw->pw_uid),
+       "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", absl::StrCat(kRootlessChildEnv, "=1"),
+       exe, "--gtest_filter=MountHelperTest.*"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[  PASSED  ]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace lazaret
