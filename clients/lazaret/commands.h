@@ -27,6 +27,9 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args);
 int CmdStop(const Context& ctx, const std::vector<std::string>& args);
 int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 
+// state_cmd.cc: a profile's persistent directories (persist/).
+int CmdState(const Context& ctx, const std::vector<std::string>& args);
+
 // net_cmd.cc: a live session's egress policy (net/).
 int CmdNet(const Context& ctx, const std::vector<std::string>& args);
 

@@ -1,4 +1,6 @@
-// `lazaret ps`, `lazaret stop SESSION` and `lazaret clean [--session ID]`:
+// `lazaret ps`, `lazaret stop SESSION` and `lazaret clean [--session ID]`
+// (which also has lazaret-mount-helper unmount the overlays no live session
+// holds):
 // the sessions of this Lazaret instance (this runtime directory). Runs in
 // the user's terminal, and `clean --session` also in the supervisor's
 // reaper (services/supervisor/reaper.h) when a session's owner died. These
@@ -16,6 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/commands.h"
+#include "clients/lazaret/persist/mount_client.h"
+#include "clients/lazaret/persist/state_format.h"
 #include "clients/lazaret/session/listing.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/reap.h"
@@ -137,6 +141,23 @@ int CmdStop(const Context& ctx, const std::vector<std::string>& args) {
   return session::ReapSession(*v, PrintLine) ? 0 : 1;
 }
 
+namespace {
+
+// lazaret-mount-helper's Cleanup: what it unmounted, one line each. The
+// number unmounted, or -1 when the helper could not be asked.
+int CleanOverlays(const Context& ctx) {
+  persist::MountClient client(persist::MountHelperSocket(ctx.runtime_dir));
+  absl::StatusOr<::lazaret::mounthelper::v1::CleanupResponse> r = client.Cleanup();
+  if (!r.ok()) {
+    std::printf("Overlays not checked: %s\n", std::string(r.status().message()).c_str());
+    return -1;
+  }
+  std::fputs(persist::CleanupText(*r).c_str(), stdout);
+  return r->unmounted_size();
+}
+
+}  // namespace
+
 int CmdClean(const Context& ctx, const std::vector<std::string>& args) {
   if (args.size() == 2 && args[0] == "--session") return CleanOneSession(ctx, args[1]);
   if (!args.empty()) {
@@ -147,11 +168,14 @@ int CmdClean(const Context& ctx, const std::vector<std::string>& args) {
   }
   absl::StatusOr<session::CleanSummary> summary =
       session::CleanDeadSessions(ctx.runtime_dir, PrintLine);
+  // Then the overlays no live session holds (a killed run's): the helper
+  // down is said, and the rest of clean stands.
+  const int unmounted = CleanOverlays(ctx);
   if (!summary.ok()) {
     std::fprintf(stderr, "lazaret clean: %s\n", std::string(summary.status().message()).c_str());
     return 1;
   }
-  if (summary->reaped == 0) std::printf("Nothing to clean.\n");
+  if (summary->reaped == 0 && unmounted <= 0) std::printf("Nothing to clean.\n");
   if (summary->live > 0) {
     std::printf("%d live session%s left alone (lazaret stop SESSION ends one).\n", summary->live,
                 summary->live == 1 ? "" : "s");

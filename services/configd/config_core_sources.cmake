@@ -1,7 +1,7 @@
 # The configuration loader's core: TOML schema, merge, narrowing, expansion.
-# It needs only Abseil, toml++ (header-only, TOML_EXCEPTIONS=0) and the path
-# checks of lazaret_fs, so the libFuzzer build in tests/fuzz can compile it
-# with clang on its own.
+# It needs only Abseil, toml++ (header-only, TOML_EXCEPTIONS=0), the path
+# checks of lazaret_fs and persist_layout, so the libFuzzer build in
+# tests/fuzz can compile it with clang on its own.
 # Included by services/configd/CMakeLists.txt and tests/fuzz/CMakeLists.txt.
 set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/auto_approve.cc
@@ -22,6 +22,7 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/shell_words.cc
   ${CMAKE_CURRENT_LIST_DIR}/toml_reader.cc
   ${CMAKE_CURRENT_LIST_DIR}/../common/fs/path.cc
+  ${CMAKE_CURRENT_LIST_DIR}/../common/persist_layout.cc
 )
 set(LAZARET_CONFIG_TOML_DEFINITIONS TOML_EXCEPTIONS=0 TOML_HEADER_ONLY=1 TOML_ENABLE_FORMATTERS=0)
 set(LAZARET_CONFIG_ABSL_LIBS absl::status absl::statusor absl::strings absl::str_format)

@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/common/fs/path.h"
+#include "services/common/persist_layout.h"
 #include "services/configd/toml.h"
 #include "services/configd/toml_reader.h"
 
@@ -229,9 +231,34 @@ class LayerParser {
             ok = false;
             continue;
           }
+          if (absl::Status st = CheckPersistentDir(*clean); !st.ok()) {
+            diags_.Error(s->origin, std::string(st.message()),
+                         "persist a directory of the image such as \"/usr\", \"/etc\" or "
+                         "\"/root\"");
+            ok = false;
+            continue;
+          }
           if (!seen.insert(*clean).second) {
             diags_.Error(s->origin, absl::StrCat(QuoteValue(*clean), " is listed twice"),
                          "remove the duplicate");
+            ok = false;
+            continue;
+          }
+          // One overlay inside another would hide the outer one's changes
+          // below the inner directory (and the inner one's lower layer
+          // would not be the outer one's view).
+          const Setting<std::string>* outer = nullptr;
+          for (const Setting<std::string>& o : dirs.value) {
+            if (fs::IsAtOrUnder(*clean, o.value) || fs::IsAtOrUnder(o.value, *clean)) outer = &o;
+          }
+          if (outer != nullptr) {
+            const bool inside = fs::IsAtOrUnder(*clean, outer->value);
+            diags_.Error(s->origin,
+                         absl::StrCat(QuoteValue(*clean), inside ? " is inside " : " contains ",
+                                      QuoteValue(outer->value),
+                                      ", also listed: persistent directories may not nest"),
+                         absl::StrCat("keep only ", QuoteValue(inside ? outer->value : *clean),
+                                      " (it persists everything below it)"));
             ok = false;
             continue;
           }

@@ -28,6 +28,17 @@ std::string AllErrors(const Diagnostics& d) {
   return out;
 }
 
+TEST(SchemaTest, PersistsSystemDirectories) {
+  Parsed p = ParseText(
+      "[profiles.ab]\nimage = \"localhost/x:1\"\n"
+      "persistent_dirs = [\"/usr\", \"/etc\", \"/var\", \"/opt\", \"/root\", \"/usrx\"]\n");
+  ASSERT_FALSE(p.diags.has_errors()) << AllErrors(p.diags);
+  const ProfileLayer& pr = p.layer.profiles.at("ab");
+  ASSERT_EQ(pr.persistent_dirs->value.size(), 6u);
+  EXPECT_EQ(pr.persistent_dirs->value[0].value, "/usr");
+  EXPECT_EQ(pr.persistent_dirs->value[5].value, "/usrx");  // a sibling, not nested
+}
+
 TEST(SchemaTest, AcceptsTheFullSchema) {
   Parsed p = ParseText(R"(
 default_profile = "claude-code"
@@ -146,6 +157,15 @@ TEST(SchemaTest, ErrorsNameFileKeyAndPosition) {
       {"persistent workspace",
        "[profiles.ab]\nimage = \"localhost/x:1\"\npersistent_dirs = [\"/workspace/.git\"]\n",
        "is inside /workspace"},
+      {"persistent root", "[profiles.ab]\nimage = \"localhost/x:1\"\npersistent_dirs = [\"/\"]\n",
+       "profiles.ab.persistent_dirs[0]: \"/\" cannot be the container's root directory"},
+      {"persistent nested",
+       "[profiles.ab]\nimage = \"localhost/x:1\"\npersistent_dirs = [\"/usr\", \"/usr/local\"]\n",
+       "profiles.ab.persistent_dirs[1]: \"/usr/local\" is inside \"/usr\", also listed: "
+       "persistent directories may not nest"},
+      {"persistent nesting",
+       "[profiles.ab]\nimage = \"localhost/x:1\"\npersistent_dirs = [\"/etc/ssh\", \"/etc\"]\n",
+       "profiles.ab.persistent_dirs[1]: \"/etc\" contains \"/etc/ssh\", also listed"},
       {"persistent duplicate",
        "[profiles.ab]\nimage = \"localhost/x:1\"\npersistent_dirs = [\"/usr\", \"/usr/\"]\n",
        "\"/usr\" is listed twice"},

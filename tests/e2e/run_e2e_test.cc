@@ -852,20 +852,30 @@ TEST_F(RunE2eTest, VolumesHonourTheirModes) {
   EXPECT_EQ(Trim(test::ReadFile(rw.path() + "/out.txt")), "written");
 }
 
-TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsAreRefused) {
-  const std::string cfg = Config("persistent_dirs = [\"/root\"]\n");
-  CommandResult first = Run(
-      {"run", "--config", cfg, "t1", "--", "sh", "-c", "ls -A /root; echo kept > /root/state.txt"});
+// Persistent directories are overlays over the image's own directories
+// (lazaret-mount-helper): a system directory may persist, what the image
+// has there is still seen, and nested entries are refused.
+TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsPersist) {
+  const std::string cfg = Config("persistent_dirs = [\"/root\", \"/usr\"]\n");
+  CommandResult first =
+      Run({"run", "--config", cfg, "t1", "--", "sh", "-c",
+           "ls -A /root; echo kept > /root/state.txt; "
+           "printf '#!/bin/sh\\necho tool-ran\\n' > /usr/local/bin/laz-tool; "
+           "chmod +x /usr/local/bin/laz-tool; ls /usr/bin/env"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_THAT(first.out, HasSubstr(".bashrc"));  // seeded from the image
-  CommandResult second = Run({"run", "--config", cfg, "t1", "--", "cat", "/root/state.txt"});
-  EXPECT_EQ(Trim(second.out), "kept");
-  const std::string bad =
-      aux_->Write("bad.toml", "[profiles.t2]\nimage = \"" + std::string(kSandboxImage) +
-                                  "\"\npersistent_dirs = [\"/usr\"]\n");
-  CommandResult refused = Run({"run", "--config", bad, "t2", "--", "true"});
+  EXPECT_THAT(first.out, HasSubstr(".bashrc"));       // the image's /root below
+  EXPECT_THAT(first.out, HasSubstr("/usr/bin/env"));  // and its /usr
+  CommandResult second =
+      Run({"run", "--config", cfg, "t1", "--", "sh", "-c", "cat /root/state.txt; laz-tool"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("kept"));
+  EXPECT_THAT(second.out, HasSubstr("tool-ran"));
+  const std::string nested =
+      aux_->Write("nested.toml", "[profiles.t2]\nimage = \"" + std::string(kSandboxImage) +
+                                     "\"\npersistent_dirs = [\"/usr\", \"/usr/local\"]\n");
+  CommandResult refused = Run({"run", "--config", nested, "t2", "--", "true"});
   EXPECT_EQ(refused.exit_code, 125);
-  EXPECT_THAT(refused.err, HasSubstr("hide the image's /usr"));
+  EXPECT_THAT(refused.err, HasSubstr("persistent directories may not nest"));
 }
 
 TEST_F(RunE2eTest, MissingImageSaysHowToGetIt) {

@@ -8,6 +8,7 @@
 #include "clients/lazaret/escalation/endpoint.h"
 #include "clients/lazaret/gitshadow/sandbox_paths.h"
 #include "clients/lazaret/net/netpolicy_client.h"
+#include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
@@ -27,9 +28,20 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
                   plan.sandbox.env_file,
                   " (0600) with: ", names.empty() ? "(empty)" : absl::StrJoin(names, " "),
                   " (values not shown)\n");
+  if (!plan.persistent.empty()) {
+    absl::StrAppend(
+        &out, "# persistent directories: podman image inspect --format {{.Id}} ",
+        plan.sandbox.image_name,
+        " (the sandbox runs by that id), then MountHelperService.AttachSession{", plan.id,
+        ", <image id>} on ", persist::MountHelperSocket(runtime_dir), " (at most ",
+        persist::kAttachTimeout.count(),
+        " s): lazaret-mount-helper mounts (or shares) one fuse-overlayfs per directory, the "
+        "image's directory below, the profile's changes above; the answered merged paths must "
+        "be exactly these; on any error the sandbox is not started\n");
+  }
   for (const BindMount& p : plan.persistent) {
     absl::StrAppend(&out, "# persistent ", p.container, ": ", p.host,
-                    is_real_directory(p.host) ? "" : " (first use: seeded from the image)", "\n");
+                    is_real_directory(p.host) ? "" : " (first use: the image's content)", "\n");
   }
   absl::StrAppend(
       &out, "# every podman below runs with CONTAINERS_CONF=", ContainersConfPath(runtime_dir),

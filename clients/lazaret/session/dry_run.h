@@ -14,7 +14,8 @@
 namespace lazaret::cli::session {
 
 // The text --dry-run prints for `plan`. `is_real_directory` tells which
-// persistent directories exist already (the others are seeded on first use).
+// persistent directories' merged directories exist already (the others are
+// first used by this session).
 std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
                        const std::function<bool(const std::string&)>& is_real_directory);
 

@@ -37,6 +37,9 @@ struct LiveSession {
   RouterProcess router;
   std::unique_ptr<RouterHold> hold;
   bool policy_attached = false;  // AttachSession was called: the teardown detaches
+  // lazaret-mount-helper's AttachSession was called: the teardown detaches
+  // the overlays (the last session of the profile unmounts them).
+  bool persistence_attached = false;
   // brokerd's AttachSession was called: the teardown detaches the endpoint.
   bool escalation_attached = false;
   SavedTerminalMode terminal;

@@ -3,65 +3,28 @@
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "services/common/fs/path.h"
+#include "services/common/persist_layout.h"
+#include "services/common/status_util.h"
 
 namespace lazaret::cli::session {
 
 namespace pb = ::lazaret::config::v1;
 
-std::string EscapePersistentPath(const std::string& container_path) {
-  std::string p = container_path;
-  while (!p.empty() && p[0] == '/') p.erase(0, 1);
-  std::string out;
-  for (unsigned char c : p) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '_' || c == '-' || c == '.';
-    if (plain) {
-      out += static_cast<char>(c);
-    } else {
-      absl::StrAppendFormat(&out, "%%%02X", c);
-    }
-  }
-  // "." and ".." as a whole name are never produced: a clean path has no
-  // such segment, and a single segment "." would have been refused.
-  if (out.empty() || out == "." || out == "..") out = absl::StrCat("%2E", out);
-  return out;
-}
-
 absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
     const std::string& profile_dir, const google::protobuf::RepeatedPtrField<std::string>& dirs) {
-  static const char* const kHidesImage[] = {"/",    "/usr",   "/etc",   "/var",    "/bin", "/sbin",
-                                            "/lib", "/lib32", "/lib64", "/libx32", "/boot"};
-  static const char* const kReservedTrees[] = {"/workspace", "/run/lazaret", "/proc", "/sys",
-                                               "/dev"};
   std::vector<BindMount> out;
   for (const std::string& d : dirs) {
-    const std::string key = absl::StrCat("persistent_dirs entry '", d, "'");
-    if (!fs::IsCleanAbsolutePath(d)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(key, " must be a clean absolute path inside the container"));
-    }
-    for (const char* h : kHidesImage) {
-      if (d == h) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            key,
-            ": for now a persistent directory is an empty host directory bound over the "
-            "path, which would hide the image's ",
-            d,
-            " and break the sandbox. Keeping image content (fuse-overlayfs persistence) comes "
-            "later; persist a directory the image leaves empty instead (e.g. /root/.cache)."));
+    LAZ_RETURN_IF_ERROR(CheckPersistentDir(d));
+    for (const BindMount& o : out) {
+      if (fs::IsAtOrUnder(d, o.container) || fs::IsAtOrUnder(o.container, d)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("persistent_dirs entries '", o.container, "' and '", d,
+                         "' nest: one overlay inside another is refused; keep only the outer one"));
       }
     }
-    for (const char* r : kReservedTrees) {
-      if (fs::IsAtOrUnder(d, r)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            key, ": ", r, " belongs to Lazaret or the kernel and cannot be persisted"));
-      }
-    }
-    out.push_back(BindMount{
-        absl::StrCat(profile_dir, "/", kSandboxPersistDirName, "/", EscapePersistentPath(d)), d,
-        /*read_only=*/false, /*selinux_shared=*/true});
+    out.push_back(BindMount{PersistPathsFor(profile_dir, d).merged, d, /*read_only=*/false,
+                            /*selinux_shared=*/true});
   }
   return out;
 }

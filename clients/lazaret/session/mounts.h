@@ -1,5 +1,5 @@
 // The building blocks of a sandbox's mounts: the profile's volumes and
-// persistent directories as bind mounts, and one mount in podman's syntax.
+// persistent directories (their overlays) as bind mounts, and one mount in podman's syntax.
 // Runs in the `lazaret` CLI on the host. Pure functions over the profile
 // lazaret-configd resolved (host paths already canonical; re-checked by
 // profile.h before the sandbox starts), but for IsRealDirectory; plan.h
@@ -16,20 +16,13 @@
 
 namespace lazaret::cli::session {
 
-// Where persistent directories live on the host:
-// <profile_dir>/persist/<escaped container path>.
-inline constexpr char kSandboxPersistDirName[] = "persist";
-
-// "/root/.cache" -> "root%2F.cache": one directory name per container path,
-// injective, never "." or "..".
-std::string EscapePersistentPath(const std::string& container_path);
-
-// persistent_dirs, for now: a host directory <profile_dir>/persist/<escaped>
-// bound read-write at each path (starts empty; the fuse-overlayfs
-// persistence that keeps image content comes later). Paths whose image
-// content an empty bind would hide (/, /usr, /etc, /var, /bin, /sbin, /lib*,
-// /boot) or that belong to Lazaret or the kernel (/workspace, /run/lazaret,
-// /proc, /sys, /dev) are refused with the reason.
+// persistent_dirs: each D bound read-write over D from the merged directory
+// of its overlay, PersistPathsFor(profile_dir, D).merged
+// (services/common/persist_layout.h), which lazaret-mount-helper mounts
+// before the sandbox starts (the image's D below, the profile's changes
+// above). Refused with the reason: a path CheckPersistentDir refuses (/,
+// what belongs to Lazaret or the kernel) and one directory inside another
+// (/usr and /usr/local).
 absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
     const std::string& profile_dir, const google::protobuf::RepeatedPtrField<std::string>& dirs);
 

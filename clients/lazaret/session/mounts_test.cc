@@ -8,31 +8,53 @@ namespace {
 
 using ::testing::ElementsAre;
 
-TEST(PersistentDirsTest, BindsAnEscapedDirectoryPerPath) {
+TEST(PersistentDirsTest, BindsEachOverlaysMergedDirectory) {
   google::protobuf::RepeatedPtrField<std::string> dirs;
+  dirs.Add("/usr");
   dirs.Add("/root/.cache");
   dirs.Add("/opt/tool dir");
   auto m = PlanPersistentDirs("/data/p1", dirs);
   ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_EQ(m->size(), 2u);
-  EXPECT_EQ((*m)[0].host, "/data/p1/persist/root%2F.cache");
-  EXPECT_EQ((*m)[0].container, "/root/.cache");
+  ASSERT_EQ(m->size(), 3u);
+  EXPECT_EQ((*m)[0].host, "/data/p1/usr_merged");
+  EXPECT_EQ((*m)[0].container, "/usr");
   EXPECT_FALSE((*m)[0].read_only);
-  EXPECT_EQ((*m)[1].host, "/data/p1/persist/opt%2Ftool%20dir");
+  EXPECT_TRUE((*m)[0].selinux_shared);
+  EXPECT_EQ((*m)[1].host, "/data/p1/root%2F.cache_merged");
+  EXPECT_EQ((*m)[2].host, "/data/p1/opt%2Ftool%20dir_merged");
 }
 
-TEST(PersistentDirsTest, RefusesPathsAnEmptyBindWouldBreak) {
-  for (const char* bad : {"/usr", "/etc", "/", "/workspace", "/workspace/x", "/run/lazaret/git",
-                          "/proc/x", "relative", "/a/../b"}) {
+TEST(PersistentDirsTest, SystemDirectoriesMayPersist) {
+  google::protobuf::RepeatedPtrField<std::string> dirs;
+  for (const char* d : {"/usr", "/etc", "/var", "/opt", "/root"}) dirs.Add(d);
+  auto m = PlanPersistentDirs("/data/p1", dirs);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->size(), 5u);
+}
+
+TEST(PersistentDirsTest, RefusesWhatBelongsToLazaretOrTheKernel) {
+  for (const char* bad : {"/", "/workspace", "/workspace/x", "/run/lazaret/git", "/proc/x", "/dev",
+                          "/sys/fs", "relative", "/a/../b"}) {
     google::protobuf::RepeatedPtrField<std::string> dirs;
     dirs.Add(bad);
     EXPECT_FALSE(PlanPersistentDirs("/data/p1", dirs).ok()) << bad;
   }
 }
 
-TEST(EscapePersistentPathTest, IsInjective) {
-  EXPECT_NE(EscapePersistentPath("/a/b"), EscapePersistentPath("/a%2Fb"));
-  EXPECT_NE(EscapePersistentPath("/a_b"), EscapePersistentPath("/a/b"));
+TEST(PersistentDirsTest, RefusesNestedDirectories) {
+  for (const auto& [a, b] : {std::pair{"/usr", "/usr/local"}, std::pair{"/etc/ssh", "/etc"},
+                             std::pair{"/usr", "/usr"}}) {
+    google::protobuf::RepeatedPtrField<std::string> dirs;
+    dirs.Add(a);
+    dirs.Add(b);
+    auto m = PlanPersistentDirs("/data/p1", dirs);
+    ASSERT_FALSE(m.ok()) << a << " " << b;
+    EXPECT_THAT(m.status().message(), ::testing::HasSubstr("nest")) << a << " " << b;
+  }
+  google::protobuf::RepeatedPtrField<std::string> siblings;
+  siblings.Add("/usr");
+  siblings.Add("/usrx");
+  EXPECT_TRUE(PlanPersistentDirs("/data/p1", siblings).ok());
 }
 
 TEST(MountArgsTest, BindAndTmpfs) {

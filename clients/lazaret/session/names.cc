@@ -6,6 +6,5 @@ namespace lazaret::cli::session {
 
 std::string SidecarName(const std::string& id) { return absl::StrCat("lazaret-", id, "-sidecar"); }
 std::string SandboxName(const std::string& id) { return absl::StrCat("lazaret-", id, "-sandbox"); }
-std::string SeedName(const std::string& id) { return absl::StrCat("lazaret-", id, "-seed"); }
 
 }  // namespace lazaret::cli::session

@@ -20,9 +20,6 @@ inline constexpr char kLabelRole[] = "io.lazaret.role";
 inline constexpr char kLabelRuntimeDir[] = "io.lazaret.runtime-dir";
 inline constexpr char kRoleSidecar[] = "sidecar";
 inline constexpr char kRoleSandbox[] = "sandbox";
-// The temporary container a persistent directory's first use copies the
-// image's content out of (created, never started).
-inline constexpr char kRoleSeed[] = "seed";
 
 // Inside the sidecar.
 inline constexpr char kSidecarRouterDir[] = "/run/lazaret/router";
@@ -30,7 +27,6 @@ inline constexpr char kSidecarRouterSocket[] = "/run/lazaret/router/router.sock"
 
 std::string SidecarName(const std::string& id);  // lazaret-<id>-sidecar
 std::string SandboxName(const std::string& id);  // lazaret-<id>-sandbox
-std::string SeedName(const std::string& id);     // lazaret-<id>-seed
 
 }  // namespace lazaret::cli::session
 

@@ -2,6 +2,8 @@
 
 #include <sys/un.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
@@ -187,25 +189,6 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   return a;
 }
 
-std::vector<std::string> SeedCreateArgv(const std::string& session_id, const std::string& profile,
-                                        const std::string& runtime_dir, const std::string& image) {
-  return {"podman",
-          "create",
-          "--pull=never",
-          absl::StrCat("--name=", SeedName(session_id)),
-          absl::StrCat("--label=", kLabelSession, "=", session_id),
-          absl::StrCat("--label=", kLabelProfile, "=", profile),
-          absl::StrCat("--label=", kLabelRole, "=", kRoleSeed),
-          absl::StrCat("--label=", kLabelRuntimeDir, "=", runtime_dir),
-          image};
-}
-
-std::vector<std::string> SeedCopyArgv(const std::string& session_id,
-                                      const std::string& container_path,
-                                      const std::string& host_dir) {
-  return {"podman", "cp", absl::StrCat(SeedName(session_id), ":", container_path, "/."), host_dir};
-}
-
 std::string GitStateDir(const pb::ResolvedProfile& profile) {
   return absl::StrCat(profile.profile_dir(), "/git");
 }
@@ -270,6 +253,7 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   sandbox.profile = profile.name();
   sandbox.runtime_dir = in.runtime_dir;
   sandbox.image = profile.image();
+  sandbox.image_name = profile.image();
   sandbox.runsc_path = in.runsc_path;
   sandbox.rootless = in.rootless;
   sandbox.tty = in.terminal.tty;
@@ -298,6 +282,21 @@ absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, 
                                                       " (", e->socket_dir, ")"));
   }
   e->certs_dir = endpoint.certs_dir();
+  LAZ_ASSIGN_OR_RETURN(plan->sandbox_argv, SandboxArgv(plan->sandbox));
+  return absl::OkStatus();
+}
+
+absl::Status UseImageId(const std::string& image_id, SessionPlan* plan) {
+  const bool hex =
+      image_id.size() == 64 && std::all_of(image_id.begin(), image_id.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      });
+  if (!hex) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("podman named the id of image ", plan->sandbox.image_name, " as '",
+                     image_id.substr(0, 80), "', not 64 lowercase hex digits"));
+  }
+  plan->sandbox.image = image_id;
   LAZ_ASSIGN_OR_RETURN(plan->sandbox_argv, SandboxArgv(plan->sandbox));
   return absl::OkStatus();
 }

@@ -1,7 +1,6 @@
 // Planning a `lazaret run` session: the complete mount list of the agent
 // sandbox, its environment, and the exact podman command lines of the
-// network sidecar, the agent sandbox and the seeding of persistent
-// directories. Runs in the `lazaret` CLI on the host. Pure functions over
+// network sidecar and the agent sandbox. Runs in the `lazaret` CLI on the host. Pure functions over
 // already-resolved inputs (the profile from lazaret-configd, the Git Shadow
 // plan, the terminal and its terminfo entry, the runtimes found on the
 // host), so every flag and every mount can be unit-tested; runner.h and
@@ -86,7 +85,11 @@ struct SandboxSpec {
   std::string session_id;
   std::string profile;
   std::string runtime_dir;
+  // What podman runs: the profile's image reference as planned; with
+  // persistent directories, its full id once resolved (UseImageId), so
+  // that the overlays' lower layer is exactly the sandbox's image.
   std::string image;
+  std::string image_name;  // the profile's reference, for messages
   std::string runsc_path;
   bool rootless = false;
   bool tty = false;
@@ -126,17 +129,6 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
 // never net-raw.
 std::vector<std::string> RunscGlobalFlags(bool rootless, bool host_uds);
 
-// A persistent directory's first use copies the image's content at its
-// path out of a temporary container (SeedName) that is created, never
-// started: `podman create` of the sandbox image with the session's labels,
-// then one `podman cp <seed>:<container path>/. <host dir>` per fresh
-// directory (start.h).
-std::vector<std::string> SeedCreateArgv(const std::string& session_id, const std::string& profile,
-                                        const std::string& runtime_dir, const std::string& image);
-std::vector<std::string> SeedCopyArgv(const std::string& session_id,
-                                      const std::string& container_path,
-                                      const std::string& host_dir);
-
 // The profile's Git Shadow state directory, <profile_dir>/git: where the
 // Git Shadow keeps its state, and what session.json names for `lazaret
 // clean`'s write-back.
@@ -170,7 +162,10 @@ struct SessionPlan {
   // The env file's lines, in order: terminal, profile, Git Shadow, then
   // LAZARET_ESCALATE when escalation is on (later lines win).
   std::vector<EnvSetting> env;
-  std::vector<BindMount> persistent;  // also in sandbox.mounts; seeded on first use
+  // The overlays' merged directories over each persistent directory, in
+  // the profile's order (also in sandbox.mounts); lazaret-mount-helper
+  // mounts them before the sandbox starts.
+  std::vector<BindMount> persistent;
   SidecarSpec sidecar;
   SandboxSpec sandbox;  // sandbox.mounts: the complete list, in order
   std::vector<std::string> sidecar_argv;
@@ -196,6 +191,12 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
 // Refuses a plan without escalation and an endpoint of another session or
 // socket directory.
 absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, SessionPlan* plan);
+
+// The sandbox image's full id (64 lowercase hex digits, as `podman image
+// inspect --format {{.Id}}` prints it) into the plan: the sandbox runs by
+// that id and its command line is rebuilt; image_name keeps the
+// reference. Refuses anything else.
+absl::Status UseImageId(const std::string& image_id, SessionPlan* plan);
 
 }  // namespace lazaret::cli::session
 

@@ -247,13 +247,13 @@ TEST(PlanSessionTest, CompleteMountListInTableOrder) {
           // The profile's volumes with their access and SELinux label.
           "--volume=/srv/datasets:/data:ro,z", "--volume=/home/dev/cache:/cache:rw,Z",
           // Its persistent directories.
-          "--volume=/data/p1/persist/root%2F.cache:/root/.cache:rw,z",
-          "--volume=/data/p1/persist/opt%2Ftools:/opt/tools:rw,z",
+          "--volume=/data/p1/root%2F.cache_merged:/root/.cache:rw,z",
+          "--volume=/data/p1/opt%2Ftools_merged:/opt/tools:rw,z",
           // The host's terminfo entry, read-only.
           "--volume=/usr/share/terminfo/x/xterm-kitty:/run/lazaret/terminfo/x/xterm-kitty:ro",
           kInitMount));
   ASSERT_EQ(plan->persistent.size(), 2u);
-  EXPECT_EQ(plan->persistent[0].host, "/data/p1/persist/root%2F.cache");
+  EXPECT_EQ(plan->persistent[0].host, "/data/p1/root%2F.cache_merged");
   EXPECT_EQ(plan->persistent[1].container, "/opt/tools");
   auto image = std::find(plan->sandbox_argv.begin(), plan->sandbox_argv.end(),
                          "localhost/lazaret-sandbox:trixie");
@@ -309,9 +309,13 @@ TEST(PlanSessionTest, EnvFileOrderIsTerminalProfileThenGitShadow) {
 }
 
 TEST(PlanSessionTest, RefusesWhatCannotBeMountedOrWritten) {
-  pb::ResolvedProfile hides_usr = PlainProfile();
-  hides_usr.add_persistent_dirs("/usr");
-  EXPECT_FALSE(PlanSession(Inputs(), hides_usr, gitshadow::GitShadowPlan{}).ok());
+  pb::ResolvedProfile nested = PlainProfile();
+  nested.add_persistent_dirs("/usr");
+  nested.add_persistent_dirs("/usr/local");
+  EXPECT_FALSE(PlanSession(Inputs(), nested, gitshadow::GitShadowPlan{}).ok());
+  pb::ResolvedProfile kernel = PlainProfile();
+  kernel.add_persistent_dirs("/proc/sys");
+  EXPECT_FALSE(PlanSession(Inputs(), kernel, gitshadow::GitShadowPlan{}).ok());
   pb::ResolvedProfile colon = PlainProfile();
   pb::Volume* v = colon.add_volumes();
   v->set_host("/srv/a:b");
@@ -389,17 +393,48 @@ TEST(DryRunTest, SaysWhichPolicyCallGatesTheSandboxAndInWhatOrder) {
   EXPECT_THAT(text, HasSubstr("on any error the sandbox is not started"));
 }
 
-TEST(SeedArgvTest, CreateNeverStartsOrPullsAndCopyTakesTheDirectoryContent) {
-  EXPECT_THAT(
-      SeedCreateArgv("0123456789ab", "p1", "/rt", "localhost/lazaret-sandbox:trixie"),
-      ElementsAre("podman", "create", "--pull=never", "--name=lazaret-0123456789ab-seed",
-                  "--label=io.lazaret.session=0123456789ab", "--label=io.lazaret.profile=p1",
-                  "--label=io.lazaret.role=seed", "--label=io.lazaret.runtime-dir=/rt",
-                  "localhost/lazaret-sandbox:trixie"));
-  EXPECT_THAT(
-      SeedCopyArgv("0123456789ab", "/root/.cache", "/data/p1/persist/root%2F.cache.seeding"),
-      ElementsAre("podman", "cp", "lazaret-0123456789ab-seed:/root/.cache/.",
-                  "/data/p1/persist/root%2F.cache.seeding"));
+TEST(PlanSessionTest, PersistentSystemDirectoriesRunByTheImagesId) {
+  pb::ResolvedProfile p = PlainProfile();
+  p.add_persistent_dirs("/usr");
+  p.add_persistent_dirs("/etc");
+  auto plan = PlanSession(Inputs(), p, gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(MountFlags(plan->sandbox_argv),
+              ElementsAre("--volume=/home/dev/proj:/workspace:rw,z",
+                          "--volume=/data/p1/usr_merged:/usr:rw,z",
+                          "--volume=/data/p1/etc_merged:/etc:rw,z", kInitMount));
+  const std::string id(64, 'a');
+  ASSERT_TRUE(UseImageId(id, &*plan).ok());
+  EXPECT_EQ(plan->sandbox.image, id);
+  EXPECT_EQ(plan->sandbox.image_name, "localhost/lazaret-sandbox:trixie");
+  EXPECT_THAT(plan->sandbox_argv, Contains(id));
+  EXPECT_THAT(plan->sandbox_argv, Not(Contains("localhost/lazaret-sandbox:trixie")));
+  // The dry run names the reference and the helper's call before the sandbox.
+  const std::string text = DryRunText(*plan, "/rt", [](const std::string&) { return false; });
+  const size_t attach = text.find(
+      "MountHelperService.AttachSession{0123456789ab, <image id>} on /rt/mount-helper.sock");
+  ASSERT_NE(attach, std::string::npos) << text;
+  EXPECT_LT(attach, text.find("podman --runtime-flag=network=host run"));
+  EXPECT_THAT(text, HasSubstr("# persistent /usr: /data/p1/usr_merged (first use"));
+}
+
+TEST(PlanSessionTest, UseImageIdRefusesWhatIsNotAnId) {
+  auto plan = PlanSession(Inputs(), PlainProfile(), gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<std::string> before = plan->sandbox_argv;
+  for (const std::string& bad :
+       {std::string(63, 'a'), std::string(64, 'A'), std::string("sha256:") + std::string(57, 'a'),
+        std::string(), std::string(63, 'a') + "\n"}) {
+    EXPECT_FALSE(UseImageId(bad, &*plan).ok()) << bad;
+  }
+  EXPECT_EQ(plan->sandbox_argv, before);
+}
+
+TEST(DryRunTest, NoPersistentDirectoriesNoMountHelper) {
+  auto plan = PlanSession(Inputs(), PlainProfile(), gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(DryRunText(*plan, "/rt", [](const std::string&) { return false; }),
+              Not(HasSubstr("MountHelperService")));
 }
 
 // With a real repository and the real Git Shadow planner: the complete

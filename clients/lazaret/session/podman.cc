@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/podman/host.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/plan.h"
@@ -179,6 +180,22 @@ absl::StatusOr<std::optional<std::string>> ContainerStatus(const std::string& na
                                    std::chrono::seconds(30)));
   if (state.exit_code != 0) return std::nullopt;
   return std::string(absl::StripAsciiWhitespace(state.out));
+}
+
+absl::StatusOr<std::string> ImageId(const std::string& image) {
+  LAZ_ASSIGN_OR_RETURN(Captured r,
+                       RunCaptured({"podman", "image", "inspect", "--format", "{{.Id}}", image},
+                                   std::chrono::seconds(60)));
+  if (r.exit_code != 0) {
+    const std::string err(absl::StripAsciiWhitespace(r.err));
+    if (absl::StrContains(err, "image not known") || absl::StrContains(err, "no such image") ||
+        absl::StrContains(err, "failed to find image")) {
+      return absl::FailedPreconditionError(MissingImageHint(image));
+    }
+    return absl::InternalError(
+        absl::StrCat("podman image inspect ", image, " failed (exit ", r.exit_code, "): ", err));
+  }
+  return std::string(absl::StripAsciiWhitespace(r.out));
 }
 
 std::string ContainerLogTail(const std::string& name, int lines) {

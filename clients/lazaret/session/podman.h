@@ -78,6 +78,11 @@ absl::Status RemoveWithDependents(const std::string& name, int grace_seconds);
 // container). An error when podman could not be run at all.
 absl::StatusOr<std::optional<std::string>> ContainerStatus(const std::string& name);
 
+// The full id of a local image (`podman image inspect --format {{.Id}}`):
+// FAILED_PRECONDITION with MissingImageHint when there is no such image,
+// INTERNAL with podman's words for any other failure. Never pulls.
+absl::StatusOr<std::string> ImageId(const std::string& image);
+
 // The last `lines` lines `name` logged (stdout and stderr), or "" when
 // podman could not be run.
 std::string ContainerLogTail(const std::string& name, int lines);

@@ -9,6 +9,7 @@
 #include "clients/lazaret/gitshadow/state.h"
 #include "clients/lazaret/gitshadow/sync.h"
 #include "clients/lazaret/net/netpolicy_client.h"
+#include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/workspace/scan.h"
@@ -108,13 +109,16 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
     out(absl::StrCat("  removed container ", c.name, " (", c.state, ")"));
   }
   // netpolicyd forgets the session's policy once its containers are gone,
-  // and brokerd ends its escalation endpoint (it also does on the
-  // registry's ENDED event).
+  // brokerd ends its escalation endpoint and the mount helper lets go of
+  // its overlays (each also does on the registry's ENDED event).
   if (ok && !v.runtime_dir.empty()) {
     if (absl::Status s = net::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
       out(absl::StrCat("  ", s.message()));
     }
     if (absl::Status s = escalation::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
+      out(absl::StrCat("  ", s.message()));
+    }
+    if (absl::Status s = persist::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
       out(absl::StrCat("  ", s.message()));
     }
   }

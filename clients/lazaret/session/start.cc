@@ -15,10 +15,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "clients/lazaret/escalation/attach.h"
 #include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
+#include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/env.h"
@@ -57,54 +59,40 @@ absl::Status Register(LiveSession* s) {
   return absl::OkStatus();
 }
 
-// A persistent directory's first use, like a podman named volume: the
-// image's content at that path is copied into the new host directory
-// (through a temporary container that is created, never started), so that
-// persisting /root or /usr/local does not hide what the image has there.
-// Later runs bind the directory as it is; image updates below that path are
-// not merged in (the fuse-overlayfs persistence that does is later work).
-absl::Status SeedPersistentDirs(const LiveSession& s) {
-  const SessionPlan& plan = s.plan;
-  std::vector<const BindMount*> fresh;
-  for (const BindMount& p : plan.persistent) {
-    if (!IsRealDirectory(p.host)) fresh.push_back(&p);
+// The profile's persistent directories: the image resolved to its full id
+// (the sandbox then runs by it, so the overlays' lower layer is exactly its
+// image), lazaret-mount-helper mounts (or shares) the overlays and answers
+// where, and that must be exactly where the plan binds them. No answer, no
+// sandbox: never a silent start without persistence.
+absl::Status AttachPersistence(LiveSession* s) {
+  if (s->plan.persistent.empty()) return absl::OkStatus();
+  const std::string name = s->plan.sandbox.image_name;
+  LAZ_ASSIGN_OR_RETURN(const std::string id, ImageId(name));
+  if (absl::Status st = UseImageId(id, &s->plan); !st.ok()) {
+    return absl::InternalError(absl::StrCat("persistent directories could not be set up: ",
+                                            st.message(), "; the sandbox was not started"));
   }
-  if (fresh.empty()) return absl::OkStatus();
-  const std::string seed = SeedName(plan.id);
-  LAZ_ASSIGN_OR_RETURN(Captured c, RunCaptured(SeedCreateArgv(plan.id, s.profile.name(),
-                                                              s.runtime_dir, plan.sandbox.image),
-                                               std::chrono::seconds(120)));
-  if (c.exit_code != 0) {
-    if (absl::StrContains(c.err, "image not known")) {
-      return absl::FailedPreconditionError(MissingImageHint(plan.sandbox.image));
-    }
-    return absl::InternalError(absl::StrCat("creating ", seed, ": ", c.err));
+  s->persistence_attached = true;  // from here on, the teardown detaches it
+  persist::MountClient client(persist::MountHelperSocket(s->runtime_dir));
+  absl::StatusOr<mounthelper::v1::AttachSessionResponse> answer =
+      client.AttachSession(s->plan.id, id);
+  if (!answer.ok()) {
+    return absl::Status(answer.status().code(),
+                        absl::StrCat("persistent directories could not be mounted: ",
+                                     answer.status().message(), "; the sandbox was not started"));
   }
-  absl::Status status;
-  for (const BindMount* p : fresh) {
-    const std::string tmp = absl::StrCat(p->host, ".seeding");
-    (void)fs::RemoveTree(tmp);                  // a seed an earlier run did not finish
-    status = fs::MakeDirs(tmp, 0700).status();  // Lazaret's own, like the persistent dir
-    if (!status.ok()) break;
-    Say(absl::StrCat("persistent directory ", p->container,
-                     ": first use, copying the image's "
-                     "content into ",
-                     p->host));
-    absl::StatusOr<Captured> cp =
-        RunCaptured(SeedCopyArgv(plan.id, p->container, tmp), std::chrono::minutes(10));
-    if (!cp.ok() || (cp->exit_code != 0 && !absl::StrContains(cp->err, "could not be found"))) {
-      status = absl::InternalError(absl::StrCat(
-          "copying ", p->container,
-          " out of the image: ", cp.ok() ? cp->err : std::string(cp.status().message())));
-      break;
-    }
-    if (rename(tmp.c_str(), p->host.c_str()) != 0) {
-      status = ErrnoStatus(absl::StrCat("renaming ", tmp), errno);
-      break;
-    }
+  std::vector<persist::PlannedOverlay> planned;
+  for (const BindMount& p : s->plan.persistent) planned.push_back({p.container, p.host});
+  if (absl::Status st = persist::CheckAttachedMounts(planned, id, *answer); !st.ok()) {
+    return absl::InternalError(absl::StrCat("persistent directories could not be mounted: ",
+                                            st.message(), "; the sandbox was not started"));
   }
-  if (absl::Status rm = RemoveContainer(seed, 0); !rm.ok()) status.Update(rm);
-  return status;
+  std::vector<std::string> dirs;
+  for (const BindMount& p : s->plan.persistent) dirs.push_back(p.container);
+  const std::string line = absl::StrCat("persistent directories mounted over image ", name, " (",
+                                        id.substr(0, 12), "): ", absl::StrJoin(dirs, " "));
+  Trace(line.c_str());
+  return absl::OkStatus();
 }
 
 absl::Status StartSidecar(LiveSession* s) {
@@ -249,7 +237,7 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
       c == nullptr || c != ContainersConfPath(s->runtime_dir)) {
     return absl::InternalError("Lazaret's containers.conf is not installed");
   }
-  LAZ_RETURN_IF_ERROR(SeedPersistentDirs(*s));
+  LAZ_RETURN_IF_ERROR(AttachPersistence(s));
 
   // 1. The network sidecar, and its router answering.
   Trace("session directory ready");

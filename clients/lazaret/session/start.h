@@ -1,8 +1,10 @@
 // Starting a planned `lazaret run` session, in this order (FR-3): the
 // session directory and its registration with the supervisor's session
 // registry (fail closed: no supervisor, no session; it reaps the session
-// if this process dies by any means), the env file, the first-use seeding
-// of persistent directories, the network sidecar (runc), the wait until
+// if this process dies by any means), the env file, the persistent
+// directories (the image resolved to its full id, lazaret-mount-helper's
+// AttachSession mounting their overlays, its answer checked against the
+// plan: without it nothing more starts), the network sidecar (runc), the wait until
 // its router answers grpc.health.v1 on the session's router socket, the
 // two holds on the router (this process's and the supervisor's, so that if
 // both die the router closes the namespace at once), the egress policy

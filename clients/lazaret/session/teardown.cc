@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
+#include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
@@ -73,6 +74,14 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
       Say(std::string(st.message()));
     }
     s->escalation_attached = false;
+  }
+  // And the mount helper lets go of the overlays: the last session of the
+  // profile unmounts them (the sandbox no longer uses them).
+  if (s->persistence_attached) {
+    if (absl::Status st = persist::DetachSessionBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->persistence_attached = false;
   }
   if (s->dir != nullptr && !keep_session_dir) {
     if (absl::Status st = s->dir->Remove(); !st.ok()) Say(std::string(st.message()));

@@ -2,12 +2,11 @@
 // command ends, or on SIGINT/SIGTERM/SIGHUP, or when the sidecar or the
 // supervisor is lost, it removes the sandbox and the sidecar (our router
 // hold first, so the sandbox's network closes before podman gets to it),
-// then detaches the session from lazaret-netpolicyd and lazaret-brokerd
-// (best effort), imports the agent's commits (Git Shadow WriteBack), scans what
-// the sandbox could write; the session directory (the env file, the router
-// socket) and with it the registry's claim on the session go last. Runs in
-// the `lazaret` CLI, as the user. What a dead owner left is cleaned by
-// reap.h in the same order.
+// then detaches the session from lazaret-netpolicyd, lazaret-brokerd and
+// lazaret-mount-helper (best effort), imports the agent's commits (Git Shadow WriteBack), scans
+// what the sandbox could write; the session directory (the env file, the router socket) and with it
+// the registry's claim on the session go last. Runs in the `lazaret` CLI, as the user. What a dead
+// owner left is cleaned by reap.h in the same order.
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_TEARDOWN_H_
 #define LAZARET_CLIENTS_LAZARET_SESSION_TEARDOWN_H_
 
