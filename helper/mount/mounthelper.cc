@@ -147,7 +147,8 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
 ServiceSpec Spec() {
   return ServiceSpec{
       .name = "mount-helper",
-      .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
+      .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()},
+                       .delegated = {kDelegatedCapabilities.begin(), kDelegatedCapabilities.end()}},
       .make_handlers = MakeHandlers,
   };
 }

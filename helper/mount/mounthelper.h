@@ -27,6 +27,13 @@ namespace lazaret::mounthelper {
 // The capabilities this process keeps; everything else is dropped at start.
 // deploy/capabilities.toml restates this set and a test compares the two.
 inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_SYS_ADMIN};
+// Held permitted but never effective, for fuse-overlayfs alone: it serves
+// the sandbox's file operations, which need to create files as their
+// owners (CHOWN), reach files of any owner (DAC_OVERRIDE, FOWNER) and keep
+// setgid bits (FSETID). Rootless these are capabilities of the user's own
+// user namespace, over its subuids only. The helper itself never uses them.
+inline constexpr std::array<cap_value_t, 4> kDelegatedCapabilities = {CAP_CHOWN, CAP_DAC_OVERRIDE,
+                                                                      CAP_FOWNER, CAP_FSETID};
 
 ServiceSpec Spec();
 

@@ -21,6 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "helper/mount/mounthelper.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 
@@ -46,17 +47,26 @@ absl::StatusOr<std::string> FindProgram(const std::string& name) {
                                           "(deploy/setup-host.sh)"));
 }
 
-// Children get CAP_SYS_ADMIN, the helper's only capability, as an ambient
-// capability: with no_new_privs and SECBIT_NOROOT nothing else could give
-// podman and fuse-overlayfs the right to mount. Raw syscalls only: runs
-// between fork and execve.
-void RaiseAmbientSysAdmin() {
+// Children get CAP_SYS_ADMIN and, when `file_ops`, the delegated file
+// capabilities (mounthelper.h) as ambient capabilities: with no_new_privs
+// and SECBIT_NOROOT nothing else could give podman the right to mount and
+// fuse-overlayfs the right to serve files of every owner. Raw syscalls
+// only: runs between fork and execve.
+void RaiseAmbient(bool file_ops) {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
   if (syscall(SYS_capget, &hdr, data) != 0) return;
   data[0].inheritable |= 1u << CAP_SYS_ADMIN;
+  if (file_ops) {
+    for (cap_value_t c : kDelegatedCapabilities) data[0].inheritable |= 1u << c;
+  }
   if (syscall(SYS_capset, &hdr, data) != 0) return;
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0);
+  if (file_ops) {
+    for (cap_value_t c : kDelegatedCapabilities) {
+      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0);
+    }
+  }
 }
 
 struct Child {
@@ -68,7 +78,7 @@ struct Child {
 // stdin on /dev/null and stdout+stderr on a pipe (`capture`) or the
 // helper's stderr. `keep` descriptors stay open across execve.
 absl::StatusOr<Child> Spawn(const std::vector<std::string>& argv, bool capture,
-                            const std::vector<int>& keep) {
+                            const std::vector<int>& keep, bool file_ops = false) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -101,7 +111,7 @@ absl::StatusOr<Child> Spawn(const std::vector<std::string>& argv, bool capture,
       dup2(2, 1);
     }
     for (size_t i = 0; i < nkeep; ++i) fcntl(keep_fds[i], F_SETFD, 0);
-    RaiseAmbientSysAdmin();
+    RaiseAmbient(file_ops);
     execve(args[0], args.data(), environ);
     _exit(127);
   }
@@ -197,7 +207,8 @@ class SystemOverlayOps final : public OverlayOps {
         FdPath(o.merged.get())};
     const dev_t before = DevOf(o.paths.merged);
     LAZ_ASSIGN_OR_RETURN(
-        Child c, Spawn(argv, false, {lower.get(), o.changes.get(), o.work.get(), o.merged.get()}));
+        Child c, Spawn(argv, false, {lower.get(), o.changes.get(), o.work.get(), o.merged.get()},
+                       /*file_ops=*/true));
     const FuseProcess proc{c.pid, ProcessStartTime(c.pid)};
     const auto deadline = std::chrono::steady_clock::now() + kMountTimeout;
     while (std::chrono::steady_clock::now() < deadline) {

@@ -27,7 +27,8 @@ inline constexpr std::array<cap_value_t, 0> kCapabilities = {};
 // service started by a root supervisor can receive what it declares
 // (CAP_SYS_ADMIN for the mount helper) and can empty its own bounding set
 // (CAP_SETPCAP). An unprivileged supervisor has nothing to delegate.
-inline constexpr std::array<cap_value_t, 2> kDelegatedCapabilities = {CAP_SETPCAP, CAP_SYS_ADMIN};
+inline constexpr std::array<cap_value_t, 6> kDelegatedCapabilities = {
+    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETPCAP, CAP_SYS_ADMIN};
 
 // One supervised process.
 struct ManagedService {

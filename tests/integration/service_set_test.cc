@@ -30,13 +30,13 @@
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/brokerd/brokerd.h"
 #include "services/common/capabilities.h"
+#include "services/common/constants.h"
 #include "services/common/unix_server.h"
 #include "services/configd/configd.h"
 #include "services/netpolicyd/netpolicyd.h"
 #include "services/supervisor/supervisor.h"
 #include "sidecar/netrouter.h"
 #include "tests/support/test_support.h"
-#include "services/common/constants.h"
 
 namespace lazaret {
 namespace {
@@ -241,12 +241,17 @@ TEST_F(ServiceSetTest, EachServiceHoldsExactlyItsDeclaredCapabilities) {
       {"brokerd", MaskOf(brokerd::kCapabilities)},
       {"mount-helper", MaskOf(mounthelper::kCapabilities)},
   };
+  // Permitted (and bounding) but never effective: only to hand on.
+  const std::map<std::string, uint64_t> delegated = {
+      {"mount-helper", MaskOf(mounthelper::kDelegatedCapabilities)},
+  };
   for (const auto& [name, mask] : declared) {
     const pid_t pid = Find(st, name)->pid();
     SCOPED_TRACE(name);
-    EXPECT_EQ(test::ProcStatusHex(pid, "CapPrm"), mask);
+    const uint64_t held = mask | (delegated.count(name) != 0 ? delegated.at(name) : 0);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapPrm"), held);
     EXPECT_EQ(test::ProcStatusHex(pid, "CapEff"), mask);
-    EXPECT_EQ(test::ProcStatusHex(pid, "CapBnd"), mask);
+    EXPECT_EQ(test::ProcStatusHex(pid, "CapBnd"), held);
     EXPECT_EQ(test::ProcStatusHex(pid, "CapInh"), 0u);
     EXPECT_EQ(test::ProcStatusHex(pid, "CapAmb"), 0u);
     EXPECT_EQ(test::ProcStatusHex(pid, "NoNewPrivs"), 1u);
@@ -411,9 +416,9 @@ TEST_F(ServiceSetTest, RegistrationFromAnotherUidIsRefused) {
   }();
   CommandResult child =
       test::Run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", self,
-           "--gtest_also_run_disabled_tests",
-           "--gtest_filter=RegistryChildProcess.DISABLED_RegisterAsThisProcess"},
-          {{"LAZARET_TEST_SUPERVISOR_SOCKET", socket}});
+                 "--gtest_also_run_disabled_tests",
+                 "--gtest_filter=RegistryChildProcess.DISABLED_RegisterAsThisProcess"},
+                {{"LAZARET_TEST_SUPERVISOR_SOCKET", socket}});
   EXPECT_NE(child.out.find("REGISTER-REFUSED"), std::string::npos) << child.out << child.err;
   EXPECT_TRUE(ListSessions(socket).empty());
   const std::string log = test::ReadFile(rt_ + "/" + kSupervisorLogFile);
@@ -512,6 +517,8 @@ TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
   EXPECT_EQ(names("lazaret-brokerd", "capabilities"), sorted(code(brokerd::kCapabilities)));
   EXPECT_EQ(names("lazaret-mount-helper", "capabilities"),
             sorted(code(mounthelper::kCapabilities)));
+  EXPECT_EQ(names("lazaret-mount-helper", "delegated"),
+            sorted(code(mounthelper::kDelegatedCapabilities)));
   EXPECT_EQ(names("lazaret-netrouter", "capabilities"), sorted(code(netrouter::kCapabilities)));
   EXPECT_EQ(names("lazaret-supervisord", "capabilities"), sorted(code(supervisor::kCapabilities)));
   EXPECT_EQ(names("lazaret-supervisord", "delegated"),
