@@ -192,8 +192,11 @@ TEST_F(PersistE2eTest, KilledSessionIsUnmountedByTheReaper) {
   // The reaper (or else `lazaret clean`) detaches it.
   if (!test::WaitFor([&] { return MountsUnder(world->ProfileDir(kKilled)).empty(); },
                      std::chrono::seconds(30))) {
+    RecordProperty("unmounted_by", "lazaret clean");
     CommandResult clean = Lazaret("/", {"clean"});
     EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  } else {
+    RecordProperty("unmounted_by", "the reaper");
   }
   test::WaitFor([] { return SessionContainers().empty() && SessionDirs().empty(); },
                 std::chrono::seconds(60));
