@@ -1,6 +1,7 @@
 #include "helper/mount/session_source.h"
 
 #include "absl/strings/str_cat.h"
+#include "services/common/runtime_dir.h"
 #include "services/common/session_client.h"
 #include "services/common/status_util.h"
 
@@ -43,8 +44,15 @@ class RegistrySessionSource final : public SessionSource {
   }
 
   absl::StatusOr<ProfileFacts> Profile(const std::string& name) override {
+    // configd resolves a profile only for an absolute workspace. The user's
+    // own layers alone: the helper's private directory, which holds no
+    // lazaret.toml (nothing but the helper writes there) and contains
+    // neither data_root nor a socket directory.
+    LAZ_ASSIGN_OR_RETURN(std::string private_dir,
+                         EnsurePrivateDir(absl::StrCat(runtime_dir_, "/mount-helper")));
     lazaret::common::v1::SessionRecord record;
     record.set_profile(name);
+    record.set_workspace(private_dir);
     LAZ_ASSIGN_OR_RETURN(cfg::ResolvedProfile p, ResolveSessionProfile(runtime_dir_, record));
     return FactsOf(p);
   }

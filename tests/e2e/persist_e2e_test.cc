@@ -1,0 +1,298 @@
+// Profile persistence end to end: the real `lazaret run` asks the real
+// lazaret-mount-helper for fuse-overlayfs overlays of /usr, /etc and /root,
+// the sandbox (runsc) installs a package into them, and every outcome is
+// judged on the host: the upper layers on disk, the helper's mount table
+// (rootless: through `podman unshare`), its state file, its capabilities,
+// `lazaret state`. Rootful and rootless by LAZARET_E2E_MODE; the services
+// come from the e2e_up_<mode> fixture. One process runs every test (they
+// share one configuration and one image of their own). Runs as root.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "helper/mount/mounthelper.h"
+#include "tests/e2e/persist_e2e_world.h"
+
+namespace lazaret::test::e2e::persist {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+PersistWorld* world = nullptr;
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+std::string StateFile() { return Env().runtime_dir + "/mount-helper/mounts"; }
+
+class PersistE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { world = new PersistWorld(); }
+  static void TearDownTestSuite() {
+    delete world;
+    world = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_EQ(geteuid(), 0u) << "the e2e tests run as root (rootless ones through setpriv)";
+    ASSERT_EQ(world->error(), "");
+    ws_ = std::make_unique<UserDir>("pws");
+  }
+  void TearDown() override {
+    EXPECT_THAT(SessionContainers(), IsEmpty()) << "containers left behind";
+    EXPECT_THAT(SessionDirs(), IsEmpty()) << "session directories left behind";
+  }
+
+  // Nothing of `profile` is mounted and the helper's state names none of it.
+  void ExpectNothingMounted(const std::string& profile) {
+    const std::string dir = world->ProfileDir(profile);
+    test::WaitFor([&] { return MountsUnder(dir).empty(); }, std::chrono::seconds(10));
+    EXPECT_THAT(MountsUnder(dir), IsEmpty()) << "still mounted for " << profile;
+    if (Exists(StateFile())) {
+      EXPECT_THAT(test::ReadFile(StateFile()), Not(HasSubstr(dir))) << "state file names " << dir;
+    }
+  }
+
+  std::string StateJson(const std::string& profile) {
+    CommandResult r = Lazaret("/", {"state", "show", profile, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
+  std::unique_ptr<UserDir> ws_;
+};
+
+// 1, 2 and 8: a package installed with dpkg -i stays for the next session,
+// an image update shows below it, and a reset drops it (refused while a
+// session holds the overlays).
+TEST_F(PersistE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
+  // A tiny package built on the host, no network.
+  ws_->Write("control",
+             "Package: laz-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: e2e <e2e@x>\n"
+             "Description: prints a line\n");
+  ws_->Write("laz-hello", "#!/bin/sh\necho laz-hello-ran\n");
+  const std::string pkg = ws_->path() + "/pkg";
+  ASSERT_EQ(RunAs(ws_->path(), {"sh", "-c",
+                                "mkdir -p pkg/DEBIAN pkg/usr/bin && mv control pkg/DEBIAN/ && "
+                                "install -m 0755 laz-hello pkg/usr/bin/laz-hello && rm laz-hello &&"
+                                " dpkg-deb --root-owner-group --build pkg laz-hello.deb && "
+                                "rm -r pkg"})
+                .exit_code,
+            0);
+
+  CommandResult install = RunIn(ws_->path(), kPkg, "dpkg -i /workspace/laz-hello.deb && laz-hello");
+  EXPECT_EQ(install.exit_code, 0) << install.out << install.err;
+  EXPECT_THAT(install.out, HasSubstr("laz-hello-ran"));
+  ExpectNothingMounted(kPkg);
+  // On the host: the file is in the upper layer with the package's mode.
+  const std::string upper_file = world->ProfileDir(kPkg) + "/usr_changes/bin/laz-hello";
+  struct stat st {};
+  ASSERT_EQ(lstat(upper_file.c_str(), &st), 0) << upper_file;
+  EXPECT_EQ(st.st_mode & 07777, 0755u) << "dpkg's chmod of the file it created (mode 0) was lost";
+  if ((st.st_mode & 07777) != 0755) {
+    // The rest of the lifecycle still gets its checks: give the file the
+    // package's mode from the host.
+    chmod(upper_file.c_str(), 0755);
+  }
+  // state show lists it.
+  const std::string json = StateJson(kPkg);
+  EXPECT_THAT(json, HasSubstr("\"/usr\""));
+  EXPECT_THAT(json, HasSubstr("\"bin/laz-hello\"")) << json;
+
+  CommandResult again = RunIn(ws_->path(), kPkg, "laz-hello; cat /usr/share/laz-version");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("laz-hello-ran"));
+  EXPECT_THAT(again.out, HasSubstr("v1"));
+
+  // 2: the same image name, a new /usr/share/laz-version.
+  ASSERT_EQ(world->BuildOwnImage("v2-updated"), "");
+  CommandResult updated = RunIn(ws_->path(), kPkg, "cat /usr/share/laz-version; laz-hello");
+  ASSERT_EQ(updated.exit_code, 0) << updated.err;
+  EXPECT_THAT(updated.out, HasSubstr("v2-updated"));
+  EXPECT_THAT(updated.out, HasSubstr("laz-hello-ran"));
+
+  // 8: reset is refused while a session holds the overlays.
+  const std::string log = ws_->path() + "/hold.log";
+  const pid_t holder = SpawnLazaret(ws_->path(), {"run", kPkg, "--", "sleep", "120"}, {}, log);
+  const std::string id = WaitForRunningSession(60);
+  ASSERT_FALSE(id.empty()) << test::ReadFile(log);
+  CommandResult refused = Lazaret("/", {"state", "reset", kPkg, "/usr", "--yes"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr(id));
+  EXPECT_TRUE(Exists(world->ProfileDir(kPkg) + "/usr_changes/bin/laz-hello"));
+  kill(holder, SIGTERM);
+  EXPECT_EQ(WaitChild(holder, 60), 128 + SIGTERM);
+  ExpectNothingMounted(kPkg);
+
+  CommandResult reset = Lazaret("/", {"state", "reset", kPkg, "/usr", "--yes"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_FALSE(Exists(world->ProfileDir(kPkg) + "/usr_changes/bin/laz-hello"));
+  CommandResult gone = RunIn(ws_->path(), kPkg, "command -v laz-hello || echo no-laz-hello");
+  EXPECT_THAT(gone.out, HasSubstr("no-laz-hello")) << gone.err;
+  EXPECT_THAT(gone.out, Not(HasSubstr("/usr/bin/laz-hello")));
+}
+
+// 3: two live sessions of one profile share its overlays.
+TEST_F(PersistE2eTest, ConcurrentSessionsShareTheOverlays) {
+  UserDir ws2("pws2");
+  const std::string log_a = ws_->path() + "/a.log";
+  const std::string log_b = ws2.path() + "/b.log";
+  const auto script = [](const std::string& self, const std::string& other) {
+    return absl::StrCat("echo from-", self, " > /root/from-", self, "; i=0; until [ -f /root/from-",
+                        other, " ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; echo saw-",
+                        other, ":$(cat /root/from-", other, "); sleep 120");
+  };
+  const pid_t a =
+      SpawnLazaret(ws_->path(), {"run", kShared, "--", "sh", "-c", script("a", "b")}, {}, log_a);
+  const pid_t b =
+      SpawnLazaret(ws2.path(), {"run", kShared, "--", "sh", "-c", script("b", "a")}, {}, log_b);
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        return test::ReadFile(log_a).find("saw-b:from-b") != std::string::npos &&
+               test::ReadFile(log_b).find("saw-a:from-a") != std::string::npos;
+      },
+      std::chrono::seconds(90)))
+      << test::ReadFile(log_a) << test::ReadFile(log_b);
+  // Both sessions hold the overlays.
+  const std::vector<std::string> ids = PsSessions();
+  EXPECT_EQ(ids.size(), 2u);
+  const std::string json = StateJson(kShared);
+  for (const auto& id : ids) EXPECT_THAT(json, HasSubstr(id)) << json;
+  // One overlay per directory, shared: three mounts, not six.
+  EXPECT_EQ(MountsUnder(world->ProfileDir(kShared) + "/").size(), 3u)
+      << testing::PrintToString(MountsUnder(world->ProfileDir(kShared)));
+  kill(a, SIGTERM);
+  EXPECT_EQ(WaitChild(a, 60), 128 + SIGTERM);
+  // The last one still has them.
+  EXPECT_EQ(MountsUnder(world->ProfileDir(kShared) + "/").size(), 3u);
+  kill(b, SIGTERM);
+  EXPECT_EQ(WaitChild(b, 60), 128 + SIGTERM);
+  ExpectNothingMounted(kShared);
+}
+
+// 4: a SIGKILLed `lazaret run` leaves nothing mounted once reaped.
+TEST_F(PersistE2eTest, KilledSessionIsUnmountedByTheReaper) {
+  const std::string log = ws_->path() + "/k.log";
+  const pid_t pid = SpawnLazaret(ws_->path(), {"run", kKilled, "--", "sleep", "120"}, {}, log);
+  const std::string id = WaitForRunningSession(60);
+  ASSERT_FALSE(id.empty()) << test::ReadFile(log);
+  ASSERT_EQ(MountsUnder(world->ProfileDir(kKilled) + "/").size(), 3u);
+  kill(pid, SIGKILL);
+  EXPECT_EQ(WaitChild(pid, 30), 128 + SIGKILL);
+  // The reaper (or else `lazaret clean`) detaches it.
+  if (!test::WaitFor([&] { return MountsUnder(world->ProfileDir(kKilled)).empty(); },
+                     std::chrono::seconds(30))) {
+    RecordProperty("unmounted_by", "lazaret clean");
+    CommandResult clean = Lazaret("/", {"clean"});
+    EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  } else {
+    RecordProperty("unmounted_by", "the reaper");
+  }
+  test::WaitFor([] { return SessionContainers().empty() && SessionDirs().empty(); },
+                std::chrono::seconds(60));
+  ExpectNothingMounted(kKilled);
+  EXPECT_THAT(StateJson(kKilled), Not(HasSubstr(id)));
+}
+
+// 5: symlinks planted in the profile directory and crafted directories.
+TEST_F(PersistE2eTest, PathAttacksAreRefusedAndMountNothing) {
+  const std::string pdir = world->ProfileDir(kLink);
+  UserDir elsewhere("pelse");
+  ASSERT_EQ(RunAs("/", {"mkdir", "-p", pdir}).exit_code, 0);
+  for (const char* name : {"usr_changes", "usr_merged"}) {
+    ASSERT_EQ(RunAs("/", {"ln", "-s", elsewhere.path(), pdir + "/" + name}).exit_code, 0);
+    CommandResult r = RunIn(ws_->path(), kLink, "echo must-not-run");
+    EXPECT_NE(r.exit_code, 0) << name;
+    EXPECT_THAT(r.out, Not(HasSubstr("must-not-run")));
+    EXPECT_THAT(r.err, HasSubstr(name)) << r.err;
+    EXPECT_THAT(MountsUnder(pdir), IsEmpty());
+    EXPECT_THAT(MountsUnder(elsewhere.path()), IsEmpty());
+    unlink((pdir + "/" + name).c_str());
+  }
+  ASSERT_EQ(HostCommand({"rm", "-rf", pdir}), "");
+
+  // The profile directory itself a symlink.
+  ASSERT_EQ(RunAs("/", {"ln", "-s", elsewhere.path(), pdir}).exit_code, 0);
+  CommandResult linked = RunIn(ws_->path(), kLink, "echo must-not-run");
+  EXPECT_NE(linked.exit_code, 0);
+  EXPECT_THAT(linked.out, Not(HasSubstr("must-not-run")));
+  EXPECT_THAT(linked.err, HasSubstr(kLink)) << linked.err;
+  EXPECT_THAT(MountsUnder(elsewhere.path()), IsEmpty());
+  unlink(pdir.c_str());
+
+  // persistent_dirs the configuration refuses (a --config file outside the
+  // workspace).
+  UserDir outside("pcfg");
+  struct Crafted {
+    std::string dirs;
+    std::string says;
+  };
+  for (const Crafted& c : std::vector<Crafted>{{"[\"/proc/x\"]", "/proc"},
+                                               {"[\"../etc\"]", "absolute"},
+                                               {"[\"/usr\", \"/usr/local\"]", "may not nest"},
+                                               {"[\"/usr/../etc\"]", "clean"}}) {
+    const std::string cfg =
+        outside.Write("crafted.toml", absl::StrCat("[profiles.p3crafted]\nimage = \"", kBaseImage,
+                                                   "\"\npersistent_dirs = ", c.dirs, "\n"));
+    CommandResult r = Lazaret(ws_->path(), {"run", "--config", cfg, "p3crafted", "--", "true"});
+    EXPECT_EQ(r.exit_code, 125) << c.dirs;
+    EXPECT_THAT(r.err, HasSubstr("persistent_dirs")) << c.dirs << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says)) << c.dirs << ": " << r.err;
+    EXPECT_THAT(MountsUnder(world->data_root() + "/p3crafted"), IsEmpty());
+    unlink(cfg.c_str());
+  }
+}
+
+// 6: the helper holds exactly what mounthelper.h declares.
+TEST_F(PersistE2eTest, HelperHoldsOnlyItsDeclaredCapabilities) {
+  const pid_t pid = MountHelperPid();
+  ASSERT_NE(pid, 0) << "no lazaret-mount-helper for " << Env().runtime_dir;
+  uint64_t want = 0;
+  for (cap_value_t c : mounthelper::kCapabilities) want |= uint64_t{1} << c;
+  EXPECT_EQ(test::ProcStatusHex(pid, "CapEff"), want);
+  EXPECT_EQ(test::ProcStatusHex(pid, "CapPrm"), want);
+}
+
+// 7: with /etc persistent, podman's resolv.conf, hosts and hostname win.
+TEST_F(PersistE2eTest, PodmansEtcFilesStayPodmans) {
+  const std::string show =
+      "cat /etc/resolv.conf; echo ---; hostname; cat /etc/hostname; echo ---; cat /etc/hosts";
+  CommandResult plain = RunIn(ws_->path(), kNoEtc, show);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  CommandResult first =
+      RunIn(ws_->path(), kEtc,
+            show +
+                "; echo 203.0.113.9 laz-planted >> /etc/hosts; "
+                "echo nameserver 203.0.113.9 >> /etc/resolv.conf; echo planted > /etc/hostname;"
+                " echo kept > /etc/laz-etc-file");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string resolv = plain.out.substr(0, plain.out.find("---"));
+  EXPECT_EQ(first.out.substr(0, first.out.find("---")), resolv);
+  CommandResult second = RunIn(ws_->path(), kEtc, show + "; cat /etc/laz-etc-file");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("kept"));  // /etc does persist
+  EXPECT_THAT(second.out, Not(HasSubstr("laz-planted")));
+  EXPECT_THAT(second.out, Not(HasSubstr("203.0.113.9")));
+  EXPECT_THAT(second.out, Not(HasSubstr("planted\n")));
+  EXPECT_EQ(second.out.substr(0, second.out.find("---")), resolv);
+  // hostname and /etc/hostname agree (podman's file, this session's name).
+  const size_t h = second.out.find("---\n") + 4;
+  const std::string names = second.out.substr(h, second.out.find("---", h) - h);
+  const std::string host = names.substr(0, names.find('\n'));
+  EXPECT_FALSE(host.empty());
+  EXPECT_EQ(Trim(names), host + "\n" + host);
+  ExpectNothingMounted(kEtc);
+}
+
+}  // namespace
+}  // namespace lazaret::test::e2e::persist

@@ -1,0 +1,77 @@
+// What the persistence end-to-end tests and benchmark share: the user's
+// configuration with their profiles (on a data_root of their own), an image
+// of their own built FROM the e2e sandbox image, and ways to look from the
+// host at the overlays the mount helper mounted (the host's mount table
+// rootful, `podman unshare`'s rootless). Runs in the test process (root);
+// trusts the fixtures' `lazaret up` and what podman prints.
+#ifndef LAZARET_TESTS_E2E_PERSIST_E2E_WORLD_H_
+#define LAZARET_TESTS_E2E_PERSIST_E2E_WORLD_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/run_e2e_support.h"
+
+namespace lazaret::test::e2e::persist {
+
+inline constexpr char kBaseImage[] = "localhost/lazaret-sandbox:trixie";
+// The profiles' own image, rebuilt by the image-update test.
+inline constexpr char kOwnImage[] = "localhost/lazaret-persist-e2e:current";
+
+// The profiles written into the user's config.toml (so that `lazaret state`
+// finds them too), each with persistent_dirs /usr, /etc and /root except
+// kNoEtc (/root only) and kBench (/root only).
+inline constexpr char kPkg[] = "p3pkg";  // on kOwnImage
+inline constexpr char kShared[] = "p3shared";
+inline constexpr char kKilled[] = "p3killed";
+inline constexpr char kEtc[] = "p3etc";
+inline constexpr char kNoEtc[] = "p3noetc";
+inline constexpr char kLink[] = "p3link";  // for the symlink attacks
+inline constexpr char kBench[] = "p3bench";
+
+class PersistWorld {
+ public:
+  // Writes the configuration (restored at the end) and builds kOwnImage
+  // with /usr/share/laz-version = "v1". error() says what failed.
+  PersistWorld();
+  ~PersistWorld();
+  PersistWorld(const PersistWorld&) = delete;
+  PersistWorld& operator=(const PersistWorld&) = delete;
+
+  const std::string& error() const { return error_; }
+  std::string ProfileDir(const std::string& profile) const;
+  const std::string& data_root() const { return data_root_; }
+
+  // Rebuilds kOwnImage under the same name with /usr/share/laz-version.
+  std::string BuildOwnImage(const std::string& version);
+
+ private:
+  std::unique_ptr<UserDir> dir_;
+  std::string data_root_;
+  std::string user_config_;
+  std::string user_config_before_;
+  bool had_user_config_ = false;
+  std::string error_;
+};
+
+// The mount table where the helper's overlays live: /proc/self/mountinfo
+// rootful, `podman unshare cat /proc/self/mountinfo` as the user rootless.
+std::string HelperMountTable();
+// Lines of HelperMountTable() naming `needle` (a profile directory).
+std::vector<std::string> MountsUnder(const std::string& needle);
+
+// `lazaret run PROFILE -- sh -c SCRIPT` in `ws`.
+CommandResult RunIn(const std::string& ws, const std::string& profile, const std::string& script);
+
+// The pid of this runtime directory's lazaret-mount-helper (0: none).
+pid_t MountHelperPid();
+
+// Runs argv as root on the host; "" on success, else what went wrong.
+std::string HostCommand(const std::vector<std::string>& argv);
+
+}  // namespace lazaret::test::e2e::persist
+
+#endif  // LAZARET_TESTS_E2E_PERSIST_E2E_WORLD_H_
