@@ -253,14 +253,20 @@ TEST_F(PersistE2eTest, PathAttacksAreRefusedAndMountNothing) {
   }
 }
 
-// 6: the helper holds exactly what mounthelper.h declares.
+// 6: the helper holds exactly what mounthelper.h declares: effective only
+// its own, permitted also what it hands fuse-overlayfs, nothing inheritable
+// or ambient.
 TEST_F(PersistE2eTest, HelperHoldsOnlyItsDeclaredCapabilities) {
   const pid_t pid = MountHelperPid();
   ASSERT_NE(pid, 0) << "no lazaret-mount-helper for " << Env().runtime_dir;
-  uint64_t want = 0;
-  for (cap_value_t c : mounthelper::kCapabilities) want |= uint64_t{1} << c;
-  EXPECT_EQ(test::ProcStatusHex(pid, "CapEff"), want);
-  EXPECT_EQ(test::ProcStatusHex(pid, "CapPrm"), want);
+  uint64_t own = 0;
+  for (cap_value_t c : mounthelper::kCapabilities) own |= uint64_t{1} << c;
+  uint64_t handed = 0;
+  for (cap_value_t c : mounthelper::kDelegatedCapabilities) handed |= uint64_t{1} << c;
+  EXPECT_EQ(test::ProcStatusHex(pid, "CapEff"), own);
+  EXPECT_EQ(test::ProcStatusHex(pid, "CapPrm"), own | handed);
+  EXPECT_EQ(test::ProcStatusHex(pid, "CapInh"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(pid, "CapAmb"), 0u);
 }
 
 // 7: with /etc persistent, podman's resolv.conf, hosts and hostname win.
