@@ -326,11 +326,12 @@ class MountHelperTest : public ::testing::Test {
   std::unique_ptr<mh::MountHelperService::Stub> stub_;
 };
 
-TEST_F(MountHelperTest, HelperHoldsExactlySysAdmin) {
+TEST_F(MountHelperTest, HelperHoldsSysAdminAndOnlyHandsOnTheFileCapabilities) {
   const uint64_t mask = caps::Mask(mounthelper::kCapabilities);
+  const uint64_t handed = caps::Mask(mounthelper::kDelegatedCapabilities);
   EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapEff"), mask);
-  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapPrm"), mask);
-  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapBnd"), mask);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapPrm"), mask | handed);
+  EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapBnd"), mask | handed);
   EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapInh"), 0u);
   EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapAmb"), 0u);
   EXPECT_EQ(test::ProcStatusHex(helper_pid_, "NoNewPrivs"), 1u);
