@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "lazaret/approver/v1/approver.pb.h"
+#include "clients/lazaret/process/command_line.h"
 #include "tests/e2e/escalation_e2e_support.h"
 #include "tests/e2e/net_e2e_support.h"
 #include "tests/e2e/run_e2e_support.h"
@@ -16,20 +17,7 @@
 namespace lazaret::test::e2e::approve {
 
 std::string ShellLine(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) {
-    if (!out.empty()) out += ' ';
-    out += '\'';
-    for (char c : a) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out += c;
-      }
-    }
-    out += '\'';
-  }
-  return out;
+  return cli::CommandLine(argv);
 }
 
 absl::StatusOr<std::string> StartAgent(TmuxSession& tmux, const std::string& window,

@@ -21,7 +21,8 @@ namespace lazaret::test::e2e::approve {
 // The prompt of the sandbox's shell.
 inline constexpr char kPrompt[] = "/workspace#";
 
-// argv as one shell line, each word single-quoted.
+// argv as one shell line (process/command_line.h: each word quoted as a
+// shell needs it).
 std::string ShellLine(const std::vector<std::string>& argv);
 
 // Opens `window` (100x30) running `lazaret run --config CONFIG [OPTIONS]
