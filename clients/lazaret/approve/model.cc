@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "clients/lazaret/process/command_line.h"
 
 namespace lazaret::cli::approve {
 namespace {
@@ -23,39 +24,6 @@ std::string TimeLeft(int64_t deadline, int64_t now) {
   if (left <= 0) return "expired";
   if (left < 60) return absl::StrFormat("%ds", left);
   return absl::StrFormat("%dm %02ds", left / 60, left % 60);
-}
-
-bool SafeWord(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.' || c == '/' || c == '=' || c == ':' ||
-                    c == ',' || c == '+' || c == '@';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// argv as one shell line, for editing a request that was sent as an argv.
-std::string JoinQuoted(const google::protobuf::RepeatedPtrField<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) {
-    if (!out.empty()) out += ' ';
-    if (SafeWord(a)) {
-      out += a;
-      continue;
-    }
-    out += '\'';
-    for (char c : a) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out += c;
-      }
-    }
-    out += '\'';
-  }
-  return out;
 }
 
 // "label      value" rows: the value wrapped under itself, at most
@@ -321,7 +289,9 @@ std::vector<Action> Model::ListKey(const Key& key) {
       return {};
     case 'e':
     case 'E':
-      editor_ = LineEditor(sel->command().empty() ? JoinQuoted(sel->argv()) : sel->command());
+      editor_ =
+          LineEditor(sel->command().empty() ? CommandLine({sel->argv().begin(), sel->argv().end()})
+                                            : sel->command());
       parsed_.reset();
       parsing_ = false;
       mode_ = Mode::kEdit;
@@ -401,7 +371,8 @@ std::vector<Line> Model::ListBody(size_t width, size_t height) const {
     Line row = Plain(absl::StrCat(i == selected_ ? "> " : "  ", r.request_id(), "  "));
     Append(row, Display(r.profile()));
     Append(row, Plain("  "));
-    Append(row, Display(r.command().empty() ? JoinQuoted(r.argv()) : r.command()));
+    Append(row, Display(r.command().empty() ? CommandLine({r.argv().begin(), r.argv().end()})
+                                            : r.command()));
     const size_t room = width > left.size() + 1 ? width - left.size() - 1 : width;
     row = Truncate(row, room);
     const size_t used = LineWidth(row);
