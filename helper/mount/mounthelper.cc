@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
@@ -76,6 +77,7 @@ class MountHelperServiceImpl final : public pb::MountHelperService::Service {
       o->set_changed_total(d.stats.changed_total);
       o->set_deleted_total(d.stats.deleted_total);
       o->set_mounted(d.mounted);
+      o->set_overlay(d.overlay);
       for (const std::string& h : d.sessions) o->add_sessions(h);
     }
     return grpc::Status::OK;
@@ -112,11 +114,13 @@ struct HelperState {
 
 absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
   LAZ_ASSIGN_OR_RETURN(std::string state_path, StateFilePath(runtime_dir));
+  const char* env = std::getenv(kOverlayEnv);
+  LAZ_ASSIGN_OR_RETURN(OverlayPreference preference, ParsePreference(env == nullptr ? "" : env));
   auto state = std::make_shared<HelperState>();
   state->sessions = MakeRegistrySessionSource(runtime_dir);
   state->ops = MakeSystemOverlayOps();
   state->manager = std::make_unique<OverlayManager>(state->sessions.get(), state->ops.get(),
-                                                    state_path, geteuid());
+                                                    state_path, geteuid(), preference);
   // The registry answers only once the supervisor's loop runs, which may be
   // after this service reports healthy: recover in the background.
   OverlayManager* manager = state->manager.get();

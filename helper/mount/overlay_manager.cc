@@ -36,8 +36,12 @@ bool IsValidImageId(const std::string& id) {
 }
 
 OverlayManager::OverlayManager(SessionSource* sessions, OverlayOps* ops, std::string state_path,
-                               uid_t owner)
-    : sessions_(sessions), ops_(ops), state_path_(std::move(state_path)), owner_(owner) {}
+                               uid_t owner, OverlayPreference preference)
+    : sessions_(sessions),
+      ops_(ops),
+      state_path_(std::move(state_path)),
+      owner_(owner),
+      preference_(preference) {}
 
 void OverlayManager::SaveLocked() {
   if (state_path_.empty()) return;
@@ -77,10 +81,27 @@ absl::Status OverlayManager::MountLocked(const ProfileFacts& p, const std::strin
                                          const std::string& image_id, const std::string& session) {
   LAZ_ASSIGN_OR_RETURN(CheckedOverlay o,
                        CheckOverlay(p.data_root, p.profile_dir, directory, owner_, true));
+  const std::string base = PersistName(directory);
+  LAZ_ASSIGN_OR_RETURN(std::optional<OverlayDriver> recorded, ReadLayerDriver(o.profile, base));
+  LAZ_ASSIGN_OR_RETURN(OverlayDriver driver, ChooseDriver(recorded, directory));
   LAZ_ASSIGN_OR_RETURN(fs::DirFd root, ops_->MountImage(image_id));
   absl::StatusOr<fs::DirFd> lower = OpenLowerDir(root.get(), directory, image_id);
   absl::StatusOr<FuseProcess> proc =
-      lower.ok() ? ops_->MountOverlay(*lower, o) : absl::StatusOr<FuseProcess>(lower.status());
+      lower.ok() ? ops_->MountOverlay(*lower, o, driver)
+                 : absl::StatusOr<FuseProcess>(lower.status());
+  if (!recorded && preference_ == OverlayPreference::kAuto && absl::IsUnimplemented(proc.status())) {
+    LAZ_LOG_WARNING << proc.status() << "; mounting " << directory << " with fuse-overlayfs";
+    driver = OverlayDriver::kFuse;
+    proc = ops_->MountOverlay(*lower, o, driver);
+  }
+  if (proc.ok() && !recorded) {
+    absl::Status w = WriteLayerDriver(o.profile, base, driver);
+    if (!w.ok()) {
+      absl::Status u = ops_->UnmountOverlay(o.paths.merged, *proc);
+      if (!u.ok()) LAZ_LOG_WARNING << u;
+      proc = w;
+    }
+  }
   if (!proc.ok()) {
     absl::Status u = ops_->UnmountImage(image_id);
     if (!u.ok()) LAZ_LOG_WARNING << u;
@@ -96,9 +117,26 @@ absl::Status OverlayManager::MountLocked(const ProfileFacts& p, const std::strin
   m.start_time = proc->start_time;
   m.holders.insert(session);
   LAZ_LOG_INFO << "mounted " << m.merged << " (" << directory << " of image "
-               << image_id.substr(0, 12) << ") for session " << session;
+               << image_id.substr(0, 12) << ", " << DriverName(driver) << ") for session "
+               << session;
   table_.Add(std::move(m));
   return absl::OkStatus();
+}
+
+absl::StatusOr<OverlayDriver> OverlayManager::ChooseDriver(
+    const std::optional<OverlayDriver>& recorded, const std::string& directory) const {
+  if (recorded) {
+    const bool refused = (preference_ == OverlayPreference::kKernel && *recorded != OverlayDriver::kKernel) ||
+                         (preference_ == OverlayPreference::kFuse && *recorded != OverlayDriver::kFuse);
+    if (refused) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the layer of ", directory, " was written by ", DriverName(*recorded), " and ",
+          kOverlayEnv, " asks for the other driver; a layer is only mounted by the driver that "
+          "wrote it. Unset ", kOverlayEnv, " or reset the layer (lazaret state reset)"));
+    }
+    return *recorded;
+  }
+  return preference_ == OverlayPreference::kFuse ? OverlayDriver::kFuse : OverlayDriver::kKernel;
 }
 
 absl::StatusOr<std::vector<Mounted>> OverlayManager::Attach(const std::string& session_id,
@@ -232,6 +270,9 @@ absl::StatusOr<ProfileState> OverlayManager::Describe(const std::string& profile
     absl::StatusOr<CheckedOverlay> o = CheckOverlay(p.data_root, p.profile_dir, d, owner_, false);
     if (o.ok()) {
       LAZ_ASSIGN_OR_RETURN(ds.stats, StatLayer(o->changes));
+      LAZ_ASSIGN_OR_RETURN(std::optional<OverlayDriver> driver,
+                           ReadLayerDriver(o->profile, PersistName(d)));
+      if (driver) ds.overlay = std::string(DriverName(*driver));
     } else if (!absl::IsNotFound(o.status())) {
       return o.status();
     }
@@ -280,6 +321,7 @@ absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const std::string
     if (!o.ok()) return o.status();
     LAZ_RETURN_IF_ERROR(fs::RemoveContents(o->changes));
     LAZ_RETURN_IF_ERROR(fs::RemoveContents(o->work));
+    LAZ_RETURN_IF_ERROR(RemoveLayerDriver(o->profile, PersistName(d)));
     LAZ_LOG_INFO << "reset " << d << " of profile " << p.name;
     out.push_back(d);
   }

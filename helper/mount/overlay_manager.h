@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "helper/mount/layer_stats.h"
 #include "helper/mount/mount_table.h"
+#include "helper/mount/overlay_driver.h"
 #include "helper/mount/overlay_ops.h"
 #include "helper/mount/session_source.h"
 
@@ -28,6 +30,7 @@ bool IsValidImageId(const std::string& id);
 struct DirectoryState {
   std::string directory;
   std::string changes;
+  std::string overlay;  // the driver that wrote the layer (DriverName), empty before any
   LayerStats stats;
   bool mounted = false;
   std::vector<std::string> sessions;
@@ -43,7 +46,10 @@ class OverlayManager {
  public:
   // `state_path`: the state file (state_file.h); empty keeps none. `owner`:
   // who must own every directory of profile state (the helper's euid).
-  OverlayManager(SessionSource* sessions, OverlayOps* ops, std::string state_path, uid_t owner);
+  // `preference`: the driver of a layer that has no record yet
+  // (overlay_driver.h).
+  OverlayManager(SessionSource* sessions, OverlayOps* ops, std::string state_path, uid_t owner,
+                 OverlayPreference preference = OverlayPreference::kAuto);
 
   // After a restart: reads the state file, re-adopts the overlays still
   // mounted and then does Cleanup.
@@ -72,12 +78,18 @@ class OverlayManager {
                            const std::string& image_id, const std::string& session)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The driver of a layer: its record's, else the preference's (the
+  // kernel's for auto). FAILED_PRECONDITION when the preference names
+  // another driver than the record.
+  absl::StatusOr<OverlayDriver> ChooseDriver(const std::optional<OverlayDriver>& recorded,
+                                             const std::string& directory) const;
   absl::StatusOr<std::vector<Mounted>> CleanupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SessionSource* const sessions_;
   OverlayOps* const ops_;
   const std::string state_path_;
   const uid_t owner_;
+  const OverlayPreference preference_;
   std::mutex mu_;
   MountTable table_ ABSL_GUARDED_BY(mu_);
 };

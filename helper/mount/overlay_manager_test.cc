@@ -7,6 +7,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "helper/mount/state_file.h"
@@ -45,10 +46,15 @@ class FakeOps final : public OverlayOps {
     --image_mounts[id];
     return absl::OkStatus();
   }
-  absl::StatusOr<FuseProcess> MountOverlay(const fs::DirFd&, const CheckedOverlay& o) override {
+  absl::StatusOr<FuseProcess> MountOverlay(const fs::DirFd&, const CheckedOverlay& o,
+                                           OverlayDriver driver) override {
+    drivers.push_back(driver);
     if (fail_mount == o.directory) return absl::InternalError("fuse-overlayfs failed");
+    if (driver == OverlayDriver::kKernel && kernel_refuses) {
+      return absl::UnimplementedError("kernel overlayfs: refused");
+    }
     mounted.insert(o.paths.merged);
-    return FuseProcess{12345, 1};
+    return driver == OverlayDriver::kFuse ? FuseProcess{12345, 1} : FuseProcess{};
   }
   absl::Status UnmountOverlay(const std::string& merged, FuseProcess) override {
     if (busy.count(merged)) return absl::FailedPreconditionError("busy");
@@ -61,6 +67,8 @@ class FakeOps final : public OverlayOps {
   std::set<std::string> mounted;
   std::set<std::string> busy;
   std::string fail_mount;
+  bool kernel_refuses = false;
+  std::vector<OverlayDriver> drivers;  // of every MountOverlay, in order
 
  private:
   std::string image_root_;
@@ -263,6 +271,99 @@ TEST_F(OverlayManagerTest, DescribeReportsChangesAndHolders) {
   EXPECT_EQ(s->directories[0].stats.bytes, 3u);
   EXPECT_TRUE(s->directories[0].mounted);
   EXPECT_EQ(s->directories[0].sessions, std::vector<std::string>{kA});
+}
+
+}  // namespace
+}  // namespace lazaret::mounthelper
+
+namespace lazaret::mounthelper {
+namespace {
+
+std::string Record(const std::string& path) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "(none)";
+  char buf[64];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  return n > 0 ? std::string(buf, n) : "";
+}
+
+TEST_F(OverlayManagerTest, KernelOverlayByDefaultAndRecordedPerLayer) {
+  sessions_.profile.persistent_dirs = {"/usr"};
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  EXPECT_EQ(ops_->drivers, std::vector<OverlayDriver>{OverlayDriver::kKernel});
+  EXPECT_EQ(Record(P("data/prof/usr_layer")), "kernel\n");
+  absl::StatusOr<ProfileState> st = manager_->Describe("prof");
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->directories[0].overlay, "kernel");
+}
+
+TEST_F(OverlayManagerTest, AutoFallsBackToFuseWhereTheKernelRefusesAndKeepsIt) {
+  sessions_.profile.persistent_dirs = {"/usr"};
+  ops_->kernel_refuses = true;
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  EXPECT_EQ(ops_->drivers,
+            (std::vector<OverlayDriver>{OverlayDriver::kKernel, OverlayDriver::kFuse}));
+  EXPECT_EQ(Record(P("data/prof/usr_layer")), "fuse-overlayfs\n");
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  // The layer stays fuse-overlayfs's, even where the kernel would now mount it.
+  ops_->kernel_refuses = false;
+  ops_->drivers.clear();
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  EXPECT_EQ(ops_->drivers, std::vector<OverlayDriver>{OverlayDriver::kFuse});
+}
+
+TEST_F(OverlayManagerTest, ForcedKernelDoesNotFallBack) {
+  sessions_.profile.persistent_dirs = {"/usr"};
+  ops_->kernel_refuses = true;
+  OverlayManager kernel_only(&sessions_, ops_.get(), "", geteuid(), OverlayPreference::kKernel);
+  absl::Status s = kernel_only.Attach(kA, kImg1).status();
+  EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
+  EXPECT_EQ(ops_->drivers, std::vector<OverlayDriver>{OverlayDriver::kKernel});
+  EXPECT_EQ(Record(P("data/prof/usr_layer")), "(none)");
+  EXPECT_EQ(ops_->image_mounts[kImg1], 0);
+}
+
+TEST_F(OverlayManagerTest, ALayerIsNeverMountedByTheOtherDriver) {
+  sessions_.profile.persistent_dirs = {"/usr"};
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());  // kernel
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  OverlayManager fuse_only(&sessions_, ops_.get(), "", geteuid(), OverlayPreference::kFuse);
+  absl::Status s = fuse_only.Attach(kA, kImg1).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("written by kernel"), std::string::npos) << s;
+  // A reset drops the record with the layer: the next mount decides anew.
+  ASSERT_TRUE(fuse_only.Reset("prof", "/usr").ok());
+  EXPECT_EQ(Record(P("data/prof/usr_layer")), "(none)");
+  ASSERT_TRUE(fuse_only.Attach(kA, kImg1).ok());
+  EXPECT_EQ(Record(P("data/prof/usr_layer")), "fuse-overlayfs\n");
+}
+
+TEST_F(OverlayManagerTest, AForgedLayerRecordIsRefused) {
+  sessions_.profile.persistent_dirs = {"/usr"};
+  ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("/etc/passwd", P("data/prof/usr_layer").c_str()), 0);
+  EXPECT_FALSE(manager_->Attach(kA, kImg1).ok());
+  ASSERT_EQ(unlink(P("data/prof/usr_layer").c_str()), 0);
+  const int fd = open(P("data/prof/usr_layer").c_str(), O_WRONLY | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "btrfs\n", 6), 6);
+  close(fd);
+  absl::Status s = manager_->Attach(kA, kImg1).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_TRUE(ops_->mounted.empty());
+}
+
+TEST(OverlayPreferenceTest, ParsesTheEnvironmentValue) {
+  EXPECT_EQ(*ParsePreference(""), OverlayPreference::kAuto);
+  EXPECT_EQ(*ParsePreference("auto"), OverlayPreference::kAuto);
+  EXPECT_EQ(*ParsePreference("kernel"), OverlayPreference::kKernel);
+  EXPECT_EQ(*ParsePreference("fuse-overlayfs"), OverlayPreference::kFuse);
+  absl::StatusOr<OverlayPreference> bad = ParsePreference("fuse");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("auto (the default), kernel or fuse-overlayfs"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -168,6 +168,105 @@ bool WaitGone(pid_t pid, uint64_t start_time, std::chrono::milliseconds timeout)
   return false;
 }
 
+// The calling thread's delegated file capabilities (mounthelper.h) made
+// effective for as long as it lives, then permitted only again. The
+// kernel's overlayfs acts on the upper layer with the credentials of the
+// thread that created it (copy-up sets owners and modes, reads files of any
+// owner), so they must be in effect then, and only then. Capabilities are
+// per thread: no other thread of the helper gains them meanwhile.
+class DelegatedCapsInEffect {
+ public:
+  DelegatedCapsInEffect() {
+    if (syscall(SYS_capget, &hdr_, saved_) != 0) return;
+    __user_cap_data_struct raised[2] = {saved_[0], saved_[1]};
+    for (cap_value_t c : kDelegatedCapabilities) {
+      if (raised[0].permitted & (1u << c)) raised[0].effective |= 1u << c;
+    }
+    raised_ = syscall(SYS_capset, &hdr_, raised) == 0;
+  }
+  ~DelegatedCapsInEffect() {
+    if (raised_) (void)syscall(SYS_capset, &hdr_, saved_);
+  }
+  DelegatedCapsInEffect(const DelegatedCapsInEffect&) = delete;
+  DelegatedCapsInEffect& operator=(const DelegatedCapsInEffect&) = delete;
+
+ private:
+  __user_cap_header_struct hdr_{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct saved_[2]{};
+  bool raised_ = false;
+};
+
+// The messages the kernel left in a file system context (fsopen(2)): "e
+// overlay: ..." lines, joined.
+std::string ContextMessages(int fs_fd) {
+  std::string out;
+  char buf[512];
+  for (int i = 0; i < 8; ++i) {
+    const ssize_t n = read(fs_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    if (!out.empty()) out += "; ";
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return std::string(absl::StripAsciiWhitespace(out));
+}
+
+// An error of the kernel overlay's set-up: UNIMPLEMENTED for what means
+// "the kernel will not do this overlay here" (the caller may use
+// fuse-overlayfs), the errno's status otherwise.
+absl::Status KernelOverlayError(const std::string& what, int fs_fd, int err) {
+  const std::string messages = fs_fd >= 0 ? ContextMessages(fs_fd) : "";
+  const std::string text = absl::StrCat("kernel overlayfs: ", what, ": ", std::strerror(err),
+                                        messages.empty() ? "" : absl::StrCat(" (", messages, ")"));
+  if (err == ENODEV || err == EPERM || err == EINVAL || err == EOPNOTSUPP || err == ENOSYS ||
+      err == EXDEV) {
+    return absl::UnimplementedError(text);
+  }
+  return absl::InternalError(text);
+}
+
+// Mounts the kernel's overlayfs at `o`'s merged directory through the
+// descriptor-based mount API: every directory is given as the /proc/self/fd
+// path of a descriptor overlay_paths.h opened and checked, and the new
+// mount is moved onto the merged directory's own descriptor, so no path is
+// looked up again. `userxattr` keeps overlayfs's own attributes in the
+// user.overlay. namespace, rootful and rootless alike (a user namespace
+// may not write trusted.*), so a layer reads the same in both; nodev: no
+// device node on the layer opens.
+absl::Status MountKernelOverlay(const fs::DirFd& lower, const CheckedOverlay& o) {
+  const int raw = fsopen("overlay", FSOPEN_CLOEXEC);
+  if (raw < 0) return KernelOverlayError("fsopen", -1, errno);
+  fs::UniqueFd fs_fd(raw);
+  const std::pair<const char*, std::string> strings[] = {
+      {"source", "lazaret"},
+      {"lowerdir", FdPath(lower.get())},
+      {"upperdir", FdPath(o.changes.get())},
+      {"workdir", FdPath(o.work.get())},
+  };
+  for (const auto& [key, value] : strings) {
+    if (fsconfig(fs_fd.get(), FSCONFIG_SET_STRING, key, value.c_str(), 0) != 0) {
+      return KernelOverlayError(key, fs_fd.get(), errno);
+    }
+  }
+  if (fsconfig(fs_fd.get(), FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) != 0) {
+    return KernelOverlayError("userxattr", fs_fd.get(), errno);
+  }
+  {
+    DelegatedCapsInEffect caps;
+    if (fsconfig(fs_fd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+      return KernelOverlayError(absl::StrCat("creating the overlay of ", o.directory),
+                                fs_fd.get(), errno);
+    }
+  }
+  const int mnt = fsmount(fs_fd.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
+  if (mnt < 0) return KernelOverlayError("fsmount", fs_fd.get(), errno);
+  fs::UniqueFd mount_fd(mnt);
+  if (move_mount(mount_fd.get(), "", o.merged.get(), "",
+                 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    return ErrnoStatus(absl::StrCat("mounting the overlay at ", o.paths.merged), errno);
+  }
+  return absl::OkStatus();
+}
+
 class SystemOverlayOps final : public OverlayOps {
  public:
   absl::StatusOr<fs::DirFd> MountImage(const std::string& image_id) override {
@@ -193,13 +292,17 @@ class SystemOverlayOps final : public OverlayOps {
     return RunCapture({podman, "image", "unmount", image_id}).status();
   }
 
-  absl::StatusOr<FuseProcess> MountOverlay(const fs::DirFd& lower,
-                                           const CheckedOverlay& o) override {
-    LAZ_ASSIGN_OR_RETURN(std::string fuse, FindProgram("fuse-overlayfs"));
+  absl::StatusOr<FuseProcess> MountOverlay(const fs::DirFd& lower, const CheckedOverlay& o,
+                                           OverlayDriver driver) override {
     if (IsMounted(o.paths.merged)) {
       return absl::FailedPreconditionError(absl::StrCat(
           o.paths.merged, " is already a mount point the helper does not know; unmount it"));
     }
+    if (driver == OverlayDriver::kKernel) {
+      LAZ_RETURN_IF_ERROR(MountKernelOverlay(lower, o));
+      return FuseProcess{};
+    }
+    LAZ_ASSIGN_OR_RETURN(std::string fuse, FindProgram("fuse-overlayfs"));
     const std::vector<std::string> argv = {
         fuse, "-f", "-o",
         absl::StrCat("lowerdir=", FdPath(lower.get()), ",upperdir=", FdPath(o.changes.get()),

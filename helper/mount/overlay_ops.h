@@ -1,7 +1,8 @@
 // What lazaret-mount-helper does to the system, behind an interface so the
 // bookkeeping can be tested with fakes: `podman image mount` / `unmount` of
-// the sandbox image (the lower layers), fuse-overlayfs started and stopped,
-// and whether a merged directory is a mount. Runs in lazaret-mount-helper
+// the sandbox image (the lower layers), an overlay mounted (the kernel's
+// overlayfs through the descriptor-based mount API, or fuse-overlayfs
+// started) and unmounted, and whether a merged directory is a mount. Runs in lazaret-mount-helper
 // (CAP_SYS_ADMIN; rootless inside `podman unshare`). Programs are found in
 // fixed system directories, never through $PATH, and started with an argv
 // built from checked values only: image ids are 64 hex digits, every
@@ -18,11 +19,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "helper/mount/overlay_driver.h"
 #include "helper/mount/overlay_paths.h"
 #include "services/common/fs/fd.h"
 
 namespace lazaret::mounthelper {
 
+// The process serving an overlay: fuse-overlayfs's; pid 0 for the
+// kernel's overlayfs, which has none.
 struct FuseProcess {
   pid_t pid = 0;
   uint64_t start_time = 0;
@@ -35,10 +39,14 @@ class OverlayOps {
   // Each call is one more mount count of the image in podman's storage.
   virtual absl::StatusOr<fs::DirFd> MountImage(const std::string& image_id) = 0;
   virtual absl::Status UnmountImage(const std::string& image_id) = 0;
-  // Starts fuse-overlayfs with `lower` below `overlay`'s upper and work
-  // directories at its merged directory and waits until it is mounted.
+  // Mounts `lower` below `overlay`'s upper and work directories at its
+  // merged directory with `driver`, and returns once it is mounted.
+  // UNIMPLEMENTED when the kernel refuses the overlay (no overlayfs, not in
+  // this user namespace, or not over these file systems), so a caller may
+  // try fuse-overlayfs instead.
   virtual absl::StatusOr<FuseProcess> MountOverlay(const fs::DirFd& lower,
-                                                   const CheckedOverlay& overlay) = 0;
+                                                   const CheckedOverlay& overlay,
+                                                   OverlayDriver driver) = 0;
   // Unmounts `merged` (when mounted) and waits for `process` to exit.
   virtual absl::Status UnmountOverlay(const std::string& merged, FuseProcess process) = 0;
   // Whether `merged` is a mount point now.

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/fs/dir.h"
 #include "services/common/fs/path.h"
 #include "services/common/status_util.h"
 
@@ -70,7 +71,10 @@ absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
   c.directory = directory;
   c.profile_dir = profile_dir;
   c.paths = PersistPathsFor(profile_dir, directory);
-  LAZ_ASSIGN_OR_RETURN(fs::DirFd root, fs::DirFd::OpenTrusted(data_root));
+  // data_root is the user's own setting: made like mkdir -p on a first
+  // run (a symlinked ~/.local stays usable), opened as it is otherwise.
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd root, create ? fs::MakeDirs(data_root, 0700)
+                                              : fs::DirFd::OpenTrusted(data_root));
   LAZ_ASSIGN_OR_RETURN(c.profile, OpenOwnedChild(root, data_root, name, owner, create));
   const std::string base = PersistName(directory);
   if (base.size() + 8 > 255) {

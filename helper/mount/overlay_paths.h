@@ -32,7 +32,7 @@ struct CheckedOverlay {
 
 // Checks `directory` (CheckPersistentDir), that `profile_dir` is one
 // component below `data_root`, opens data_root (as the user configured it,
-// symlinks followed) and below it, without following any symlink, the
+// symlinks followed; made like mkdir -p, mode 0700, when `create`) and below it, without following any symlink, the
 // profile directory and its <name>_changes, _work and _merged, creating
 // missing ones with mode 0700 when `create` (else NOT_FOUND). Each must be
 // a directory owned by `owner`.

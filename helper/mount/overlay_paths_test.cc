@@ -37,6 +37,22 @@ TEST_F(OverlayPathsTest, CreatesMissingDirectoriesPrivate) {
   }
 }
 
+TEST_F(OverlayPathsTest, MissingDataRootIsMadeOnAFirstRun) {
+  const std::string root = P("fresh/share/lazaret");
+  absl::StatusOr<CheckedOverlay> c = CheckOverlay(root, root + "/prof", "/usr", geteuid(), true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  struct stat st {};
+  ASSERT_EQ(lstat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(Exists("fresh/share/lazaret/prof/usr_merged"));
+}
+
+TEST_F(OverlayPathsTest, MissingDataRootWithoutCreateIsAnError) {
+  const std::string root = P("absent");
+  EXPECT_FALSE(CheckOverlay(root, root + "/prof", "/usr", geteuid(), false).ok());
+  EXPECT_FALSE(Exists("absent"));
+}
+
 TEST_F(OverlayPathsTest, WithoutCreateMissingIsNotFound) {
   EXPECT_TRUE(absl::IsNotFound(Check("/usr", false).status()));
 }

@@ -6,7 +6,7 @@
 namespace lazaret {
 namespace {
 
-constexpr std::array<std::string_view, 24> kPassed = {
+constexpr std::array<std::string_view, 25> kPassed = {
     "HOME",
     "USER",
     "LOGNAME",
@@ -25,6 +25,7 @@ constexpr std::array<std::string_view, 24> kPassed = {
     "LAZARET_RUNTIME_DIR",
     "LAZARET_LIBEXEC_DIR",
     "LAZARET_RUNSC",
+    "LAZARET_OVERLAY",
     "CONTAINERS_CONF",
     "CONTAINERS_STORAGE_CONF",
     "CONTAINERS_REGISTRIES_CONF",

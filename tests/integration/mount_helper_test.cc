@@ -30,6 +30,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "helper/mount/mounthelper.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "lazaret/mounthelper/v1/mounthelper.grpc.pb.h"
@@ -181,7 +182,9 @@ std::string BuildImage(const std::string& tag, const std::string& content) {
   return std::string(absl::StripAsciiWhitespace(have.out));
 }
 
-class MountHelperTest : public ::testing::Test {
+// Each test runs with either overlay driver (LAZARET_OVERLAY): the
+// kernel's overlayfs and fuse-overlayfs.
+class MountHelperTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (geteuid() != 0 && !Rootless()) {
@@ -253,6 +256,20 @@ class MountHelperTest : public ::testing::Test {
   bool ExistsMerged(const std::string& rel) {
     return test::Run(InNs({"test", "-e", merged_ + rel})).exit_code == 0;
   }
+  // The file system type of the mount at `path` (mountinfo), "" if none.
+  std::string MountType(const std::string& path) {
+    const std::string info =
+        Rootless() ? test::Run({"podman", "unshare", "cat", "/proc/self/mountinfo"}).out
+                   : test::ReadFile("/proc/self/mountinfo");
+    for (absl::string_view line : absl::StrSplit(info, '\n')) {
+      std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+      if (f.size() < 10 || f[4] != path) continue;
+      for (size_t i = 6; i + 1 < f.size(); ++i) {
+        if (f[i] == "-") return std::string(f[i + 1]);
+      }
+    }
+    return "";
+  }
   bool IsMountPoint(const std::string& path) {
     if (!Rootless()) return IsMountPointIn(getpid(), path);
     const std::string info = test::Run({"podman", "unshare", "cat", "/proc/self/mountinfo"}).out;
@@ -264,6 +281,7 @@ class MountHelperTest : public ::testing::Test {
     const std::string flag = "--runtime-dir=" + rt_;
     helper_ = fork();
     if (helper_ == 0) {
+      setenv("LAZARET_OVERLAY", GetParam().c_str(), 1);
       if (Rootless()) {
         execl("/usr/bin/podman", "podman", "unshare", bin.c_str(), flag.c_str(),
               static_cast<char*>(nullptr));
@@ -326,7 +344,7 @@ class MountHelperTest : public ::testing::Test {
   std::unique_ptr<mh::MountHelperService::Stub> stub_;
 };
 
-TEST_F(MountHelperTest, HelperHoldsSysAdminAndOnlyHandsOnTheFileCapabilities) {
+TEST_P(MountHelperTest, HelperHoldsSysAdminAndOnlyHandsOnTheFileCapabilities) {
   const uint64_t mask = caps::Mask(mounthelper::kCapabilities);
   const uint64_t handed = caps::Mask(mounthelper::kDelegatedCapabilities);
   EXPECT_EQ(test::ProcStatusHex(helper_pid_, "CapEff"), mask);
@@ -337,7 +355,7 @@ TEST_F(MountHelperTest, HelperHoldsSysAdminAndOnlyHandsOnTheFileCapabilities) {
   EXPECT_EQ(test::ProcStatusHex(helper_pid_, "NoNewPrivs"), 1u);
 }
 
-TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
+TEST_P(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   mh::AttachSessionResponse resp;
   grpc::Status st = Attach(kA, img1_, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
@@ -357,6 +375,10 @@ TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   ASSERT_EQ(d.directories(0).deleted_size(), 1);
   EXPECT_EQ(d.directories(0).deleted(0), "share/greeting");
   EXPECT_TRUE(d.directories(0).mounted());
+  // The driver asked for mounted it, and the layer says so.
+  EXPECT_EQ(d.directories(0).overlay(), GetParam());
+  EXPECT_EQ(test::ReadFile(data_ + "/prof/usr_layer"), GetParam() + "\n");
+  EXPECT_EQ(MountType(merged_), GetParam() == "kernel" ? "overlay" : "fuse.fuse-overlayfs");
 
   mh::DetachSessionResponse u = Detach(kA);
   ASSERT_EQ(u.unmounted_size(), 1);
@@ -368,7 +390,7 @@ TEST_F(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   EXPECT_FALSE(ExistsMerged("/share/greeting"));
 }
 
-TEST_F(MountHelperTest, ContainerOfTheSameUserSeesTheMergedDirectory) {
+TEST_P(MountHelperTest, ContainerOfTheSameUserSeesTheMergedDirectory) {
   mh::AttachSessionResponse r;
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
   WriteMerged("/share/fromhost", "written in merged\n");
@@ -379,7 +401,7 @@ TEST_F(MountHelperTest, ContainerOfTheSameUserSeesTheMergedDirectory) {
   EXPECT_EQ(c.out, "one\nwritten in merged\n");
 }
 
-TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
+TEST_P(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
   mh::AttachSessionResponse ra, rb;
   ASSERT_TRUE(Attach(kA, img1_, &ra).ok());
   WriteMerged("/share/kept", "kept");
@@ -400,7 +422,7 @@ TEST_F(MountHelperTest, TwoSessionsShareAndAnotherImageWaitsForThem) {
   EXPECT_EQ(ReadMerged("/share/kept"), "kept");
 }
 
-TEST_F(MountHelperTest, EndedSessionIsUnmountedThroughTheRegistry) {
+TEST_P(MountHelperTest, EndedSessionIsUnmountedThroughTheRegistry) {
   mh::AttachSessionResponse r;
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
   ASSERT_TRUE(IsMountPoint(merged_));
@@ -408,7 +430,7 @@ TEST_F(MountHelperTest, EndedSessionIsUnmountedThroughTheRegistry) {
   EXPECT_TRUE(test::WaitFor([&] { return !IsMountPoint(merged_); }, milliseconds(10000)));
 }
 
-TEST_F(MountHelperTest, KilledHelperMountsReadoptedOrCleanedAtRestart) {
+TEST_P(MountHelperTest, KilledHelperMountsReadoptedOrCleanedAtRestart) {
   mh::AttachSessionResponse r;
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
   StopHelper(SIGKILL);
@@ -432,7 +454,7 @@ TEST_F(MountHelperTest, KilledHelperMountsReadoptedOrCleanedAtRestart) {
   EXPECT_TRUE(test::WaitFor([&] { return !ImageMounted(img1_); }, milliseconds(10000)));
 }
 
-TEST_F(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
+TEST_P(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
   mh::AttachSessionResponse r;
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
   WriteMerged("/share/poisoned", "x");
@@ -450,7 +472,7 @@ TEST_F(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
   EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
 }
 
-TEST_F(MountHelperTest, SymlinkedProfileDirRefused) {
+TEST_P(MountHelperTest, SymlinkedProfileDirRefused) {
   test::TempDir elsewhere("laz-mh-x");
   ASSERT_EQ(symlink(elsewhere.path().c_str(), (data_ + "/prof").c_str()), 0);
   mh::AttachSessionResponse r;
@@ -460,6 +482,12 @@ TEST_F(MountHelperTest, SymlinkedProfileDirRefused) {
   EXPECT_NE(access((elsewhere.path() + "/usr_changes").c_str(), F_OK), 0);
   merged_.clear();
 }
+
+INSTANTIATE_TEST_SUITE_P(Drivers, MountHelperTest, ::testing::Values("kernel", "fuse-overlayfs"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return p.param == "kernel" ? std::string("Kernel")
+                                                      : std::string("FuseOverlayfs");
+                         });
 
 TEST(MountHelperRootlessTest, RootlessThroughPodmanUnshare) {
   if (Rootless()) GTEST_SKIP() << "this is the rootless run";
@@ -479,7 +507,7 @@ TEST(MountHelperRootlessTest, RootlessThroughPodmanUnshare) {
        "--init-groups", "--", "env", "-i", absl::StrCat("HOME=", pw->pw_dir),
        absl::StrCat("USER=", pw->pw_name), absl::StrCat("XDG_RUNTIME_DIR=/run/user/", pw->pw_uid),
        "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", absl::StrCat(kRootlessChildEnv, "=1"),
-       exe, "--gtest_filter=MountHelperTest.*"});
+       exe, "--gtest_filter=*MountHelperTest.*"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("[  PASSED  ]"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << r.out;

@@ -52,7 +52,10 @@ std::string StateText(const pb::DescribeStateResponse& s) {
   }
   for (const pb::DirectoryState& d : s.directories()) {
     absl::StrAppend(&out, "  ", EscapeForTerminal(d.directory()), ": ", Sizes(d), " changed in ",
-                    EscapeForTerminal(d.changes()), "\n");
+                    EscapeForTerminal(d.changes()),
+                    d.overlay().empty() ? ""
+                                        : absl::StrCat(" (", EscapeForTerminal(d.overlay()), ")"),
+                    "\n");
     if (d.changed_total() == 0 && d.deleted_total() == 0) {
       absl::StrAppend(&out, "    no changes: the image's own content\n");
     }
