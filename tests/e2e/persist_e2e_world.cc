@@ -34,7 +34,8 @@ PersistWorld::PersistWorld() {
       kMarker, "[storage]\ndata_root = \"", data_root_, "\"\n\n", Profile(kPkg, kOwnImage, all),
       Profile(kShared, kBaseImage, all), Profile(kKilled, kBaseImage, all),
       Profile(kEtc, kBaseImage, all), Profile(kNoEtc, kBaseImage, "[\"/root\"]"),
-      Profile(kLink, kBaseImage, "[\"/usr\"]"), Profile(kBench, kBaseImage, "[\"/root\"]"));
+      Profile(kLink, kBaseImage, "[\"/usr\"]"), Profile(kBench, kBaseImage, "[\"/root\"]"),
+      Profile(kBenchFuse, kBaseImage, "[\"/root\"]"));
   const std::string dir = Env().home + "/.config/lazaret";
   RunAs("/", {"mkdir", "-p", dir});
   user_config_ = dir + "/config.toml";
@@ -54,7 +55,7 @@ PersistWorld::PersistWorld() {
 
 PersistWorld::~PersistWorld() {
   // Every profile's overlays go before their directories do.
-  for (const char* p : {kPkg, kShared, kKilled, kEtc, kNoEtc, kLink, kBench}) {
+  for (const char* p : {kPkg, kShared, kKilled, kEtc, kNoEtc, kLink, kBench, kBenchFuse}) {
     Lazaret("/", {"state", "reset", p, "--yes"});
   }
   if (!user_config_.empty()) {

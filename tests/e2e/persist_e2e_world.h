@@ -23,7 +23,7 @@ inline constexpr char kOwnImage[] = "localhost/lazaret-persist-e2e:current";
 
 // The profiles written into the user's config.toml (so that `lazaret state`
 // finds them too), each with persistent_dirs /usr, /etc and /root except
-// kNoEtc (/root only) and kBench (/root only).
+// kNoEtc, kBench and kBenchFuse (/root only).
 inline constexpr char kPkg[] = "p3pkg";  // on kOwnImage
 inline constexpr char kShared[] = "p3shared";
 inline constexpr char kKilled[] = "p3killed";
@@ -31,6 +31,7 @@ inline constexpr char kEtc[] = "p3etc";
 inline constexpr char kNoEtc[] = "p3noetc";
 inline constexpr char kLink[] = "p3link";  // for the symlink attacks
 inline constexpr char kBench[] = "p3bench";
+inline constexpr char kBenchFuse[] = "p3benchfuse";  // its layer recorded as fuse-overlayfs's
 
 class PersistWorld {
  public:
