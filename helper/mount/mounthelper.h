@@ -1,11 +1,11 @@
-// lazaret-mount-helper: the fuse-overlayfs overlays of profile persistence
-// (overlay_manager.h), served as MountHelperService on mount-helper.sock.
+// lazaret-mount-helper: the overlays of profile persistence (the kernel's
+// overlayfs, or fuse-overlayfs: overlay_driver.h; overlay_manager.h), served as MountHelperService on mount-helper.sock.
 // Rootful it runs as root; rootless the supervisor starts it as
 // `podman unshare lazaret-mount-helper --runtime-dir=DIR`, so it lives in
 // rootless podman's user and mount namespace (the pause process's), where
 // the user's containers see its mounts and from where nothing outside that
-// namespace can reach them (FUSE refuses access from outside it). Either
-// way it keeps only CAP_SYS_ADMIN (rootless: of that user namespace) and
+// namespace can reach them (they exist only in that mount namespace).
+// Either way it keeps only CAP_SYS_ADMIN (rootless: of that user namespace) and
 // hands it to podman and fuse-overlayfs as an ambient capability.
 // Peer check: SO_PEERCRED is reported in the reader's user namespace, so
 // below `podman unshare` the owner (the host user, mapped to 0) is uid 0,
@@ -27,11 +27,14 @@ namespace lazaret::mounthelper {
 // The capabilities this process keeps; everything else is dropped at start.
 // deploy/capabilities.toml restates this set and a test compares the two.
 inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_SYS_ADMIN};
-// Held permitted but never effective, for fuse-overlayfs alone: it serves
+// Held permitted, for the overlay alone: handed to fuse-overlayfs, and
+// effective only in the thread that creates a kernel overlay, for that one
+// call (the kernel's overlayfs keeps the creator's credentials). Both serve
 // the sandbox's file operations, which need to create files as their
 // owners (CHOWN), reach files of any owner (DAC_OVERRIDE, FOWNER) and keep
 // setgid bits (FSETID). Rootless these are capabilities of the user's own
-// user namespace, over its subuids only. The helper itself never uses them.
+// user namespace, over its subuids only. The helper uses them for nothing
+// else.
 inline constexpr std::array<cap_value_t, 4> kDelegatedCapabilities = {CAP_CHOWN, CAP_DAC_OVERRIDE,
                                                                       CAP_FOWNER, CAP_FSETID};
 

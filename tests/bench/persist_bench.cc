@@ -91,13 +91,8 @@ int Main() {
     return 1;
   }
   // The second profile's layer is fuse-overlayfs's before its first mount.
-  const std::string fuse_dir = world.ProfileDir(kBenchFuse);
-  if (std::string e = HostCommand({"sh", "-c",
-                                   "mkdir -m 0700 -p \"$0\" && echo fuse-overlayfs > "
-                                   "\"$0/root_layer\"",
-                                   fuse_dir});
-      !e.empty()) {
-    std::fprintf(stderr, "persist_bench: recording the fuse-overlayfs layer: %s\n", e.c_str());
+  if (std::string e = world.RecordLayers(kBenchFuse, {"root"}, "fuse-overlayfs"); !e.empty()) {
+    std::fprintf(stderr, "persist_bench: %s\n", e.c_str());
     return 1;
   }
   std::map<std::string, std::string> v;

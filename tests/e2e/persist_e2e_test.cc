@@ -1,5 +1,6 @@
 // Profile persistence end to end: the real `lazaret run` asks the real
-// lazaret-mount-helper for fuse-overlayfs overlays of /usr, /etc and /root,
+// lazaret-mount-helper for overlays of /usr, /etc and /root (the kernel's
+// overlayfs, and fuse-overlayfs for one profile),
 // the sandbox (runsc) installs a package into them, and every outcome is
 // judged on the host: the upper layers on disk, the helper's mount table
 // (rootless: through `podman unshare`), its state file, its capabilities,
@@ -72,17 +73,32 @@ class PersistE2eTest : public ::testing::Test {
   std::unique_ptr<UserDir> ws_;
 };
 
+// The package lifecycle with either overlay driver: the kernel's (kPkg, the
+// default) and fuse-overlayfs (kPkgFuse, its layers recorded as
+// fuse-overlayfs's before the first session).
+class PersistDriverE2eTest : public PersistE2eTest,
+                             public ::testing::WithParamInterface<std::string> {
+ protected:
+  const char* profile() const { return GetParam() == "kernel" ? kPkg : kPkgFuse; }
+  // The file system type the helper's mounts of the profile show.
+  std::string MountType() const { return GetParam() == "kernel" ? " - overlay " : " - fuse."; }
+};
+
 // 1, 2 and 8: a package installed with dpkg -i stays for the next session,
 // an image update shows below it, and a reset drops it (refused while a
 // session holds the overlays).
-TEST_F(PersistE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
+TEST_P(PersistDriverE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
+  const std::string pkg = profile();
+  ASSERT_EQ(world->BuildOwnImage("v1"), "");
+  if (GetParam() != "kernel") {
+    ASSERT_EQ(world->RecordLayers(pkg, {"usr", "etc", "root"}, GetParam()), "");
+  }
   // A tiny package built on the host, no network.
   ws_->Write("control",
              "Package: laz-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: e2e <e2e@x>\n"
              "Description: prints a line\n");
   ws_->Write("laz-hello", "#!/bin/sh\necho laz-hello-ran\n");
-  const std::string pkg = ws_->path() + "/pkg";
-  ASSERT_EQ(RunAs(ws_->path(), {"sh", "-c",
+    ASSERT_EQ(RunAs(ws_->path(), {"sh", "-c",
                                 "mkdir -p pkg/DEBIAN pkg/usr/bin && mv control pkg/DEBIAN/ && "
                                 "install -m 0755 laz-hello pkg/usr/bin/laz-hello && rm laz-hello &&"
                                 " dpkg-deb --root-owner-group --build pkg laz-hello.deb && "
@@ -90,12 +106,12 @@ TEST_F(PersistE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
                 .exit_code,
             0);
 
-  CommandResult install = RunIn(ws_->path(), kPkg, "dpkg -i /workspace/laz-hello.deb && laz-hello");
+  CommandResult install = RunIn(ws_->path(), pkg, "dpkg -i /workspace/laz-hello.deb && laz-hello");
   EXPECT_EQ(install.exit_code, 0) << install.out << install.err;
   EXPECT_THAT(install.out, HasSubstr("laz-hello-ran"));
-  ExpectNothingMounted(kPkg);
+  ExpectNothingMounted(pkg);
   // On the host: the file is in the upper layer with the package's mode.
-  const std::string upper_file = world->ProfileDir(kPkg) + "/usr_changes/bin/laz-hello";
+  const std::string upper_file = world->ProfileDir(pkg) + "/usr_changes/bin/laz-hello";
   struct stat st {};
   ASSERT_EQ(lstat(upper_file.c_str(), &st), 0) << upper_file;
   EXPECT_EQ(st.st_mode & 07777, 0755u) << "dpkg's chmod of the file it created (mode 0) was lost";
@@ -105,42 +121,54 @@ TEST_F(PersistE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
     chmod(upper_file.c_str(), 0755);
   }
   // state show lists it.
-  const std::string json = StateJson(kPkg);
+  const std::string json = StateJson(pkg);
   EXPECT_THAT(json, HasSubstr("\"/usr\""));
   EXPECT_THAT(json, HasSubstr("\"bin/laz-hello\"")) << json;
 
-  CommandResult again = RunIn(ws_->path(), kPkg, "laz-hello; cat /usr/share/laz-version");
+  CommandResult again = RunIn(ws_->path(), pkg, "laz-hello; cat /usr/share/laz-version");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("laz-hello-ran"));
   EXPECT_THAT(again.out, HasSubstr("v1"));
 
   // 2: the same image name, a new /usr/share/laz-version.
   ASSERT_EQ(world->BuildOwnImage("v2-updated"), "");
-  CommandResult updated = RunIn(ws_->path(), kPkg, "cat /usr/share/laz-version; laz-hello");
+  CommandResult updated = RunIn(ws_->path(), pkg, "cat /usr/share/laz-version; laz-hello");
   ASSERT_EQ(updated.exit_code, 0) << updated.err;
   EXPECT_THAT(updated.out, HasSubstr("v2-updated"));
   EXPECT_THAT(updated.out, HasSubstr("laz-hello-ran"));
 
   // 8: reset is refused while a session holds the overlays.
   const std::string log = ws_->path() + "/hold.log";
-  const pid_t holder = SpawnLazaret(ws_->path(), {"run", kPkg, "--", "sleep", "120"}, {}, log);
+  const pid_t holder = SpawnLazaret(ws_->path(), {"run", pkg, "--", "sleep", "120"}, {}, log);
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
-  CommandResult refused = Lazaret("/", {"state", "reset", kPkg, "/usr", "--yes"});
+  // Mounted by the driver asked for, and `state show` says which.
+  const std::vector<std::string> mounts = MountsUnder(world->ProfileDir(pkg));
+  EXPECT_EQ(mounts.size(), 3u);
+  for (const std::string& m : mounts) EXPECT_THAT(m, HasSubstr(MountType()));
+  EXPECT_THAT(StateJson(pkg), HasSubstr(absl::StrCat("\"overlay\": \"", GetParam(), "\"")));
+  CommandResult refused = Lazaret("/", {"state", "reset", pkg, "/usr", "--yes"});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr(id));
-  EXPECT_TRUE(Exists(world->ProfileDir(kPkg) + "/usr_changes/bin/laz-hello"));
+  EXPECT_TRUE(Exists(world->ProfileDir(pkg) + "/usr_changes/bin/laz-hello"));
   kill(holder, SIGTERM);
   EXPECT_EQ(WaitChild(holder, 60), 128 + SIGTERM);
-  ExpectNothingMounted(kPkg);
+  ExpectNothingMounted(pkg);
 
-  CommandResult reset = Lazaret("/", {"state", "reset", kPkg, "/usr", "--yes"});
+  CommandResult reset = Lazaret("/", {"state", "reset", pkg, "/usr", "--yes"});
   ASSERT_EQ(reset.exit_code, 0) << reset.err;
-  EXPECT_FALSE(Exists(world->ProfileDir(kPkg) + "/usr_changes/bin/laz-hello"));
-  CommandResult gone = RunIn(ws_->path(), kPkg, "command -v laz-hello || echo no-laz-hello");
+  EXPECT_FALSE(Exists(world->ProfileDir(pkg) + "/usr_changes/bin/laz-hello"));
+  CommandResult gone = RunIn(ws_->path(), pkg, "command -v laz-hello || echo no-laz-hello");
   EXPECT_THAT(gone.out, HasSubstr("no-laz-hello")) << gone.err;
   EXPECT_THAT(gone.out, Not(HasSubstr("/usr/bin/laz-hello")));
 }
+
+INSTANTIATE_TEST_SUITE_P(Drivers, PersistDriverE2eTest,
+                         ::testing::Values("kernel", "fuse-overlayfs"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return p.param == "kernel" ? std::string("Kernel")
+                                                      : std::string("FuseOverlayfs");
+                         });
 
 // 3: two live sessions of one profile share its overlays.
 TEST_F(PersistE2eTest, ConcurrentSessionsShareTheOverlays) {

@@ -25,13 +25,14 @@ std::string Profile(const std::string& name, const std::string& image, const std
 PersistWorld::PersistWorld() {
   dir_ = std::make_unique<UserDir>("persist");
   data_root_ = dir_->path() + "/data";
-  if (!RunAs("/", {"mkdir", "-p", data_root_}).exit_code == 0) {
+  if (RunAs("/", {"mkdir", "-p", data_root_}).exit_code != 0) {
     error_ = "cannot create " + data_root_;
     return;
   }
   const std::string all = "[\"/usr\", \"/etc\", \"/root\"]";
   const std::string config = absl::StrCat(
       kMarker, "[storage]\ndata_root = \"", data_root_, "\"\n\n", Profile(kPkg, kOwnImage, all),
+      Profile(kPkgFuse, kOwnImage, all),
       Profile(kShared, kBaseImage, all), Profile(kKilled, kBaseImage, all),
       Profile(kEtc, kBaseImage, all), Profile(kNoEtc, kBaseImage, "[\"/root\"]"),
       Profile(kLink, kBaseImage, "[\"/usr\"]"), Profile(kBench, kBaseImage, "[\"/root\"]"),
@@ -55,7 +56,8 @@ PersistWorld::PersistWorld() {
 
 PersistWorld::~PersistWorld() {
   // Every profile's overlays go before their directories do.
-  for (const char* p : {kPkg, kShared, kKilled, kEtc, kNoEtc, kLink, kBench, kBenchFuse}) {
+  for (const char* p :
+       {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kLink, kBench, kBenchFuse}) {
     Lazaret("/", {"state", "reset", p, "--yes"});
   }
   if (!user_config_.empty()) {
@@ -66,6 +68,17 @@ PersistWorld::~PersistWorld() {
     }
   }
   Podman({"rmi", "--force", kOwnImage});
+}
+
+std::string PersistWorld::RecordLayers(const std::string& profile,
+                                       const std::vector<std::string>& names,
+                                       const std::string& driver) {
+  std::string script = "mkdir -m 0700 -p \"$0\"";
+  for (const std::string& n : names) {
+    absl::StrAppend(&script, " && echo ", driver, " > \"$0/", n, "_layer\"");
+  }
+  CommandResult r = RunAs("/", {"sh", "-c", script, ProfileDir(profile)});
+  return r.exit_code == 0 ? "" : absl::StrCat("recording the layers of ", profile, ": ", r.err);
 }
 
 std::string PersistWorld::ProfileDir(const std::string& profile) const {

@@ -24,7 +24,8 @@ inline constexpr char kOwnImage[] = "localhost/lazaret-persist-e2e:current";
 // The profiles written into the user's config.toml (so that `lazaret state`
 // finds them too), each with persistent_dirs /usr, /etc and /root except
 // kNoEtc, kBench and kBenchFuse (/root only).
-inline constexpr char kPkg[] = "p3pkg";  // on kOwnImage
+inline constexpr char kPkg[] = "p3pkg";          // on kOwnImage
+inline constexpr char kPkgFuse[] = "p3pkgfuse";  // on kOwnImage, its layers fuse-overlayfs's
 inline constexpr char kShared[] = "p3shared";
 inline constexpr char kKilled[] = "p3killed";
 inline constexpr char kEtc[] = "p3etc";
@@ -48,6 +49,12 @@ class PersistWorld {
 
   // Rebuilds kOwnImage under the same name with /usr/share/laz-version.
   std::string BuildOwnImage(const std::string& version);
+
+  // Makes `profile`'s directory and records each of `names` (PersistName)
+  // as a layer of `driver` ("fuse-overlayfs", "kernel") before its first
+  // mount, as the mount helper's user; "" on success.
+  std::string RecordLayers(const std::string& profile, const std::vector<std::string>& names,
+                           const std::string& driver);
 
  private:
   std::unique_ptr<UserDir> dir_;
