@@ -109,30 +109,15 @@ void NetWorld::Build() {
                            probe_dir_->path())));
 
   // The upstream resolver is the user's own setting.
-  const std::string dir = Env().home + "/.config/lazaret";
-  RunAs("/", {"mkdir", "-p", dir});
-  user_config_ = dir + "/config.toml";
-  struct stat st {};
-  had_user_config_ = stat(user_config_.c_str(), &st) == 0;
-  if (had_user_config_) user_config_before_ = test::ReadFile(user_config_);
-  // One an earlier run left (it ended without its teardown) is not the user's.
-  if (user_config_before_.rfind(kUserConfigMarker, 0) == 0) had_user_config_ = false;
-  std::ofstream(user_config_) << kUserConfigMarker << "[network]\ndns_upstream = [\"" << kDnsServer
-                              << ":53\"]\n";
-  chmod(user_config_.c_str(), 0644);
-  if (chown(user_config_.c_str(), Env().uid, Env().gid) != 0) error_ = "chown user config";
+  user_config_ = std::make_unique<UserConfig>(
+      kUserConfigMarker, absl::StrCat("[network]\ndns_upstream = [\"", kDnsServer, ":53\"]\n"));
+  if (!user_config_->error().empty()) error_ = user_config_->error();
 }
 
 NetWorld::~NetWorld() {
   pub_.reset();
   names_.reset();
-  if (!user_config_.empty()) {
-    if (had_user_config_) {
-      std::ofstream(user_config_) << user_config_before_;
-    } else {
-      unlink(user_config_.c_str());
-    }
-  }
+  user_config_.reset();
   dns_.reset();
   host_listener_.reset();
   hosts_.reset();

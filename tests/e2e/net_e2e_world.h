@@ -81,9 +81,7 @@ class NetWorld {
   std::unique_ptr<UserDir> config_dir_;
   std::unique_ptr<UserDir> ws_pub_, ws_names_, ws_kill_;
   std::string config_;
-  std::string user_config_;
-  std::string user_config_before_;
-  bool had_user_config_ = false;
+  std::unique_ptr<UserConfig> user_config_;
   std::unique_ptr<NetSession> pub_, names_;
   std::string pub_error_, names_error_;
 };

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "helper/mount/mounthelper.h"
 #include "tests/e2e/persist_e2e_world.h"
+#include "tests/support/tmux_session.h"
 
 namespace lazaret::test::e2e::persist {
 namespace {
@@ -169,6 +170,49 @@ INSTANTIATE_TEST_SUITE_P(Drivers, PersistDriverE2eTest,
                            return p.param == "kernel" ? std::string("Kernel")
                                                       : std::string("FuseOverlayfs");
                          });
+
+// 4: `lazaret state reset` asks on a terminal (typed in tmux, as a person
+// does): "n" keeps the layer, "y" drops it; without a terminal it needs
+// --yes and drops nothing.
+TEST_F(PersistE2eTest, ResetAsksOnATerminalAndNeedsYesWithout) {
+  ASSERT_TRUE(test::TmuxSession::Available()) << "tmux is missing (deploy/setup-host.sh installs it)";
+  CommandResult wrote = RunIn(ws_->path(), kReset, "echo kept > /root/laz-reset-marker");
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
+  const std::string marker = world->ProfileDir(kReset) + "/root_changes/laz-reset-marker";
+  ASSERT_TRUE(Exists(marker));
+
+  CommandResult untold = Lazaret("/", {"state", "reset", kReset});
+  EXPECT_EQ(untold.exit_code, 2);
+  EXPECT_THAT(untold.err, HasSubstr("--yes"));
+  EXPECT_TRUE(Exists(marker));
+
+  test::TempDir dir("laz-e2e-reset");
+  test::TmuxSession tmux(dir.path());
+  std::string line = "exec";
+  for (const auto& a : AsMode({test::Binary("lazaret"), "state", "reset", kReset})) {
+    line += " '" + a + "'";
+  }
+  for (const char* answer : {"n", "y"}) {
+    SCOPED_TRACE(answer);
+    const std::string w = std::string("reset-") + answer;
+    ASSERT_TRUE(tmux.NewWindow(w, 100, 30, line));
+    ASSERT_TRUE(tmux.WaitForText(w, "Reset? [y/N]", std::chrono::seconds(30)));
+    EXPECT_THAT(tmux.Capture(w), HasSubstr("/root"));
+    tmux.Keys(w, {answer, "Enter"});
+    ASSERT_TRUE(tmux.WaitForExit(w, std::chrono::seconds(30)));
+    if (std::string(answer) == "n") {
+      EXPECT_THAT(tmux.Capture(w), HasSubstr("Nothing was reset."));
+      EXPECT_EQ(tmux.PaneExitStatus(w), 1);
+      EXPECT_TRUE(Exists(marker));
+    } else {
+      EXPECT_THAT(tmux.Capture(w), HasSubstr("Reset /root of profile p3reset"));
+      EXPECT_EQ(tmux.PaneExitStatus(w), 0);
+      EXPECT_FALSE(Exists(marker));
+    }
+  }
+  CommandResult gone = RunIn(ws_->path(), kReset, "cat /root/laz-reset-marker || echo no-marker");
+  EXPECT_THAT(gone.out, HasSubstr("no-marker"));
+}
 
 // 3: two live sessions of one profile share its overlays.
 TEST_F(PersistE2eTest, ConcurrentSessionsShareTheOverlays) {

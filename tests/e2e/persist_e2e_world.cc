@@ -31,24 +31,16 @@ PersistWorld::PersistWorld() {
   }
   const std::string all = "[\"/usr\", \"/etc\", \"/root\"]";
   const std::string config = absl::StrCat(
-      kMarker, "[storage]\ndata_root = \"", data_root_, "\"\n\n", Profile(kPkg, kOwnImage, all),
+      "[storage]\ndata_root = \"", data_root_, "\"\n\n", Profile(kPkg, kOwnImage, all),
       Profile(kPkgFuse, kOwnImage, all),
       Profile(kShared, kBaseImage, all), Profile(kKilled, kBaseImage, all),
       Profile(kEtc, kBaseImage, all), Profile(kNoEtc, kBaseImage, "[\"/root\"]"),
+      Profile(kReset, kBaseImage, "[\"/root\"]"),
       Profile(kLink, kBaseImage, "[\"/usr\"]"), Profile(kBench, kBaseImage, "[\"/root\"]"),
       Profile(kBenchFuse, kBaseImage, "[\"/root\"]"));
-  const std::string dir = Env().home + "/.config/lazaret";
-  RunAs("/", {"mkdir", "-p", dir});
-  user_config_ = dir + "/config.toml";
-  struct stat st {};
-  had_user_config_ = stat(user_config_.c_str(), &st) == 0;
-  if (had_user_config_) user_config_before_ = test::ReadFile(user_config_);
-  // One an earlier run left (it ended without its teardown) is not the user's.
-  if (user_config_before_.rfind(kMarker, 0) == 0) had_user_config_ = false;
-  std::ofstream(user_config_) << config;
-  chmod(user_config_.c_str(), 0644);
-  if (chown(user_config_.c_str(), Env().uid, Env().gid) != 0) {
-    error_ = "chown " + user_config_;
+  user_config_ = std::make_unique<UserConfig>(kMarker, config);
+  if (!user_config_->error().empty()) {
+    error_ = user_config_->error();
     return;
   }
   error_ = BuildOwnImage("v1");
@@ -57,16 +49,10 @@ PersistWorld::PersistWorld() {
 PersistWorld::~PersistWorld() {
   // Every profile's overlays go before their directories do.
   for (const char* p :
-       {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kLink, kBench, kBenchFuse}) {
+       {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kReset, kLink, kBench, kBenchFuse}) {
     Lazaret("/", {"state", "reset", p, "--yes"});
   }
-  if (!user_config_.empty()) {
-    if (had_user_config_) {
-      std::ofstream(user_config_) << user_config_before_;
-    } else {
-      unlink(user_config_.c_str());
-    }
-  }
+  user_config_.reset();
   Podman({"rmi", "--force", kOwnImage});
 }
 

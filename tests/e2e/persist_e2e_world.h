@@ -23,7 +23,7 @@ inline constexpr char kOwnImage[] = "localhost/lazaret-persist-e2e:current";
 
 // The profiles written into the user's config.toml (so that `lazaret state`
 // finds them too), each with persistent_dirs /usr, /etc and /root except
-// kNoEtc, kBench and kBenchFuse (/root only).
+// kNoEtc, kReset, kBench and kBenchFuse (/root only).
 inline constexpr char kPkg[] = "p3pkg";          // on kOwnImage
 inline constexpr char kPkgFuse[] = "p3pkgfuse";  // on kOwnImage, its layers fuse-overlayfs's
 inline constexpr char kShared[] = "p3shared";
@@ -31,6 +31,7 @@ inline constexpr char kKilled[] = "p3killed";
 inline constexpr char kEtc[] = "p3etc";
 inline constexpr char kNoEtc[] = "p3noetc";
 inline constexpr char kLink[] = "p3link";  // for the symlink attacks
+inline constexpr char kReset[] = "p3reset";  // for the reset's question on a terminal
 inline constexpr char kBench[] = "p3bench";
 inline constexpr char kBenchFuse[] = "p3benchfuse";  // its layer recorded as fuse-overlayfs's
 
@@ -59,9 +60,7 @@ class PersistWorld {
  private:
   std::unique_ptr<UserDir> dir_;
   std::string data_root_;
-  std::string user_config_;
-  std::string user_config_before_;
-  bool had_user_config_ = false;
+  std::unique_ptr<UserConfig> user_config_;
   std::string error_;
 };
 

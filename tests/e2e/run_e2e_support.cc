@@ -202,6 +202,27 @@ UserDir::UserDir(const std::string& prefix) {
 
 UserDir::~UserDir() { test::Run({"rm", "-rf", path_}); }
 
+UserConfig::UserConfig(const std::string& marker, const std::string& text) {
+  const std::string dir = Env().home + "/.config/lazaret";
+  RunAs("/", {"mkdir", "-p", dir});
+  path_ = dir + "/config.toml";
+  struct stat st {};
+  had_one_ = stat(path_.c_str(), &st) == 0;
+  if (had_one_) before_ = test::ReadFile(path_);
+  if (before_.rfind(marker, 0) == 0) had_one_ = false;
+  std::ofstream(path_) << marker << text;
+  chmod(path_.c_str(), 0644);
+  if (chown(path_.c_str(), Env().uid, Env().gid) != 0) error_ = "chown " + path_;
+}
+
+UserConfig::~UserConfig() {
+  if (had_one_) {
+    std::ofstream(path_) << before_;
+  } else {
+    unlink(path_.c_str());
+  }
+}
+
 std::string UserDir::Write(const std::string& name, const std::string& content) const {
   const std::string p = path_ + "/" + name;
   std::ofstream(p) << content;

@@ -78,6 +78,26 @@ class UserDir {
   std::string path_;
 };
 
+// The mode's user's ~/.config/lazaret/config.toml replaced by `marker`
+// followed by `text` for the object's lifetime; the user's own file is put
+// back at the end (or the file removed when there was none). A file that
+// starts with `marker` is one an earlier run left without its end, not the
+// user's. error() says what failed.
+class UserConfig {
+ public:
+  UserConfig(const std::string& marker, const std::string& text);
+  ~UserConfig();
+  UserConfig(const UserConfig&) = delete;
+  UserConfig& operator=(const UserConfig&) = delete;
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string path_;
+  std::string before_;
+  bool had_one_ = false;
+  std::string error_;
+};
+
 // Names of this runtime directory's Lazaret containers (any state).
 std::vector<std::string> SessionContainers();
 // Session directories left in the runtime directory.
