@@ -492,6 +492,23 @@ TEST_F(ServiceSetTest, ServicesGetAMinimalEnvironmentNotLazaretUps) {
   }
 }
 
+// The mount helper's overlay driver is chosen where Lazaret is brought up:
+// LAZARET_OVERLAY reaches the helper (and no other service needs it).
+TEST_F(ServiceSetTest, OverlayDriverChoiceReachesTheMountHelper) {
+  env_["LAZARET_OVERLAY"] = "fuse-overlayfs";
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse st = Status();
+  bool found = false;
+  for (const auto& s : st.services()) {
+    if (s.name() != "mount-helper") continue;
+    found = true;
+    EXPECT_NE(("\n" + EnvironOf(s.pid())).find("\nLAZARET_OVERLAY=fuse-overlayfs\n"),
+              std::string::npos)
+        << EnvironOf(s.pid());
+  }
+  EXPECT_TRUE(found) << "no mount-helper in the status";
+}
+
 // deploy/capabilities.toml restates every declared set; they must agree.
 TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
   toml::parse_result parsed = toml::parse_file(LAZARET_SOURCE_DIR "/deploy/capabilities.toml");
