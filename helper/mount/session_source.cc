@@ -25,8 +25,7 @@ class RegistrySessionSource final : public SessionSource {
   absl::StatusOr<ProfileFacts> ProfileOfSession(const std::string& id) override {
     LAZ_RETURN_IF_ERROR(CheckSessionId(id));
     LAZ_ASSIGN_OR_RETURN(sv::SessionInfo info, FetchSession(runtime_dir_, id));
-    if (info.state() != sv::SESSION_STATE_REGISTERED &&
-        info.state() != sv::SESSION_STATE_ATTACHED) {
+    if (!IsLiveSessionState(info.state())) {
       return absl::FailedPreconditionError(absl::StrCat("session ", id, " is ending"));
     }
     LAZ_ASSIGN_OR_RETURN(cfg::ResolvedProfile p,
@@ -39,8 +38,7 @@ class RegistrySessionSource final : public SessionSource {
     absl::StatusOr<sv::SessionInfo> info = FetchSession(runtime_dir_, id);
     if (absl::IsNotFound(info.status())) return false;
     if (!info.ok()) return info.status();
-    return info->state() == sv::SESSION_STATE_REGISTERED ||
-           info->state() == sv::SESSION_STATE_ATTACHED;
+    return IsLiveSessionState(info->state());
   }
 
   absl::StatusOr<ProfileFacts> Profile(const std::string& name) override {

@@ -30,10 +30,7 @@ std::unique_ptr<SessionWatcher> WatchSessions(const std::string& runtime_dir, Se
   callbacks.started = [started = events.started](const sv::SessionInfo& info) {
     const std::string& id = info.record().id();
     if (!CheckSessionId(id).ok() || !started) return;
-    if (info.state() == sv::SESSION_STATE_REGISTERED ||
-        info.state() == sv::SESSION_STATE_ATTACHED) {
-      started(id);
-    }
+    if (IsLiveSessionState(info.state())) started(id);
   };
   callbacks.ended = [ended = events.ended](const sv::SessionInfo& info) {
     const std::string& id = info.record().id();

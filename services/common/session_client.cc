@@ -26,6 +26,11 @@ absl::Status Failed(const std::string& what, const grpc::Status& status) {
 
 }  // namespace
 
+bool IsLiveSessionState(lazaret::supervisor::v1::SessionState state) {
+  return state == lazaret::supervisor::v1::SESSION_STATE_REGISTERED ||
+         state == lazaret::supervisor::v1::SESSION_STATE_ATTACHED;
+}
+
 absl::Status CheckSessionId(const std::string& id) {
   if (IsValidSessionId(id)) return absl::OkStatus();
   return absl::InvalidArgumentError(

@@ -25,6 +25,10 @@ inline constexpr std::chrono::seconds kHostCallTimeout{10};
 // Checks `id` (IsValidSessionId); INVALID_ARGUMENT naming it otherwise.
 absl::Status CheckSessionId(const std::string& id);
 
+// Whether a session in `state` is live: registered or attached, not ending
+// or ended.
+bool IsLiveSessionState(lazaret::supervisor::v1::SessionState state);
+
 // SupervisorService.GetSession over <runtime_dir>/supervisor.sock. The
 // record's id must be the one asked for.
 absl::StatusOr<lazaret::supervisor::v1::SessionInfo> FetchSession(const std::string& runtime_dir,

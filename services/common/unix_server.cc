@@ -240,4 +240,28 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
+absl::Status ExplainServiceCall(const std::string& service, const std::string& socket,
+                                const char* rpc, const grpc::Status& s,
+                                std::chrono::seconds timeout) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+      return absl::UnavailableError(absl::StrCat(service, " does not answer on ", socket, " (",
+                                                 s.error_message(),
+                                                 "). Start Lazaret: lazaret up"));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::DeadlineExceededError(
+          absl::StrCat(service, " did not answer ", rpc, " within ", timeout.count(),
+                       " s (its log: lazaret status, then the supervisor's log)"));
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return absl::UnimplementedError(absl::StrCat(
+          service, " on ", socket, " does not implement ", rpc,
+          " (a service set older than this lazaret? restart it: lazaret down; lazaret up)"));
+    default:
+      return absl::Status(FromGrpcStatus(s).code(),
+                          absl::StrCat(service, " refused ", rpc, ": ", s.error_message()));
+  }
+}
+
 }  // namespace lazaret

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -106,6 +107,14 @@ absl::Status CheckHealth(const std::string& socket_path, int timeout_ms);
 // The one place an absl::Status becomes a grpc::Status (and back).
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// What a client of a Lazaret service tells its user about a failed `rpc` to
+// `service` ("lazaret-netpolicyd") on `socket`: not answering (start
+// Lazaret), too slow (where its log is), not implemented (an older service
+// set), or the service's own refusal with its code. OK stays OK.
+absl::Status ExplainServiceCall(const std::string& service, const std::string& socket,
+                                const char* rpc, const grpc::Status& status,
+                                std::chrono::seconds timeout);
 
 }  // namespace lazaret
 

@@ -30,25 +30,7 @@ BrokerClient::BrokerClient(const std::string& socket) : socket_(socket) {
 
 absl::Status BrokerClient::Explain(const char* rpc, const grpc::Status& s,
                                    std::chrono::seconds timeout) const {
-  switch (s.error_code()) {
-    case grpc::StatusCode::OK:
-      return absl::OkStatus();
-    case grpc::StatusCode::UNAVAILABLE:
-      return absl::UnavailableError(absl::StrCat("lazaret-brokerd does not answer on ", socket_,
-                                                 " (", s.error_message(),
-                                                 "). Start Lazaret: lazaret up"));
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return absl::DeadlineExceededError(
-          absl::StrCat("lazaret-brokerd did not answer ", rpc, " within ", timeout.count(),
-                       " s (its log: lazaret status, then the supervisor's log)"));
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return absl::UnimplementedError(absl::StrCat(
-          "lazaret-brokerd on ", socket_, " does not implement ", rpc,
-          " (a service set older than this lazaret? restart it: lazaret down; lazaret up)"));
-    default:
-      return absl::Status(FromGrpcStatus(s).code(),
-                          absl::StrCat("lazaret-brokerd refused ", rpc, ": ", s.error_message()));
-  }
+  return ExplainServiceCall("lazaret-brokerd", socket_, rpc, s, timeout);
 }
 
 absl::StatusOr<bpb::Endpoint> BrokerClient::AttachSession(const std::string& session,

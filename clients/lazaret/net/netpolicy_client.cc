@@ -26,25 +26,7 @@ NetPolicyClient::NetPolicyClient(const std::string& socket)
 
 absl::Status NetPolicyClient::Explain(const char* rpc, const grpc::Status& s,
                                       std::chrono::seconds timeout) const {
-  switch (s.error_code()) {
-    case grpc::StatusCode::OK:
-      return absl::OkStatus();
-    case grpc::StatusCode::UNAVAILABLE:
-      return absl::UnavailableError(absl::StrCat("lazaret-netpolicyd does not answer on ", socket_,
-                                                 " (", s.error_message(),
-                                                 "). Start Lazaret: lazaret up"));
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return absl::DeadlineExceededError(
-          absl::StrCat("lazaret-netpolicyd did not answer ", rpc, " within ", timeout.count(),
-                       " s (its log: lazaret status, then the supervisor's log)"));
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return absl::UnimplementedError(absl::StrCat(
-          "lazaret-netpolicyd on ", socket_, " does not implement ", rpc,
-          " (a service set older than this lazaret? restart it: lazaret down; lazaret up)"));
-    default:
-      return absl::Status(FromGrpcStatus(s).code(), absl::StrCat("lazaret-netpolicyd refused ", rpc,
-                                                                 ": ", s.error_message()));
-  }
+  return ExplainServiceCall("lazaret-netpolicyd", socket_, rpc, s, timeout);
 }
 
 absl::StatusOr<pb::PolicyApplied> NetPolicyClient::Attach(const std::string& session,

@@ -27,25 +27,7 @@ MountClient::MountClient(const std::string& socket)
 
 absl::Status MountClient::Explain(const char* rpc, const grpc::Status& s,
                                   std::chrono::seconds timeout) const {
-  switch (s.error_code()) {
-    case grpc::StatusCode::OK:
-      return absl::OkStatus();
-    case grpc::StatusCode::UNAVAILABLE:
-      return absl::UnavailableError(absl::StrCat("lazaret-mount-helper does not answer on ",
-                                                 socket_, " (", s.error_message(),
-                                                 "). Start Lazaret: lazaret up"));
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return absl::DeadlineExceededError(
-          absl::StrCat("lazaret-mount-helper did not answer ", rpc, " within ", timeout.count(),
-                       " s (its log: lazaret status, then the supervisor's log)"));
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return absl::UnimplementedError(absl::StrCat(
-          "lazaret-mount-helper on ", socket_, " does not implement ", rpc,
-          " (a service set older than this lazaret? restart it: lazaret down; lazaret up)"));
-    default:
-      return absl::Status(FromGrpcStatus(s).code(), absl::StrCat("lazaret-mount-helper refused ",
-                                                                 rpc, ": ", s.error_message()));
-  }
+  return ExplainServiceCall("lazaret-mount-helper", socket_, rpc, s, timeout);
 }
 
 absl::StatusOr<pb::AttachSessionResponse> MountClient::AttachSession(const std::string& session,
