@@ -7,13 +7,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "services/configd/auto_approve_classes.h"
 #include "services/configd/shell_words.h"
 
 namespace lazaret::config {
 namespace {
 
-// Rule 5: CLIs accepted only with a named subcommand, and never with these.
+// Rule 6: CLIs accepted only with a named subcommand, and never with these.
 struct SubcommandTool {
   absl::string_view name;
   std::vector<absl::string_view> refused_subcommands;
@@ -133,7 +135,211 @@ std::optional<std::string> RelativeArgument(const std::vector<std::string>& argv
   return std::nullopt;
 }
 
+// A word for a reason: quoted, and cut short (a request's words reach 64
+// KiB; the reason is shown to a human).
+std::string Quoted(absl::string_view word) {
+  constexpr size_t kMax = 64;
+  if (word.size() <= kMax) return absl::StrCat("'", word, "'");
+  return absl::StrCat("'", word.substr(0, kMax), "...' (", word.size(), " bytes)");
+}
+
+bool Listed(const std::vector<std::string>& options, absl::string_view word) {
+  return std::find(options.begin(), options.end(), word) != options.end();
+}
+
+// Rule 5: the risky option of the program named by `names` that `word`
+// names, as itself, as a letter of a bundle ("-rF") or abbreviated
+// ("--fil"); `table` is null when none.
+struct RiskyMatch {
+  const RiskyOptions* table = nullptr;
+  std::string option;
+};
+RiskyMatch FindRiskyOption(const std::vector<std::string>& names, absl::string_view word) {
+  if (word.size() < 2 || word[0] != '-') return {};
+  const bool long_form = absl::StartsWith(word, "--");
+  const absl::string_view name = word.substr(0, word.find('='));
+  for (const RiskyOptions& t : RiskyOptionTables()) {
+    const bool for_program = std::any_of(t.programs.begin(), t.programs.end(),
+                                         [&](absl::string_view p) {
+                                           return std::find(names.begin(), names.end(), p) !=
+                                                  names.end();
+                                         });
+    if (!for_program) continue;
+    for (absl::string_view opt : t.options) {
+      if (opt == name) return {&t, std::string(opt)};
+      if (long_form) {
+        if (name.size() > 2 && absl::StartsWith(opt, name)) return {&t, std::string(opt)};
+        continue;
+      }
+      if (opt.size() == 2 && opt[0] == '-' &&
+          name.substr(1).find(opt[1]) != absl::string_view::npos) {
+        return {&t, std::string(opt)};
+      }
+    }
+  }
+  return {};
+}
+
+std::string RiskyRefusal(absl::string_view argv0, absl::string_view word, const RiskyMatch& m) {
+  const std::string as =
+      m.option == word ? std::string() : absl::StrCat(" (taken as '", m.option, "')");
+  return absl::StrCat(Quoted(word), as, " of '", argv0, "' ", m.table->why);
+}
+
+// A character an option in an options list may hold.
+bool OptionChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+}
+
+// Rule 5 for an options list. nullopt when every option passes.
+std::optional<std::string> OptionsRefusal(absl::string_view argv0,
+                                          const std::vector<std::string>& names,
+                                          const std::vector<std::string>& options) {
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    const bool shaped = o.size() >= 2 && o[0] == '-' && std::all_of(o.begin(), o.end(), OptionChar);
+    if (!shaped) {
+      return absl::StrCat(
+          "options lists ", Quoted(o),
+          ", which is not an option word: each option starts with '-' and holds only letters, "
+          "digits, '-', '_' and '.' (write \"--json\", never \"--json=VALUE\": a listed option "
+          "may take any plain value)");
+    }
+    if (std::find(options.begin(), options.begin() + i, o) != options.begin() + i) {
+      return absl::StrCat("options lists ", Quoted(o), " twice");
+    }
+    const RiskyMatch m = FindRiskyOption(names, o);
+    if (m.table != nullptr) {
+      return absl::StrCat("options lists ", RiskyRefusal(argv0, o, m),
+                          "; listed, its value would be the agent's choice");
+    }
+  }
+  return std::nullopt;
+}
+
+// Rule 5 for the entry's own words: an option word may not end a prefix
+// entry, and a risky option needs its value written (absolute, for a file).
+std::optional<std::string> EntryOptionRefusal(const std::vector<std::string>& argv,
+                                              const std::vector<std::string>& names, bool exact) {
+  const std::string& last = argv.back();
+  if (!exact && argv.size() >= 2 && absl::StartsWith(last, "-") &&
+      last.find('=') == std::string::npos) {
+    const RiskyMatch m = FindRiskyOption(names, last);
+    if (m.table != nullptr) {
+      return absl::StrCat("ends in the option ", Quoted(last),
+                          ": the agent's next word would be its value, and ",
+                          RiskyRefusal(argv[0], last, m), "; leave it out");
+    }
+    return absl::StrCat(
+        "ends in the option ", Quoted(last),
+        ": the agent's next word could be that option's value (a file to read or write, as in "
+        "'date -f FILE'); end the prefix with the command or subcommand and list the options "
+        "it may take, e.g. { prefix = \"",
+        argv[0], "\", options = [\"", last, "\"] }");
+  }
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& w = argv[i];
+    const RiskyMatch m = FindRiskyOption(names, w);
+    if (m.table == nullptr) continue;
+    const size_t eq = w.find('=');
+    const bool has_value = eq != std::string::npos || i + 1 < argv.size();
+    const absl::string_view value = eq != std::string::npos ? absl::string_view(w).substr(eq + 1)
+                                    : i + 1 < argv.size()  ? absl::string_view(argv[i + 1])
+                                                           : absl::string_view();
+    switch (m.table->risk) {
+      case OptionRisk::kCode:
+      case OptionRisk::kSecrets:
+        return absl::StrCat(RiskyRefusal(argv[0], w, m), "; leave it out");
+      case OptionRisk::kFile:
+        if (has_value && absl::StartsWith(value, "/")) continue;
+        return absl::StrCat(RiskyRefusal(argv[0], w, m),
+                            "; give it an absolute path outside the workspace, or leave it out");
+      case OptionRisk::kRedirect:
+        if (has_value) continue;
+        return absl::StrCat(RiskyRefusal(argv[0], w, m), "; write its value in the entry");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> NotPlainOperand(absl::string_view word) {
+  if (word.empty()) return std::string("an empty word is not a plain operand");
+  const std::string w = Quoted(word);
+  if (word[0] == '-') return absl::StrCat(w, " starts with '-' (an option)");
+  if (word[0] == '~') return absl::StrCat(w, " starts with '~' (a home directory)");
+  if (word[0] == '/') return absl::StrCat(w, " is an absolute path");
+  if (word.find('=') != absl::string_view::npos) {
+    return absl::StrCat(w, " contains '=' (an option's value or an assignment)");
+  }
+  if (word.find('@') != absl::string_view::npos) {
+    return absl::StrCat(w, " contains '@' (a file reference such as @FILE, or a remote)");
+  }
+  if (word.find(":/") != absl::string_view::npos) {
+    return absl::StrCat(w, " contains ':/' (a URL or a remote path)");
+  }
+  for (absl::string_view part : absl::StrSplit(word, '/')) {
+    if (part == "..") {
+      return absl::StrCat(w, " has a '..' component (a path out of the working directory)");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> FollowingWordsRefusal(const std::vector<std::string>& words,
+                                                 size_t first,
+                                                 const std::vector<std::string>& options,
+                                                 const OperandPathCheck* path_check,
+                                                 size_t* failed_at) {
+  size_t unused = 0;
+  size_t& at = failed_at != nullptr ? *failed_at : unused;
+  auto check_path = [&](size_t i, absl::string_view path) -> std::optional<std::string> {
+    if (path_check == nullptr || !*path_check) return std::nullopt;
+    std::optional<std::string> why = (*path_check)(path);
+    if (!why) return std::nullopt;
+    return absl::StrCat("argv[", i, "] ", *why);
+  };
+  for (size_t i = first; i < words.size(); ++i) {
+    at = i;
+    const absl::string_view w = words[i];
+    // A listed option; it may also be the value of the option before it,
+    // so the path it names is checked too.
+    if (Listed(options, w)) {
+      if (std::optional<std::string> why = check_path(i, w)) return why;
+      continue;
+    }
+    if (absl::StartsWith(w, "--") && w.size() > 2) {
+      const size_t eq = w.find('=');
+      if (eq != absl::string_view::npos && Listed(options, w.substr(0, eq))) {
+        const absl::string_view value = w.substr(eq + 1);
+        if (std::optional<std::string> why = NotPlainOperand(value)) {
+          return absl::StrCat("argv[", i, "] ", Quoted(w), ": the value of the listed option '",
+                              w.substr(0, eq), "' must be a plain operand, and ", *why);
+        }
+        if (std::optional<std::string> why = check_path(i, value)) return why;
+        continue;
+      }
+    }
+    if (absl::StartsWith(w, "-")) {
+      if (options.empty()) {
+        return absl::StrCat("argv[", i, "] ", Quoted(w),
+                            " is an option, and the matching entry lists none (only plain "
+                            "operands follow it)");
+      }
+      return absl::StrCat("argv[", i, "] ", Quoted(w),
+                          " is an option the matching entry does not list (it lists ",
+                          absl::StrJoin(options, ", "),
+                          "; options are compared exactly, never abbreviated or bundled, and a "
+                          "single-dash option is written apart from its value)");
+    }
+    if (std::optional<std::string> why = NotPlainOperand(w)) {
+      return absl::StrCat("argv[", i, "] ", *why);
+    }
+    if (std::optional<std::string> why = check_path(i, w)) return why;
+  }
+  return std::nullopt;
+}
 
 std::string NormalizeCommandName(absl::string_view name) {
   std::string s = absl::AsciiStrToLower(name);
@@ -154,22 +360,38 @@ bool IsArgvPrefix(const std::vector<std::string>& prefix, const std::vector<std:
 }
 
 bool EntryAdmits(const CommandPrefix& entry, const std::vector<std::string>& argv) {
-  return entry.exact ? entry.argv == argv : IsArgvPrefix(entry.argv, argv);
+  if (entry.exact) return entry.argv == argv;
+  return IsArgvPrefix(entry.argv, argv) &&
+         !FollowingWordsRefusal(argv, entry.argv.size(), entry.options, nullptr);
 }
 
 bool EntryCovers(const CommandPrefix& wide, const CommandPrefix& narrow) {
   if (wide.exact) return narrow.exact && wide.argv == narrow.argv;
-  return IsArgvPrefix(wide.argv, narrow.argv);
+  for (const std::string& o : narrow.options) {
+    if (!Listed(wide.options, o)) return false;
+  }
+  return EntryAdmits(wide, narrow.argv);
 }
 
 absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry,
                                                     std::vector<std::string>* warnings) {
-  return CheckAutoApproveEntry(entry, EntryForm::kPrefix, warnings);
+  return CheckAutoApproveEntry(entry, EntryForm::kPrefix, {}, warnings);
 }
 
 absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry, EntryForm form,
                                                     std::vector<std::string>* warnings) {
+  return CheckAutoApproveEntry(entry, form, {}, warnings);
+}
+
+absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry, EntryForm form,
+                                                    const std::vector<std::string>& options,
+                                                    std::vector<std::string>* warnings) {
   const bool exact = form == EntryForm::kExact;
+  if (exact && !options.empty()) {
+    return absl::InvalidArgumentError(
+        "an exact entry lists no options: it admits only its own words; write the options "
+        "into the command, or make it a prefix entry { prefix = \"...\", options = [...] }");
+  }
   // Rule 1.
   for (char c : entry) {
     if (!AllowedEntryChar(c)) {
@@ -245,6 +467,14 @@ absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry, Ent
     }
   }
   // Rule 5.
+  const std::vector<std::string> names = LookupNames(argv0);
+  if (std::optional<std::string> why = EntryOptionRefusal(*words, names, exact)) {
+    return absl::InvalidArgumentError(*why);
+  }
+  if (std::optional<std::string> why = OptionsRefusal(argv0, names, options)) {
+    return absl::InvalidArgumentError(*why);
+  }
+  // Rule 6.
   for (const SubcommandTool& tool : SubcommandTools()) {
     if (tool.name != lower) continue;
     if (words->size() < 2 || (*words)[1].empty() || (*words)[1][0] == '-') {
@@ -267,7 +497,7 @@ absl::StatusOr<CommandPrefix> CheckAutoApproveEntry(absl::string_view entry, Ent
     warnings->push_back(absl::StrCat("\"", std::string(entry), "\" approves '", argv0,
                                      "' with any arguments; a longer prefix is safer"));
   }
-  return CommandPrefix{std::string(entry), *std::move(words), exact};
+  return CommandPrefix{std::string(entry), *std::move(words), exact, options};
 }
 
 }  // namespace lazaret::config

@@ -55,6 +55,35 @@ struct RefusedNamePrefix {
 };
 const std::vector<RefusedNamePrefix>& RefusedNamePrefixes();
 
+// What an option of an otherwise listable program does with its value
+// (rule 5 of auto_approve.h).
+enum class OptionRisk {
+  // Reads or writes the file its value names (date -f FILE, tree -o FILE,
+  // gh api -F body=@FILE).
+  kFile,
+  // Loads code or a configuration that can run code.
+  kCode,
+  // Prints secrets: credentials, tokens, signed requests (aws --debug).
+  kSecrets,
+  // Sends the request, with your credentials, somewhere the value chooses,
+  // picks other credentials, or turns a read into a write
+  // (aws --endpoint-url, aws --profile, gh api -X).
+  kRedirect,
+};
+
+// Options of one or more programs (normalised names, as the class tables)
+// that carry one risk, with the reason shown to the user ("'-f' of date
+// <why>"). Short options are "-x" (also found as a letter of a bundle
+// "-rx"); long options "--name" (also found when abbreviated, since getopt
+// and argparse accept unambiguous abbreviations).
+struct RiskyOptions {
+  std::vector<absl::string_view> programs;
+  OptionRisk risk;
+  absl::string_view why;
+  std::vector<absl::string_view> options;
+};
+const std::vector<RiskyOptions>& RiskyOptionTables();
+
 // The class as named to the user: "runner of code or shells", ...
 absl::string_view ClassLabel(EntryClass cls);
 

@@ -142,7 +142,7 @@ TEST(AutoApproveClassesTest, RefusesVariantsOfARefusedName) {
   }
   // Builtins are judged on the name as written: a program that merely ends
   // in a builtin's name is not taken for the builtin.
-  EXPECT_EQ(Refusal("x-source --list"), "ACCEPTED");
+  EXPECT_EQ(Refusal("x-source list"), "ACCEPTED");
 }
 
 TEST(AutoApproveClassesTest, RefusesTheIndirectRunnersNamedInTheThreatModel) {
@@ -244,22 +244,218 @@ TEST(AutoApproveClassesTest, PrefixEntriesThatRunNoLocalCodeStayAccepted) {
 }
 
 TEST(AutoApproveClassesTest, AnExactEntryAdmitsOnlyItselfAndCoversOnlyItself) {
-  const CommandPrefix exact{"cat /etc/os-release", {"cat", "/etc/os-release"}, true};
-  const CommandPrefix prefix{"gh pr view", {"gh", "pr", "view"}, false};
+  const CommandPrefix exact{"cat /etc/os-release", {"cat", "/etc/os-release"}, true, {}};
+  const CommandPrefix prefix{"gh pr view", {"gh", "pr", "view"}, false, {}};
   EXPECT_TRUE(EntryAdmits(exact, {"cat", "/etc/os-release"}));
   EXPECT_FALSE(EntryAdmits(exact, {"cat", "/etc/os-release", "/etc/shadow"}));
   EXPECT_FALSE(EntryAdmits(exact, {"cat"}));
   EXPECT_TRUE(EntryAdmits(prefix, {"gh", "pr", "view", "12"}));
   EXPECT_TRUE(EntryAdmits(prefix, {"gh", "pr", "view"}));
   EXPECT_FALSE(EntryAdmits(prefix, {"gh", "pr"}));
+  EXPECT_FALSE(EntryAdmits(prefix, {"gh", "pr", "view", "--web"}));
+  EXPECT_FALSE(EntryAdmits(prefix, {"gh", "pr", "view", "/etc/passwd"}));
 
   EXPECT_TRUE(EntryCovers(exact, exact));
-  EXPECT_FALSE(EntryCovers(exact, {"cat /etc/os-release", {"cat", "/etc/os-release"}, false}));
-  EXPECT_FALSE(EntryCovers(exact, {"cat", {"cat"}, true}));
-  EXPECT_TRUE(EntryCovers(prefix, {"gh pr view 12", {"gh", "pr", "view", "12"}, true}));
-  EXPECT_TRUE(EntryCovers(prefix, {"gh pr view --web", {"gh", "pr", "view", "--web"}, false}));
-  EXPECT_FALSE(EntryCovers(prefix, {"gh pr", {"gh", "pr"}, true}));
+  EXPECT_FALSE(EntryCovers(exact, {"cat /etc/os-release", {"cat", "/etc/os-release"}, false, {}}));
+  EXPECT_FALSE(EntryCovers(exact, {"cat", {"cat"}, true, {}}));
+  EXPECT_TRUE(EntryCovers(prefix, {"gh pr view 12", {"gh", "pr", "view", "12"}, true, {}}));
+  // A prefix admits only plain operands after it: an option it does not
+  // list is not covered (issue 20 item 3).
+  EXPECT_FALSE(EntryCovers(prefix, {"gh pr view --web", {"gh", "pr", "view", "--web"}, true, {}}));
+  EXPECT_FALSE(EntryCovers(prefix, {"gh pr view", {"gh", "pr", "view"}, false, {"--web"}}));
+  EXPECT_FALSE(EntryCovers(prefix, {"gh pr", {"gh", "pr"}, true, {}}));
   EXPECT_THAT(exact.argv, ElementsAre("cat", "/etc/os-release"));
+}
+
+// Issue 20 item 3: with operand-only matching, an entry's free words are
+// plain operands; what an entry must not do is let an option choose a file.
+// A prefix ending in an option hands its value to the agent.
+TEST(AutoApproveClassesTest, RefusesPrefixEntriesThatEndInAnOption) {
+  for (const char* entry : {"date -f", "dmesg -F", "tree -o", "ls -l", "uname -a",
+                            "gh pr view --json", "aws sts get-caller-identity --profile", "x --"}) {
+    EXPECT_THAT(Refusal(entry), HasSubstr("ends in the option")) << entry;
+  }
+  // As an exact entry nothing follows; an option with its value attached
+  // ends nothing open.
+  EXPECT_EQ(Refusal("uname -a", EntryForm::kExact), "ACCEPTED");
+  EXPECT_EQ(Refusal("notify-send --urgency=low"), "ACCEPTED");
+}
+
+struct OptionCase {
+  const char* entry;
+  std::vector<std::string> options;
+  const char* why;  // substring of the refusal
+};
+
+// The table of file-reading, file-writing, code-loading, secret-printing
+// and redirecting options: refused in an options list, also bundled,
+// abbreviated, or under a renamed program.
+TEST(AutoApproveClassesTest, RefusesRiskyOptionsInAnOptionsList) {
+  const OptionCase cases[] = {
+      {"date", {"-f"}, "'-f' of 'date' reads the file"},
+      {"date", {"--file"}, "'--file' of 'date' reads the file"},
+      {"date", {"--fil"}, "'--fil' (taken as '--file') of 'date'"},
+      {"date", {"-uf"}, "'-uf' (taken as '-f')"},
+      {"date", {"--reference"}, "reads the file"},
+      {"dmesg", {"-r", "-F"}, "'-F' of 'dmesg' reads the log file"},
+      {"dmesg", {"-rF"}, "(taken as '-F')"},
+      {"dmesg", {"--kmsg-file"}, "reads the log file"},
+      {"tree", {"-o"}, "writes its output"},
+      {"tree", {"--fromfile"}, "reads its operands as files"},
+      {"gh api", {"-F"}, "reads the file its value names"},
+      {"gh api", {"--field"}, "reads the file"},
+      {"gh api", {"-f"}, "turns a read into a write"},
+      {"gh api", {"--input"}, "reads the file"},
+      {"gh issue create", {"--body-file"}, "reads the file"},
+      {"gh api", {"-X"}, "turns a read into a write"},
+      {"aws sts get-caller-identity", {"--debug"}, "prints the signed request"},
+      {"aws sts get-caller-identity", {"--cli-input-json"}, "reads the file"},
+      {"aws sts get-caller-identity", {"--cli-input-yaml"}, "reads the file"},
+      {"aws sts get-caller-identity", {"--endpoint-url"}, "sends your signed request"},
+      {"aws sts get-caller-identity", {"--profile"}, "other credentials"},
+      {"aws s3 ls", {"--output", "--no-verify-ssl"}, "skips its TLS checks"},
+      {"gcloud projects list", {"--log-http"}, "prints the signed request"},
+      {"gcloud projects list", {"--flags-file"}, "reads the file"},
+      {"az account show", {"--debug"}, "prints"},
+      {"du", {"--files0-from"}, "reads the names"},
+      {"du", {"-X"}, "reads the names"},
+      {"journalctl", {"--file"}, "journal files"},
+      {"journalctl", {"-D"}, "journal files"},
+      {"last", {"-f"}, "login record file"},
+      {"hostname", {"-F"}, "reads the file"},
+      {"ss", {"-D"}, "dumps raw data"},
+      {"dig", {"-f"}, "reads queries"},
+      {"sensors", {"-c"}, "configuration file"},
+      // A renamed or versioned program keeps its options.
+      {"dmesg2", {"-F"}, "of 'dmesg2' reads the log file"},
+  };
+  for (const OptionCase& c : cases) {
+    absl::StatusOr<CommandPrefix> p =
+        CheckAutoApproveEntry(c.entry, EntryForm::kPrefix, c.options, nullptr);
+    ASSERT_FALSE(p.ok()) << c.entry << " " << c.options[0];
+    EXPECT_THAT(p.status().message(), HasSubstr(c.why)) << c.entry << " " << c.options[0];
+    EXPECT_THAT(p.status().message(), HasSubstr("options lists")) << c.entry;
+  }
+}
+
+TEST(AutoApproveClassesTest, AcceptsOptionsListsThatNameNoRiskyOption) {
+  const OptionCase cases[] = {
+      {"gh pr view", {"--json", "--comments", "--jq"}, ""},
+      {"aws sts get-caller-identity", {"--output", "--query", "--region"}, ""},
+      {"date", {"-u", "--utc", "-I", "--iso-8601", "-R"}, ""},
+      {"dmesg", {"-r", "-T", "--level"}, ""},
+      {"tree", {"-L", "-a", "-d", "--noreport", "-J"}, ""},
+      {"uname", {"-s", "-n", "-r", "-a"}, ""},
+      {"ls", {"-l", "-la", "--"}, ""},
+  };
+  for (const OptionCase& c : cases) {
+    absl::StatusOr<CommandPrefix> p =
+        CheckAutoApproveEntry(c.entry, EntryForm::kPrefix, c.options, nullptr);
+    ASSERT_TRUE(p.ok()) << c.entry << ": " << p.status();
+    EXPECT_EQ(p->options, c.options) << c.entry;
+  }
+}
+
+TEST(AutoApproveClassesTest, OptionsListsHoldOptionWordsOnlyAndOnlyOnPrefixEntries) {
+  const OptionCase cases[] = {
+      {"gh pr view", {"json"}, "'json', which is not an option word"},
+      {"gh pr view", {"--json=title"}, "'--json=title', which is not an option word"},
+      {"gh pr view", {"-"}, "'-', which is not an option word"},
+      {"gh pr view", {""}, "'', which is not an option word"},
+      {"gh pr view", {"--a b"}, "not an option word"},
+      {"gh pr view", {"--a/b"}, "not an option word"},
+      {"gh pr view", {"--a@b"}, "not an option word"},
+      {"gh pr view", {"--web", "--web"}, "lists '--web' twice"},
+  };
+  for (const OptionCase& c : cases) {
+    absl::StatusOr<CommandPrefix> p =
+        CheckAutoApproveEntry(c.entry, EntryForm::kPrefix, c.options, nullptr);
+    ASSERT_FALSE(p.ok()) << c.options[0];
+    EXPECT_THAT(p.status().message(), HasSubstr(c.why)) << c.options[0];
+  }
+  absl::StatusOr<CommandPrefix> exact =
+      CheckAutoApproveEntry("gh pr view 1", EntryForm::kExact, {"--web"}, nullptr);
+  ASSERT_FALSE(exact.ok());
+  EXPECT_THAT(exact.status().message(), HasSubstr("an exact entry lists no options"));
+}
+
+// The entry's own words: a risky option is refused unless its value is
+// written (absolute, for a file); secrets and code never.
+TEST(AutoApproveClassesTest, RiskyOptionsInTheEntrysOwnWords) {
+  EXPECT_THAT(Refusal("aws --debug sts get-caller-identity"),
+              HasSubstr("'--debug' of 'aws' prints the signed request"));
+  EXPECT_THAT(Refusal("aws --debug sts get-caller-identity", EntryForm::kExact),
+              HasSubstr("'--debug' of 'aws'"));
+  EXPECT_EQ(Refusal("aws sts get-caller-identity --profile dev"), "ACCEPTED");
+  EXPECT_EQ(Refusal("aws sts get-caller-identity --endpoint-url=https://sts.example.com"),
+            "ACCEPTED");
+  EXPECT_THAT(Refusal("tree -o out.txt", EntryForm::kExact),
+              HasSubstr("give it an absolute path outside the workspace"));
+  EXPECT_THAT(Refusal("gh api -F body=@notes repos/o/r/issues", EntryForm::kExact),
+              HasSubstr("'-F' of 'gh' reads the file"));
+  EXPECT_EQ(Refusal("tree -o /tmp/tree.txt", EntryForm::kExact), "ACCEPTED");
+  EXPECT_EQ(Refusal("date --file=/etc/dates", EntryForm::kExact), "ACCEPTED");
+}
+
+// The operand rule itself (auto_approve.h), lexically.
+TEST(AutoApproveClassesTest, PlainOperandsAreWordsThatNameNoOptionFileOrPlace) {
+  for (const char* word : {"12", "feature-branch", "owner:branch", "+%s", "a/b", "a.b", ".x",
+                           "x..y", "%", ",", "README.md"}) {
+    EXPECT_EQ(NotPlainOperand(word), std::nullopt) << word;
+  }
+  const std::pair<const char*, const char*> refused[] = {
+      {"", "empty"},
+      {"-f", "starts with '-'"},
+      {"--", "starts with '-'"},
+      {"~/.ssh/id_rsa", "starts with '~'"},
+      {"/etc/passwd", "absolute path"},
+      {"x=y", "contains '='"},
+      {"@file", "contains '@'"},
+      {"git@github.com", "contains '@'"},
+      {"file:///etc/passwd", "contains ':/'"},
+      {"file:/etc/passwd", "contains ':/'"},
+      {"host:/etc", "contains ':/'"},
+      {"..", "'..' component"},
+      {"../x", "'..' component"},
+      {"a/../../x", "'..' component"},
+      {"a/..", "'..' component"},
+  };
+  for (const auto& [word, why] : refused) {
+    const std::optional<std::string> r = NotPlainOperand(word);
+    ASSERT_TRUE(r.has_value()) << word;
+    EXPECT_THAT(*r, HasSubstr(why)) << word;
+  }
+}
+
+TEST(AutoApproveClassesTest, FollowingWordsAreOperandsOrListedOptionsExactly) {
+  const std::vector<std::string> opts = {"--json", "-r", "--"};
+  auto why = [&](std::vector<std::string> argv) {
+    return FollowingWordsRefusal(argv, 1, opts, nullptr).value_or("ADMITTED");
+  };
+  EXPECT_EQ(why({"x", "12", "--json", "title", "-r", "--", "y"}), "ADMITTED");
+  EXPECT_EQ(why({"x", "--json=title"}), "ADMITTED");
+  EXPECT_THAT(why({"x", "-rF"}), HasSubstr("argv[1] '-rF' is an option the matching entry does "
+                                           "not list (it lists --json, -r, --"));
+  EXPECT_THAT(why({"x", "--js"}), HasSubstr("'--js' is an option the matching entry does not"));
+  EXPECT_THAT(why({"x", "-r=5"}), HasSubstr("'-r=5' is an option the matching entry does not"));
+  EXPECT_THAT(why({"x", "--json=/etc/passwd"}),
+              HasSubstr("the value of the listed option '--json' must be a plain operand"));
+  EXPECT_THAT(why({"x", "--", "-f"}), HasSubstr("argv[2] '-f' is an option"));
+  EXPECT_THAT(why({"x", "1", "../y"}), HasSubstr("argv[2] '../y' has a '..' component"));
+  // The path check sees operands, listed options and values after '='.
+  std::vector<std::string> seen;
+  const OperandPathCheck record = [&](absl::string_view w) -> std::optional<std::string> {
+    seen.emplace_back(w);
+    return std::nullopt;
+  };
+  EXPECT_FALSE(FollowingWordsRefusal({"x", "a", "--json", "--json=b", "-r"}, 1, opts, &record));
+  EXPECT_THAT(seen, ElementsAre("a", "--json", "b", "-r"));
+  const OperandPathCheck refuse_b = [](absl::string_view w) -> std::optional<std::string> {
+    if (w == "b") return std::string("'b' leads out");
+    return std::nullopt;
+  };
+  EXPECT_EQ(FollowingWordsRefusal({"x", "a", "--json=b"}, 1, opts, &refuse_b),
+            "argv[2] 'b' leads out");
 }
 
 }  // namespace

@@ -280,7 +280,10 @@ const std::vector<RefusedTable>& RunnerTables() {
         "mailcap",
         "busctl",
         "dbus-send",
-        "gdbus"}},
+        "gdbus",
+        "fzf",
+        "fd",
+        "fdfind"}},
       {EntryClass::kRunner,
        "it is an editor, pager, viewer, text browser or file manager that can run shell "
        "commands",

@@ -61,14 +61,84 @@ auto_approve = [
   EXPECT_THAT(p.diags.warnings(), IsEmpty());
   const std::vector<Setting<CommandPrefix>>& e = p.layer.auto_approve->value;
   ASSERT_EQ(e.size(), 3u);
-  EXPECT_EQ(e[0].value, (CommandPrefix{"gh pr view", {"gh", "pr", "view"}, false}));
+  EXPECT_EQ(e[0].value, (CommandPrefix{"gh pr view", {"gh", "pr", "view"}, false, {}}));
   EXPECT_EQ(
       e[1].value,
-      (CommandPrefix{"aws sts get-caller-identity", {"aws", "sts", "get-caller-identity"}, false}));
-  EXPECT_EQ(e[2].value, (CommandPrefix{"cat /etc/os-release", {"cat", "/etc/os-release"}, true}));
+      (CommandPrefix{"aws sts get-caller-identity", {"aws", "sts", "get-caller-identity"}, false, {}}));
+  EXPECT_EQ(e[2].value, (CommandPrefix{"cat /etc/os-release", {"cat", "/etc/os-release"}, true, {}}));
   EXPECT_EQ(e[2].origin.key_path, "escalation.auto_approve[2].exact");
   EXPECT_EQ(e[2].origin.line, 5u);
   EXPECT_EQ(e[0].origin.key_path, "escalation.auto_approve[0]");
+}
+
+TEST(EscalationSchemaTest, AutoApprovePrefixTablesMayListOptions) {
+  Parsed p = ParseText(R"([escalation]
+auto_approve = [
+  { prefix = "gh pr view", options = ["--json", "--comments"] },
+  { prefix = "aws sts get-caller-identity", options = ["--output", "--query"] },
+  { prefix = "ls", options = [] },
+]
+)");
+  ASSERT_FALSE(p.diags.has_errors()) << AllErrors(p.diags);
+  const std::vector<Setting<CommandPrefix>>& e = p.layer.auto_approve->value;
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].value,
+            (CommandPrefix{"gh pr view", {"gh", "pr", "view"}, false, {"--json", "--comments"}}));
+  EXPECT_THAT(e[1].value.options, ElementsAre("--output", "--query"));
+  EXPECT_THAT(e[2].value.options, IsEmpty());
+
+  // The proto carries them to the broker.
+  Scratch s;
+  LoadedConfig c = Load(
+      s, "[escalation]\nauto_approve = [{ prefix = \"gh pr view\", options = [\"--json\"] }]\n");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  v1::ResolvedProfile pb;
+  ToProto(*c.Profile(""), &pb);
+  ASSERT_EQ(pb.escalation().auto_approve_size(), 1);
+  EXPECT_THAT(pb.escalation().auto_approve(0).options(), ElementsAre("--json"));
+}
+
+// Issue 20 item 3: each error names the entry, what is wrong and how to fix it.
+TEST(EscalationSchemaTest, AutoApproveOptionErrorsNameTheEntryAndTheFix) {
+  struct Case {
+    const char* entry;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"{ prefix = \"gh pr view\", options = [\"json\"] }",
+       "config.toml:2:52: escalation.auto_approve[0].options: \"gh pr view\" is refused: options "
+       "lists 'json', which is not an option word"},
+      {"{ prefix = \"gh pr view\", options = [\"--json=title\"] }", "'--json=title', which is not"},
+      {"{ prefix = \"gh pr view\", options = [\"-\"] }", "'-', which is not an option word"},
+      {"{ prefix = \"gh pr view\", options = [\"--a;b\"] }", "'--a;b', which is not"},
+      {"{ prefix = \"gh pr view\", options = [\"--web\", \"--web\"] }", "lists '--web' twice"},
+      {"{ prefix = \"gh pr view\", options = \"--web\" }",
+       "escalation.auto_approve[0].options: expected an array, found a string"},
+      {"{ prefix = \"gh pr view\", options = [7] }",
+       "escalation.auto_approve[0].options[0]: expected a string, found an integer"},
+      {"{ exact = \"gh pr view 1\", options = [\"--web\"] }",
+       "escalation.auto_approve[0].options: an exact entry has no options"},
+      {"{ prefix = \"date\", options = [\"-f\"] }",
+       "\"date\" is refused: options lists '-f' of 'date' reads the file its value names"},
+      {"{ prefix = \"dmesg\", options = [\"-rF\"] }",
+       "options lists '-rF' (taken as '-F') of 'dmesg' reads the log file"},
+      {"{ prefix = \"tree\", options = [\"-o\"] }", "'-o' of 'tree' writes its output"},
+      {"{ prefix = \"gh api\", options = [\"-F\"] }", "'-F' of 'gh' reads the file"},
+      {"{ prefix = \"aws sts get-caller-identity\", options = [\"--debug\"] }",
+       "'--debug' of 'aws' prints the signed request"},
+      {"{ prefix = \"date -f\" }",
+       "\"date -f\" is refused: ends in the option '-f': the agent's next word would be its "
+       "value, and '-f' of 'date' reads the file"},
+      {"\"ls -l\"",
+       "\"ls -l\" is refused: ends in the option '-l': the agent's next word could be that "
+       "option's value"},
+      {"{ options = [\"--web\"] }", "escalation.auto_approve[0]: the table names no command"},
+  };
+  for (const Case& c : cases) {
+    Parsed p = ParseText(absl::StrCat("[escalation]\nauto_approve = [", c.entry, "]\n"));
+    EXPECT_THAT(AllErrors(p.diags), HasSubstr(c.error)) << c.entry;
+    EXPECT_FALSE(p.layer.auto_approve) << c.entry;
+  }
 }
 
 TEST(EscalationSchemaTest, AutoApproveErrorsNameFileLineAndKey) {
@@ -97,7 +167,7 @@ TEST(EscalationSchemaTest, AutoApproveErrorsNameFileLineAndKey) {
        "escalation.auto_approve[0].exact: expected a string, found an array"},
       {"42",
        "escalation.auto_approve[0]: expected a string \"cmd args\" or a table { prefix = "
-       "\"cmd args\" } or { exact = \"cmd args\" }, found an integer"},
+       "\"cmd args\", options = [\"--opt\"] } or { exact = \"cmd args\" }, found an integer"},
   };
   for (const Case& c : cases) {
     Parsed p = ParseText(absl::StrCat("[escalation]\nauto_approve = [", c.entry, "]\n"));
@@ -294,12 +364,49 @@ TEST(EscalationLoaderTest, AnUntrustedWorkspaceMayOnlyLowerTimeoutsAndNarrowEntr
   EXPECT_EQ(lowered.Profile("other")->command_timeout_seconds, 120u);
 }
 
+// A workspace entry may not admit an option the user's entry does not.
+TEST(EscalationLoaderTest, AWorkspaceEntryMayNotAllowAnOptionTheUsersDoesNot) {
+  constexpr char kUserWithOptions[] =
+      "[escalation]\nauto_approve = [{ prefix = \"gh pr view\", options = [\"--json\", "
+      "\"--comments\"] }]\n";
+  const NarrowCase cases[] = {
+      {"fewer options",
+       "[escalation]\nauto_approve = [{ prefix = \"gh pr view\", options = [\"--json\"] }]\n",
+       nullptr},
+      {"no options", "[escalation]\nauto_approve = [\"gh pr view\"]\n", nullptr},
+      {"a longer prefix", "[escalation]\nauto_approve = [\"gh pr view 12\"]\n", nullptr},
+      {"an exact entry with a listed option",
+       "[escalation]\nauto_approve = [{ exact = \"gh pr view --json title 12\" }]\n", nullptr},
+      {"an option the user does not list",
+       "[escalation]\nauto_approve = [{ prefix = \"gh pr view\", options = [\"--json\", "
+       "\"--web\"] }]\n",
+       "auto-approves \"gh pr view\", which no escalation.auto_approve entry of your "
+       "configuration covers"},
+      {"an exact entry with an option the user does not list",
+       "[escalation]\nauto_approve = [{ exact = \"gh pr view --web 12\" }]\n",
+       "auto-approves exactly \"gh pr view --web 12\""},
+      {"an exact entry with a path",
+       "[escalation]\nauto_approve = [{ exact = \"gh pr view /etc/passwd\" }]\n",
+       "auto-approves exactly \"gh pr view /etc/passwd\""},
+  };
+  Scratch s;
+  for (const NarrowCase& c : cases) {
+    LoadedConfig loaded = Load(s, kUserWithOptions, c.workspace);
+    if (c.refusal == nullptr) {
+      EXPECT_TRUE(loaded.status().ok()) << c.name << "\n" << Errors(loaded);
+      continue;
+    }
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kPermissionDenied) << c.name;
+    EXPECT_THAT(Errors(loaded), HasSubstr(c.refusal)) << c.name;
+  }
+}
+
 TEST(EscalationLoaderTest, AnExactEntryOfTheUserDoesNotAdmitAPrefixFromTheWorkspace) {
   Scratch s;
-  LoadedConfig c = Load(s, "[escalation]\nauto_approve = [{ exact = \"uname -a\" }]\n",
-                        "[escalation]\nauto_approve = [\"uname -a\"]\n");
+  LoadedConfig c = Load(s, "[escalation]\nauto_approve = [{ exact = \"uname\" }]\n",
+                        "[escalation]\nauto_approve = [\"uname\"]\n");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(Errors(c), HasSubstr("auto-approves \"uname -a\", which no"));
+  EXPECT_THAT(Errors(c), HasSubstr("auto-approves \"uname\", which no"));
   EXPECT_THAT(Errors(c), Not(HasSubstr("exactly")));
 }
 

@@ -92,6 +92,7 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
     pb::CommandPrefix* cp = esc->add_auto_approve();
     for (const std::string& a : c.value.argv) cp->add_argv(a);
     cp->set_exact(c.value.exact);
+    for (const std::string& o : c.value.options) cp->add_options(o);
     cp->set_text(c.value.text);
     cp->set_source(ToProto(c.origin.layer));
   }

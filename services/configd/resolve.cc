@@ -164,7 +164,8 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
 void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const LoadContext& g,
                            Diagnostics& diags) {
   for (const Setting<CommandPrefix>& e : entries.value) {
-    if (!e.value.exact) continue;
+    // Prefix entries too: an absolute path written in one (the value of a
+    // file option, auto_approve.h rule 5) is as fixed as in an exact entry.
     for (size_t i = 1; i < e.value.argv.size(); ++i) {
       absl::string_view a = e.value.argv[i];
       if (absl::StartsWith(a, "-")) {

@@ -50,7 +50,7 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
                                              const std::string& profile_dir, const LoadContext& g,
                                              Diagnostics* diags);
 
-// escalation.auto_approve: an exact entry may not name a path (an argument
+// escalation.auto_approve: an entry (exact or prefix) may not name a path (an argument
 // or an option's value after '=') inside the workspace or data_root, whose
 // files the agent can write or replace with a symlink to any other file
 // before the command runs. Compares canonical paths.

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/configd/dns_upstream.h"
 #include "services/configd/domain_pattern.h"
@@ -237,22 +238,43 @@ std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::no
 std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::node& n,
                                                                    const std::string& path) {
   static constexpr char kForms[] =
-      "a string \"cmd args\" or a table { prefix = \"cmd args\" } or { exact = \"cmd args\" }";
+      "a string \"cmd args\" or a table { prefix = \"cmd args\", options = [\"--opt\"] } or "
+      "{ exact = \"cmd args\" }";
   EntryForm form = EntryForm::kPrefix;
   const toml::node* text = &n;
   std::string text_path = path;
+  std::vector<std::string> options;
+  std::optional<Origin> options_origin;
   if (const toml::table* t = n.as_table()) {
     const toml::node* prefix = t->get("prefix");
     const toml::node* exact = t->get("exact");
     bool ok = true;
     for (const auto& [key, value] : *t) {
       const std::string k(key.str());
-      if (k == "prefix" || k == "exact") continue;
+      if (k == "prefix" || k == "exact" || k == "options") continue;
       diags_.Error(
           At(absl::StrCat(path, ".", k), key.source().begin.line, key.source().begin.column),
           absl::StrCat("unknown key '", k, "'"),
-          "an auto_approve table has exactly one key: prefix or exact");
+          "an auto_approve table has one of prefix or exact, and a prefix may have options");
       ok = false;
+    }
+    if (const toml::node* o = t->get("options")) {
+      const std::string options_path = absl::StrCat(path, ".options");
+      options_origin = At(options_path, *o);
+      std::optional<SettingList<std::string>> list = StringList<std::string>(
+          *o, options_path,
+          [](const Setting<std::string>& s) -> std::optional<std::string> { return s.value; });
+      if (!list) {
+        ok = false;
+      } else {
+        for (const Setting<std::string>& s : list->value) options.push_back(s.value);
+      }
+      if (exact != nullptr) {
+        diags_.Error(*options_origin, "an exact entry has no options: it admits only its own words",
+                     "write the options into the exact command, or make it "
+                     "{ prefix = \"cmd\", options = [\"--opt\"] }");
+        ok = false;
+      }
     }
     if ((prefix == nullptr) == (exact == nullptr)) {
       diags_.Error(At(path, n),
@@ -273,12 +295,18 @@ std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::n
   std::optional<Setting<std::string>> s = String(*text, text_path);
   if (!s) return std::nullopt;
   std::vector<std::string> warnings;
-  absl::StatusOr<CommandPrefix> p = CheckAutoApproveEntry(View(s->value), form, &warnings);
+  absl::StatusOr<CommandPrefix> p =
+      CheckAutoApproveEntry(View(s->value), form, options, &warnings);
   if (!p.ok()) {
-    diags_.Error(s->origin,
+    const bool about_options = absl::StartsWith(p.status().message(), "options ");
+    diags_.Error(about_options && options_origin ? *options_origin : s->origin,
                  absl::StrCat(QuoteValue(s->value), " is refused: ", p.status().message()),
-                 "remove it and let the agent ask each time, or approve a narrower, "
-                 "read-only command (see docs/configuration.md#auto_approve)");
+                 about_options
+                     ? "list only options that neither read nor write files, load code, print "
+                       "secrets nor redirect the request, or let the agent ask (see "
+                       "docs/configuration.md#auto_approve)"
+                     : "remove it and let the agent ask each time, or approve a narrower, "
+                       "read-only command (see docs/configuration.md#auto_approve)");
     return std::nullopt;
   }
   for (std::string& w : warnings) diags_.Warning(s->origin, std::move(w));

@@ -41,7 +41,8 @@ constexpr char kUser[] = R"(
 default_allow_domains = ["*.npmjs.org", "pypi.org"]
 dns_upstream = ["192.0.2.53", "[2001:db8::53]:5353"]
 [escalation]
-auto_approve = ["aws sts get-caller-identity", "gh pr view", { exact = "cat /etc/os-release" }]
+auto_approve = ["aws sts get-caller-identity", "gh pr view", { exact = "cat /etc/os-release" },
+                { prefix = "gh pr list", options = ["--json", "--limit"] }]
 command_timeout = 120
 [profiles.claude-code]
 image = "docker.io/library/node:22.12.0"

@@ -464,7 +464,8 @@ TEST_F(ConfigApiTest, ResolvedEscalationCarriesEntryFormsTimeoutsAndTheirSources
   const std::string cfg = home_ + "/.config/lazaret/config.toml";
   WriteFile(cfg, R"(
 [escalation]
-auto_approve = ["gh pr view", { exact = "cat /etc/os-release" }]
+auto_approve = ["gh pr view", { exact = "cat /etc/os-release" },
+                { prefix = "gh pr list", options = ["--json", "--limit"] }]
 command_timeout = 90
 approval_timeout = 120
 approver = "remote"
@@ -475,12 +476,13 @@ command_timeout = 15
   pb::ResolveProfileResponse resp;
   ASSERT_TRUE(Resolve("claude-code", &resp).ok());
   const pb::EscalationPolicy& esc = resp.profile().escalation();
-  ASSERT_EQ(esc.auto_approve_size(), 2);
+  ASSERT_EQ(esc.auto_approve_size(), 3);
   EXPECT_FALSE(esc.auto_approve(0).exact());
   EXPECT_EQ(esc.auto_approve(0).text(), "gh pr view");
   EXPECT_EQ(esc.auto_approve(0).source(), common::v1::CONFIG_LAYER_USER);
   EXPECT_TRUE(esc.auto_approve(1).exact());
   EXPECT_THAT(esc.auto_approve(1).argv(), ::testing::ElementsAre("cat", "/etc/os-release"));
+  EXPECT_THAT(esc.auto_approve(2).options(), ::testing::ElementsAre("--json", "--limit"));
   EXPECT_EQ(esc.command_timeout_seconds(), 15u);
   EXPECT_EQ(esc.approval_timeout_seconds(), 120u);
   resp.Clear();
@@ -490,6 +492,7 @@ command_timeout = 15
   CommandResult r = Lazaret({"config", "show", "--profile", "claude-code"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("prefix:  gh pr view ..."));
+  EXPECT_THAT(r.out, HasSubstr("prefix:  gh pr list ... (options --json --limit)"));
   EXPECT_THAT(r.out, HasSubstr("exactly: cat /etc/os-release"));
   EXPECT_THAT(r.out, HasSubstr("command_timeout  15 s   [user: " + cfg + "]"));
   EXPECT_THAT(r.out, HasSubstr("approval_timeout 120 s   [user: " + cfg + "]"));
@@ -813,12 +816,12 @@ TEST_F(TrustOnATerminalTest, AnythingButYesTrustsNothing) {
 TEST_F(TrustOnATerminalTest, AFileSwappedBetweenShowAndConfirmIsNotTrusted) {
   const std::string file = ws_ + "/lazaret.toml";
   const std::string reviewed = "[escalation]\nauto_approve = [\"gh pr list\"]\n";
-  const std::string swapped = "[escalation]\nauto_approve = [\"uname -a\"]\n";
+  const std::string swapped = "[escalation]\nauto_approve = [\"uname\"]\n";
   WriteFile(file, reviewed);
   Start();
   ASSERT_TRUE(ReadUntil("[y/N]", std::chrono::seconds(20))) << screen_;
   EXPECT_THAT(screen_, HasSubstr("gh pr list"));
-  EXPECT_THAT(screen_, Not(HasSubstr("uname -a")));
+  EXPECT_THAT(screen_, Not(HasSubstr("uname")));
   // The agent swaps the file while the developer reads the prompt.
   WriteFile(file, swapped);
   Type("y\n");

@@ -167,13 +167,18 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
                                                               : "inline (when none is attached)",
       "escalation.approver");
   // The entries as written (escaped: a workspace file may have supplied
-  // them), prefix entries followed by "...".
+  // them), prefix entries followed by "..." (plain operands) and the
+  // options they list.
   std::vector<std::pair<std::string, std::string>> rows;
   for (const pb::CommandPrefix& c : esc.auto_approve()) {
     const std::string text =
         c.text().empty() ? absl::StrJoin(c.argv(), " ") : std::string(c.text());
+    const std::string options =
+        c.options().empty()
+            ? std::string()
+            : absl::StrCat(" (options ", EscapeForTerminal(absl::StrJoin(c.options(), " ")), ")");
     rows.emplace_back(absl::StrCat(c.exact() ? "exactly: " : "prefix:  ", EscapeForTerminal(text),
-                                   c.exact() ? "" : " ..."),
+                                   c.exact() ? "" : " ...", options),
                       absl::StrCat("[", LayerText(c.source()), "]"));
   }
   PrintEntries("auto_approve", rows, "(none)");

@@ -34,9 +34,25 @@ absl::StatusOr<std::vector<AutoApproveEntry>> ResolveEntries(
       return absl::InvalidArgumentError(
           absl::StrCat("auto_approve entry '", shown, "': ", binary.status().message()));
     }
+    // An option list is re-checked like the words: the listing rule
+    // accepted only option-shaped words, and options on an exact entry
+    // would mean a configuration that never passed it.
+    if (prefix.exact() && !prefix.options().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("auto_approve entry '", shown, "' is exact and lists options"));
+    }
+    for (const std::string& option : prefix.options()) {
+      if (option.size() < 2 || option[0] != '-' || option.find('=') != std::string::npos ||
+          ScanText(option).any()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("auto_approve entry '", shown, "' lists '",
+                         EscapeForDisplay(option, nullptr), "', which is not an option word"));
+      }
+    }
     AutoApproveEntry entry;
     entry.argv.assign(prefix.argv().begin(), prefix.argv().end());
     entry.exact = prefix.exact();
+    entry.options.assign(prefix.options().begin(), prefix.options().end());
     entry.text = prefix.text();
     entry.binary = std::move(*binary);
     entries.push_back(std::move(entry));

@@ -58,5 +58,25 @@ TEST_F(ResolveEntriesTest, EntriesTheListingRuleRefusesAreErrors) {
   }
 }
 
+TEST_F(ResolveEntriesTest, OptionsReachTheEntryAndAreCheckedAgain) {
+  Add({"gh", "pr", "view"}, false, "gh pr view");
+  policy_.mutable_auto_approve(0)->add_options("--json");
+  policy_.mutable_auto_approve(0)->add_options("--comments");
+  absl::StatusOr<std::vector<AutoApproveEntry>> entries = ResolveEntries(policy_, nullptr, base_);
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  EXPECT_THAT((*entries)[0].options, ElementsAre("--json", "--comments"));
+
+  // An option list the listing rule never passes is an error here too.
+  for (const char* bad : {"json", "-", "--json=x", "--a;b", "--x\u200b"}) {
+    policy_.mutable_auto_approve(0)->clear_options();
+    policy_.mutable_auto_approve(0)->add_options(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(ResolveEntries(policy_, nullptr, base_).status())) << bad;
+  }
+  policy_.clear_auto_approve();
+  Add({"gh", "pr", "view", "1"}, true, "gh pr view 1");
+  policy_.mutable_auto_approve(0)->add_options("--web");
+  EXPECT_TRUE(absl::IsInvalidArgument(ResolveEntries(policy_, nullptr, base_).status()));
+}
+
 }  // namespace
 }  // namespace lazaret::brokerd::command

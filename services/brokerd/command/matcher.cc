@@ -1,5 +1,7 @@
 #include "services/brokerd/command/matcher.h"
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/brokerd/command/text_scan.h"
@@ -22,7 +24,8 @@ std::string Shown(absl::string_view text) { return EscapeForDisplay(text, nullpt
 }  // namespace
 
 Judgement Judge(absl::string_view command_text, const std::vector<std::string>& argv,
-                const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries) {
+                const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries,
+                const config::OperandPathCheck& paths) {
   // 1. The text.
   if (!command_text.empty()) {
     const TextFindings f = ScanText(command_text);
@@ -51,13 +54,41 @@ Judgement Judge(absl::string_view command_text, const std::vector<std::string>& 
   if (absl::Status s = CheckCommandName(name); !s.ok()) return NotAuto(std::string(s.message()));
 
   // 4. and 5. A covering entry whose program is still the same file.
+  const config::OperandPathCheck unchecked = [](absl::string_view) {
+    return std::optional<std::string>(
+        "may name a path, and no working directory was given to check it in");
+  };
+  const config::OperandPathCheck* const path_check = paths ? &paths : &unchecked;
   const AutoApproveEntry* exact_shorter = nullptr;
   const AutoApproveEntry* other_file = nullptr;
+  // The prefix entry whose following words were refused furthest into the
+  // request (on a tie, the longer entry, then the one listing more
+  // options, then the first), and why: the entry the request was most
+  // likely meant for.
+  const AutoApproveEntry* refused_words = nullptr;
+  size_t refused_at = 0;
+  std::string words_reason;
   for (const AutoApproveEntry& entry : entries) {
     if (entry.argv.empty() || !config::IsArgvPrefix(entry.argv, argv)) continue;
     if (entry.exact && entry.argv.size() != argv.size()) {
       if (exact_shorter == nullptr) exact_shorter = &entry;
       continue;
+    }
+    if (!entry.exact) {
+      size_t at = 0;
+      std::optional<std::string> why =
+          config::FollowingWordsRefusal(argv, entry.argv.size(), entry.options, path_check, &at);
+      if (why) {
+        const auto rank = [](size_t word, const AutoApproveEntry& e) {
+          return std::make_tuple(word, e.argv.size(), e.options.size());
+        };
+        if (refused_words == nullptr || rank(at, entry) > rank(refused_at, *refused_words)) {
+          refused_words = &entry;
+          refused_at = at;
+          words_reason = *std::move(why);
+        }
+        continue;
+      }
     }
     if (!entry.binary.SameFile(binary)) {
       if (other_file == nullptr) other_file = &entry;
@@ -75,6 +106,11 @@ Judgement Judge(absl::string_view command_text, const std::vector<std::string>& 
   if (other_file != nullptr) {
     return NotAuto(absl::StrCat("'", Shown(name), "' now resolves to ", Shown(binary.path),
                                 ", not ", Shown(other_file->binary.path), " as at session start"));
+  }
+  if (refused_words != nullptr) {
+    return NotAuto(absl::StrCat("the entry '", Shown(refused_words->text),
+                                "' admits only plain operands and the options it lists: ",
+                                words_reason));
   }
   if (exact_shorter != nullptr) {
     return NotAuto(absl::StrCat("the entry '", Shown(exact_shorter->text),

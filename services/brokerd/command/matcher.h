@@ -13,14 +13,18 @@
 
 #include "absl/strings/string_view.h"
 #include "services/brokerd/command/resolve.h"
+#include "services/configd/auto_approve.h"
 
 namespace lazaret::brokerd::command {
 
 // An auto_approve entry as the session holds it.
 struct AutoApproveEntry {
   std::vector<std::string> argv;
-  // true: the request's argv must equal argv; false: argv is a prefix.
+  // true: the request's argv must equal argv; false: argv is a prefix
+  // followed by plain operands and the listed options.
   bool exact = false;
+  // The options a prefix entry admits (config::FollowingWordsRefusal).
+  std::vector<std::string> options;
   // The entry as written, for the audit.
   std::string text;
   // What argv[0] resolved to at session start.
@@ -44,12 +48,20 @@ struct Judgement {
 //      `argv`;
 //   3. argv[0] is a bare command name (not a path, not VAR=value);
 //   4. some entry's argv is an element-wise prefix of argv (an exact entry:
-//      equal to it);
+//      equal to it), and for a prefix entry every word after it is a plain
+//      operand or an option the entry lists (the operand rule,
+//      services/configd/auto_approve.h) and `paths` admits each of them
+//      (and the value of each "--opt=VALUE");
 //   5. `binary` (argv[0] resolved now) is the same file (st_dev, st_ino) as
 //      that entry's argv[0] was at session start.
-// An entry with an empty argv never matches.
+// An entry with an empty argv never matches. When no prefix entry admits
+// the words after it, the reason is the one of the entry that admitted the
+// most of them (on a tie the longer entry, then the one listing more
+// options), naming the first word that failed and why. An empty `paths` refuses
+// every word after a prefix entry (the paths cannot be checked).
 Judgement Judge(absl::string_view command_text, const std::vector<std::string>& argv,
-                const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries);
+                const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries,
+                const config::OperandPathCheck& paths);
 
 }  // namespace lazaret::brokerd::command
 

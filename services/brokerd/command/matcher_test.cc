@@ -1,28 +1,47 @@
 #include "services/brokerd/command/matcher.h"
 
+#include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "services/brokerd/command/checked_command.h"
+#include "services/brokerd/command/operand_paths.h"
 #include "services/common/fs/test_dir.h"
 
 namespace lazaret::brokerd::command {
 namespace {
 
+using ::testing::HasSubstr;
+
 // A PATH of two scratch directories, early/ (empty at session start) and
-// bin/ (gh and env), and the entries 'gh pr view' and exact 'gh auth status'.
+// bin/ (gh, date and env), the entries 'gh pr view' (options --json and
+// --comments), exact 'gh auth status' and 'date', and ws/, the working
+// directory of the requests, beside secret, a host file outside it.
 class JudgeTest : public fs::ScratchTest {
  protected:
   void SetUp() override {
     ScratchTest::SetUp();
     ASSERT_EQ(mkdir(P("early").c_str(), 0755), 0);
     ASSERT_EQ(mkdir(P("bin").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(P("ws").c_str(), 0755), 0);
+    Write("secret", "host secret\n");
+    ws_fd_ = open(P("ws").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(ws_fd_, 0);
     MakeProgram("bin/gh");
+    MakeProgram("bin/date");
     MakeProgram("bin/env");
     search_path_ = P("early") + ":" + P("bin");
     entries_.push_back(Entry({"gh", "pr", "view"}, false, "gh pr view"));
+    entries_.back().options = {"--json", "--comments"};
     entries_.push_back(Entry({"gh", "auth", "status"}, true, "gh auth status"));
+    entries_.push_back(Entry({"date"}, false, "date"));
+  }
+  void TearDown() override {
+    if (ws_fd_ >= 0) close(ws_fd_);
+    ScratchTest::TearDown();
   }
   void MakeProgram(const std::string& rel) {
     Write(rel, "#!/bin/sh\n");
@@ -46,27 +65,105 @@ class JudgeTest : public fs::ScratchTest {
     if (!argv.empty()) {
       binary = ResolveCommandName(argv[0], search_path_).value_or(ResolvedBinary{});
     }
-    return Judge(text, argv, binary, entries_);
+    return Judge(text, argv, binary, entries_, OperandsBeneath(ws_fd_));
   }
 
+  int ws_fd_ = -1;
   std::string search_path_;
   std::vector<AutoApproveEntry> entries_;
 };
 
-TEST_F(JudgeTest, PrefixWithMoreArgumentsIsAuto) {
-  for (const char* text : {"gh pr view", "gh pr view 1", "gh pr view 1 --web",
-                           "gh pr view --json=title,body", "gh auth status"}) {
+struct BypassCase {
+  const char* text;
+  const char* reason;  // the judgement's reason_not_auto, exactly (below: a part of it)
+};
+
+TEST_F(JudgeTest, PrefixWithPlainOperandsAndListedOptionsIsAuto) {
+  for (const char* text :
+       {"gh pr view", "gh pr view 1", "gh pr view 1 --comments", "gh pr view --json title,body",
+        "gh pr view --json=title,body 12", "gh pr view feature-branch --comments --json url",
+        "gh auth status", "date", "date +%s", "date +%Y-%m-%d", "gh pr view owner:branch"}) {
     const Judgement j = JudgeText(text);
     EXPECT_TRUE(j.auto_approved) << text << ": " << j.reason_not_auto;
   }
-  EXPECT_EQ(JudgeText("gh pr view 1 --web").entry_text, "gh pr view");
+  EXPECT_EQ(JudgeText("gh pr view 1 --comments").entry_text, "gh pr view");
   EXPECT_EQ(JudgeText("gh auth status").entry_text, "gh auth status");
 }
 
-struct BypassCase {
-  const char* text;
-  const char* reason;  // the judgement's reason_not_auto, exactly
-};
+// Issue 20 item 3: an entry plus an appended option or a path operand read
+// host files. Each reason names the first word that failed and why.
+TEST_F(JudgeTest, OptionsAndPathsAfterAPrefixGoToAHuman) {
+  const BypassCase cases[] = {
+      {"date -f secret", "argv[1] '-f' is an option, and the matching entry lists none"},
+      {"date --file=secret", "argv[1] '--file=secret' is an option, and the matching entry"},
+      {"date --f secret", "argv[1] '--f' is an option"},
+      {"date -- -f", "argv[1] '--' is an option"},
+      {"date /etc/passwd", "argv[1] '/etc/passwd' is an absolute path"},
+      {"date ../secret", "argv[1] '../secret' has a '..' component"},
+      {"date a/../../secret", "argv[1] 'a/../../secret' has a '..' component"},
+      {"date x=y", "argv[1] 'x=y' contains '='"},
+      {"date @secret", "argv[1] '@secret' contains '@'"},
+      {"date file:/etc/passwd", "argv[1] 'file:/etc/passwd' contains ':/'"},
+      {"date file:///etc/passwd", "argv[1] 'file:///etc/passwd' contains ':/'"},
+      {"gh pr view 1 --web", "argv[4] '--web' is an option the matching entry does not list"},
+      {"gh pr view --js title", "argv[3] '--js' is an option the matching entry does not list"},
+      {"gh pr view --json=@body", "the value of the listed option '--json' must be a plain"},
+      {"gh pr view --json /etc/passwd", "argv[4] '/etc/passwd' is an absolute path"},
+  };
+  for (const BypassCase& c : cases) {
+    const Judgement j = JudgeText(c.text);
+    EXPECT_FALSE(j.auto_approved) << c.text;
+    EXPECT_THAT(j.reason_not_auto, HasSubstr(c.reason)) << c.text;
+  }
+  // Argv requests too (no text to split); an empty word is no operand.
+  EXPECT_THAT(JudgeArgv("", {"date", "-rF", "secret"}).reason_not_auto,
+              HasSubstr("argv[1] '-rF' is an option"));
+  EXPECT_THAT(JudgeArgv("", {"date", ""}).reason_not_auto, HasSubstr("empty word"));
+  EXPECT_THAT(JudgeText("date -f secret").reason_not_auto,
+              HasSubstr("the entry 'date' admits only plain operands"));
+}
+
+TEST_F(JudgeTest, AnOperandThatIsASymlinkOutOfTheWorkspaceGoesToAHuman) {
+  ASSERT_EQ(symlink(P("secret").c_str(), P("ws/link").c_str()), 0);
+  ASSERT_EQ(symlink("../secret", P("ws/rel").c_str()), 0);
+  ASSERT_EQ(symlink("secret-in-ws", P("ws/inside").c_str()), 0);
+  for (const char* text : {"date link", "gh pr view link", "gh pr view --json link",
+                           "gh pr view --json=rel", "date rel"}) {
+    const Judgement j = JudgeText(text);
+    EXPECT_FALSE(j.auto_approved) << text;
+    EXPECT_THAT(j.reason_not_auto, HasSubstr("leads out of the working directory")) << text;
+  }
+  EXPECT_TRUE(JudgeText("date inside").auto_approved);
+  // A listed option word is checked too: it may be the value of the option
+  // before it.
+  ASSERT_EQ(symlink(P("secret").c_str(), P("ws/--comments").c_str()), 0);
+  EXPECT_THAT(JudgeText("gh pr view --json --comments").reason_not_auto,
+              HasSubstr("'--comments' names a path that leads out"));
+}
+
+TEST_F(JudgeTest, WithoutAWorkingDirectoryNoOperandIsAuto) {
+  const ResolvedBinary date = *ResolveCommandName("date", search_path_);
+  EXPECT_TRUE(Judge("date", {"date"}, date, entries_, {}).auto_approved);
+  const Judgement j = Judge("date 12", {"date", "12"}, date, entries_, {});
+  EXPECT_FALSE(j.auto_approved);
+  EXPECT_THAT(j.reason_not_auto, HasSubstr("no working directory"));
+}
+
+TEST_F(JudgeTest, TheLongestMatchingEntryGivesTheReason) {
+  EXPECT_THAT(JudgeText("gh pr view -R x").reason_not_auto,
+              HasSubstr("the entry 'gh pr view' admits only plain operands"));
+  entries_.push_back(Entry({"gh"}, false, "gh"));
+  EXPECT_THAT(JudgeText("gh pr view -R x").reason_not_auto,
+              HasSubstr("the entry 'gh pr view' admits only plain operands"));
+  // Of two entries for the same words, the one that admitted more of them.
+  entries_.push_back(Entry({"date"}, false, "date with options"));
+  entries_.back().options = {"-u", "--date"};
+  EXPECT_THAT(JudgeText("date -u -f x").reason_not_auto,
+              HasSubstr("the entry 'date with options' admits only plain operands and the "
+                        "options it lists: argv[2] '-f' is an option the matching entry does not "
+                        "list (it lists -u, --date;"));
+  EXPECT_TRUE(JudgeText("date -u --date 2020-01-01").auto_approved);
+}
 
 TEST_F(JudgeTest, BypassCorpusIsNeverAuto) {
   const BypassCase cases[] = {
