@@ -32,6 +32,14 @@ absl::Status CheckRequestId(const std::string& id) {
   return absl::InvalidArgumentError("request_id must be 1 to 64 of [A-Za-z0-9._-]");
 }
 
+// The request an approver names: by the book's id when given (what the
+// approvers show), else by the agent's request_id (scripts of before).
+absl::Status CheckNamedRequest(const std::string& id, const std::string& request_id) {
+  if (id.empty()) return CheckRequestId(request_id);
+  if (IsValidBrokerId(id)) return absl::OkStatus();
+  return absl::InvalidArgumentError("id must be the broker's request id: q and 1 to 19 digits");
+}
+
 // Empty (every session) or a session id.
 absl::Status CheckSessionFilter(const std::string& id) {
   return id.empty() ? absl::OkStatus() : CheckSessionId(id);
@@ -98,7 +106,7 @@ absl::Status CheckApprover(const pb::Approver& approver) {
 }
 
 absl::Status CheckDecideRequest(const pb::DecideRequest& request) {
-  LAZ_RETURN_IF_ERROR(CheckRequestId(request.request_id()));
+  LAZ_RETURN_IF_ERROR(CheckNamedRequest(request.id(), request.request_id()));
   LAZ_RETURN_IF_ERROR(CheckApprover(request.approver()));
   switch (request.decision_case()) {
     case pb::DecideRequest::kApprove:
@@ -167,8 +175,11 @@ grpc::Status ApproverService::ParseCommand(grpc::ServerContext*, const pb::Parse
 
 grpc::Status ApproverService::GetRequest(grpc::ServerContext*, const pb::GetRequestRequest* req,
                                          pb::RequestState* resp) {
-  if (absl::Status s = CheckRequestId(req->request_id()); !s.ok()) return ToGrpcStatus(s);
-  absl::StatusOr<pb::RequestState> state = book_->Get(req->request_id());
+  if (absl::Status s = CheckNamedRequest(req->id(), req->request_id()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  absl::StatusOr<pb::RequestState> state =
+      req->id().empty() ? book_->Get(req->request_id()) : book_->GetById(req->id());
   if (!state.ok()) return ToGrpcStatus(state.status());
   *resp = *std::move(state);
   return grpc::Status::OK;

@@ -283,6 +283,30 @@ TEST_F(ApproverServiceTest, MalformedInputIsInvalidArgument) {
   EXPECT_EQ(book_->Get("ok")->phase(), pb::RequestState::PHASE_PENDING);
 }
 
+TEST_F(ApproverServiceTest, DecideAndGetRequestByTheBrokersId) {
+  auto handle = book_->Add(Request("cat-README-md"));
+  ASSERT_TRUE(handle.ok());
+  pb::DecideRequest bad = Approve("");
+  bad.set_id("cat-README-md");  // an agent's id is no broker id
+  EXPECT_EQ(Decide(bad).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  grpc::ClientContext get_ctx;
+  pb::GetRequestRequest get;
+  get.set_id(handle->id());
+  pb::RequestState state;
+  ASSERT_TRUE(stub_->GetRequest(&get_ctx, get, &state).ok());
+  EXPECT_EQ(state.request().id(), handle->id());
+  EXPECT_EQ(state.request().request_id(), "cat-README-md");
+  pb::DecideRequest deny = Approve("");
+  deny.set_id(handle->id());
+  deny.mutable_deny()->set_reason("no");
+  ASSERT_TRUE(Decide(deny).ok());
+  EXPECT_EQ(book_->Get("cat-README-md")->phase(), pb::RequestState::PHASE_DONE);
+  grpc::ClientContext bad_get_ctx;
+  get.set_id("q1;rm");
+  EXPECT_EQ(stub_->GetRequest(&bad_get_ctx, get, &state).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(ApproverServiceTest, ParseCommandCallsTheParser) {
   grpc::ClientContext ctx;
   pb::ParseCommandRequest req;

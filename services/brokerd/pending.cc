@@ -43,6 +43,13 @@ bool IsValidRequestId(std::string_view id) {
   });
 }
 
+bool IsValidBrokerId(std::string_view id) {
+  if (id.size() < 2 || id.size() > 20 || id[0] != 'q') return false;
+  return std::all_of(id.begin() + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string RequestHandle::id() const { return absl::StrCat("q", serial_); }
+
 std::string DescribeApprover(const pb::Approver& approver) {
   std::vector<std::string> parts = {KindName(approver.kind())};
   if (!approver.tty().empty()) parts.push_back(approver.tty());
@@ -118,8 +125,14 @@ absl::StatusOr<RequestHandle> RequestBook::Insert(pb::PendingRequest request, Ph
   LAZ_RETURN_IF_ERROR(UseRequestIdLocked(session_id, id));
   SessionState& session = sessions_[session_id];
   Entry& entry = entries_[id];
+  if (entry.serial != 0) by_id_.erase(absl::StrCat("q", entry.serial));
+  entry = Entry();
   entry.serial = next_serial_++;
   entry.request = std::move(request);
+  // The book's id replaces anything the caller put there: only the book
+  // names its requests.
+  entry.request.set_id(absl::StrCat("q", entry.serial));
+  by_id_[entry.request.id()] = id;
   entry.phase = phase;
   if (phase == Phase::kPending) {
     ++session.pending;
@@ -154,7 +167,10 @@ void RequestBook::Finished(Entry& entry) {
     auto [id, serial] = finished_.front();
     finished_.pop_front();
     auto it = entries_.find(id);
-    if (it != entries_.end() && it->second.serial == serial) entries_.erase(it);
+    if (it != entries_.end() && it->second.serial == serial) {
+      by_id_.erase(it->second.request.id());
+      entries_.erase(it);
+    }
   }
 }
 
@@ -191,20 +207,28 @@ absl::StatusOr<Decision> RequestBook::WaitForDecision(const RequestHandle& handl
   return *entry->decision;
 }
 
+std::string RequestBook::RequestIdOf(const std::string& id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? std::string() : it->second;
+}
+
 absl::StatusOr<pb::DecideResponse> RequestBook::Decide(const pb::DecideRequest& request) {
-  const std::string& id = request.request_id();
+  std::unique_lock<std::mutex> lock(mu_);
+  // Named by the book's id when the approver gives one (what is shown to
+  // the human), by the agent's id otherwise.
+  const std::string id = request.id().empty() ? request.request_id() : RequestIdOf(request.id());
+  const std::string& shown = request.id().empty() ? request.request_id() : request.id();
   auto not_pending = [&](const Entry& entry) {
     if (entry.decision.has_value()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("request '", id, "' is not pending: ", entry.decision->resolution));
+          absl::StrCat("request '", shown, "' is not pending: ", entry.decision->resolution));
     }
     return absl::FailedPreconditionError(
-        absl::StrCat("request '", id, "' is not pending: it was auto-approved"));
+        absl::StrCat("request '", shown, "' is not pending: it was auto-approved"));
   };
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = entries_.find(id);
+  auto it = id.empty() ? entries_.end() : entries_.find(id);
   if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat("no request with id '", id, "'"));
+    return absl::NotFoundError(absl::StrCat("no request with id '", shown, "'"));
   }
   if (it->second.phase != Phase::kPending) return not_pending(it->second);
   const uint64_t serial = it->second.serial;
@@ -246,7 +270,9 @@ absl::StatusOr<pb::DecideResponse> RequestBook::Decide(const pb::DecideRequest& 
       return absl::InvalidArgumentError("no decision given");
   }
   Entry* entry = Find(handle);
-  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("no request with id '", id, "'"));
+  if (entry == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no request with id '", shown, "'"));
+  }
   if (entry->phase != Phase::kPending) return not_pending(*entry);
 
   pb::DecideResponse response;
@@ -269,7 +295,7 @@ absl::StatusOr<pb::DecideResponse> RequestBook::Decide(const pb::DecideRequest& 
       with_session.kind = Decision::Kind::kAborted;
       with_session.approver = request.approver();
       with_session.reason = request.abort().reason();
-      with_session.resolution = absl::StrCat(resolution, " (request '", id, "')");
+      with_session.resolution = absl::StrCat(resolution, " (request ", handle.id(), ")");
       Resolve(other, std::move(with_session));
     }
     MarkEnded(session_id);
@@ -354,6 +380,17 @@ void RequestBook::EndSession(const std::string& session_id) {
 
 absl::StatusOr<pb::RequestState> RequestBook::Get(const std::string& request_id) const {
   std::lock_guard<std::mutex> lock(mu_);
+  return GetLocked(request_id);
+}
+
+absl::StatusOr<pb::RequestState> RequestBook::GetById(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string request_id = RequestIdOf(id);
+  if (request_id.empty()) return absl::NotFoundError(absl::StrCat("no request with id '", id, "'"));
+  return GetLocked(request_id);
+}
+
+absl::StatusOr<pb::RequestState> RequestBook::GetLocked(const std::string& request_id) const {
   auto it = entries_.find(request_id);
   if (it == entries_.end()) {
     return absl::NotFoundError(absl::StrCat("no request with id '", request_id, "'"));

@@ -38,6 +38,10 @@ namespace lazaret::brokerd {
 // sandbox and from an approver alike.
 bool IsValidRequestId(std::string_view id);
 
+// "q" and 1 to 19 digits: the form of the ids the book assigns
+// (PendingRequest.id), checked on what an approver sends.
+bool IsValidBrokerId(std::string_view id);
+
 // An approver's Edit once checked (split, argv[0] resolved on the fixed
 // PATH) by the injected EditCheck.
 struct EditedCommand {
@@ -75,6 +79,8 @@ class RequestHandle {
  public:
   const std::string& request_id() const { return request_id_; }
   const std::string& session_id() const { return session_id_; }
+  // The book's own id of the request (PendingRequest.id).
+  std::string id() const;
 
  private:
   friend class RequestBook;
@@ -159,8 +165,12 @@ class RequestBook {
   // used too. Both ids must be valid (checked by the caller).
   absl::Status UseRequestId(const std::string& session_id, const std::string& request_id);
 
-  // A request that waits for a human: PENDING, announced to the watchers.
-  // Refused as UseRequestId does, and with ALREADY_EXISTS while another
+  // A request that waits for a human: PENDING, announced to the watchers
+  // with the id the book gives it (PendingRequest.id: "q" and a number
+  // never reused while the broker runs; whatever the caller put there is
+  // replaced). Approvers name the request by that id: the agent chose
+  // request_id, and it must not be what a human reads as the request's
+  // name. Refused as UseRequestId does, and with ALREADY_EXISTS while another
   // session's request the book holds has the same id, RESOURCE_EXHAUSTED
   // when the session has max_pending_per_session pending already.
   absl::StatusOr<RequestHandle> Add(lazaret::approver::v1::PendingRequest request);
@@ -177,7 +187,9 @@ class RequestBook {
   // (or Completes the handle), so that nothing stays pending for ever.
   absl::StatusOr<Decision> WaitForDecision(const RequestHandle& handle, absl::Time expiry);
 
-  // The approver API's Decide; `request` checked by the service. NOT_FOUND:
+  // The approver API's Decide; `request` checked by the service. The
+  // request is named by DecideRequest.id (the book's id) when it is set,
+  // else by request_id (scripts written before the book's ids). NOT_FOUND:
   // unknown id. FAILED_PRECONDITION: not PENDING (naming who decided and
   // how, or why it stopped waiting). An Edit runs the EditCheck; its error
   // is INVALID_ARGUMENT and the request stays PENDING. Abort also resolves
@@ -199,8 +211,11 @@ class RequestBook {
   // request ids forgotten, and a later Add for it refused.
   void EndSession(const std::string& session_id);
 
-  // GetRequest: NOT_FOUND when unknown or forgotten.
+  // GetRequest by the agent's request id: NOT_FOUND when unknown or
+  // forgotten.
   absl::StatusOr<lazaret::approver::v1::RequestState> Get(const std::string& request_id) const;
+  // The same by the book's id (PendingRequest.id).
+  absl::StatusOr<lazaret::approver::v1::RequestState> GetById(const std::string& id) const;
 
   SessionCounts Counts(const std::string& session_id) const;
 
@@ -236,6 +251,11 @@ class RequestBook {
   absl::Status UseRequestIdLocked(const std::string& session_id, const std::string& request_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Entry* Find(const RequestHandle& handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The agent's request id of the entry the book's `id` names; empty when
+  // none is held.
+  std::string RequestIdOf(const std::string& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<lazaret::approver::v1::RequestState> GetLocked(const std::string& request_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<std::string> PendingOf(const std::string& session_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // PENDING -> decided: sets the decision and phase, counts, announces.
@@ -257,6 +277,8 @@ class RequestBook {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // by request id
+  // The book's id of each entry held -> its request id.
+  std::map<std::string, std::string> by_id_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SessionState> sessions_ ABSL_GUARDED_BY(mu_);
   // Request ids of DONE entries, oldest first.
   std::deque<std::pair<std::string, uint64_t>> finished_ ABSL_GUARDED_BY(mu_);

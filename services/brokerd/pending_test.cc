@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -349,6 +350,75 @@ TEST(RequestBookTest, AutoApprovedRequestCannotBeDecided) {
   EXPECT_EQ(book.Decide(Deny("auto", "late")).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(book.Get("auto")->phase(), pb::RequestState::PHASE_RUNNING);
+}
+
+TEST(RequestBookTest, TheBookNamesEachRequestAndDecidesByThatName) {
+  RequestBook book(Fast(), AcceptEdit, nullptr);
+  // Whatever the caller put in PendingRequest.id is replaced.
+  pb::PendingRequest planted = Request("git-status-looks-harmless");
+  planted.set_id("q1");
+  auto first = book.Add(planted);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = book.Add(Request("make-test", kOther));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(first->id(), second->id());
+  EXPECT_TRUE(IsValidBrokerId(first->id())) << first->id();
+  auto watch = book.Watch("", pb::Approver::KIND_TERMINAL);
+  pb::PendingEvent e;
+  ASSERT_EQ(watch->Wait(&e, Later()), PendingWatch::Next::kEvent);
+  EXPECT_EQ(e.request().id(), first->id());
+  EXPECT_EQ(e.request().request_id(), "git-status-looks-harmless");
+  ASSERT_EQ(watch->Wait(&e, Later()), PendingWatch::Next::kEvent);
+  EXPECT_EQ(e.request().id(), second->id());
+
+  // Decided by the book's id: that request and no other.
+  pb::DecideRequest deny = Deny("", "no");
+  deny.set_id(second->id());
+  ASSERT_TRUE(book.Decide(deny).ok());
+  EXPECT_EQ(book.Get("make-test")->phase(), pb::RequestState::PHASE_DONE);
+  EXPECT_EQ(book.Get("git-status-looks-harmless")->phase(), pb::RequestState::PHASE_PENDING);
+  ASSERT_EQ(watch->Wait(&e, Later()), PendingWatch::Next::kEvent);
+  EXPECT_EQ(e.kind(), pb::PendingEvent::KIND_RESOLVED);
+  EXPECT_EQ(e.request().id(), second->id());
+  EXPECT_EQ(book.GetById(second->id())->request().request_id(), "make-test");
+  // The id wins over a request_id naming another request.
+  pb::DecideRequest again = Approve("git-status-looks-harmless");
+  again.set_id(second->id());
+  EXPECT_EQ(book.Decide(again).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(book.Get("git-status-looks-harmless")->phase(), pb::RequestState::PHASE_PENDING);
+  pb::DecideRequest unknown = Approve("");
+  unknown.set_id("q999999");
+  EXPECT_EQ(book.Decide(unknown).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(book.GetById("q999999").status().code(), absl::StatusCode::kNotFound);
+  // Scripts that name the agent's id still work.
+  ASSERT_TRUE(book.Decide(Deny("git-status-looks-harmless", "no")).ok());
+}
+
+TEST(RequestBookTest, BrokerIdsAreNeverReusedAfterFinishedRequestsAreForgotten) {
+  RequestBookOptions o = Fast();
+  o.kept_finished = 1;
+  RequestBook book(o, AcceptEdit, nullptr);
+  std::set<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto h = book.Add(Request(absl::StrCat("r", i)));
+    ASSERT_TRUE(h.ok());
+    EXPECT_TRUE(ids.insert(h->id()).second) << h->id();
+    pb::DecideRequest d = Deny("", "no");
+    d.set_id(h->id());
+    ASSERT_TRUE(book.Decide(d).ok());
+  }
+  // Only the last finished one is still held, by its id too.
+  EXPECT_EQ(book.GetById(*ids.begin()).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RequestBookTest, BrokerIdForm) {
+  EXPECT_TRUE(IsValidBrokerId("q1"));
+  EXPECT_TRUE(IsValidBrokerId("q1234567890123456789"));
+  EXPECT_FALSE(IsValidBrokerId("q"));
+  EXPECT_FALSE(IsValidBrokerId("q12345678901234567890"));
+  EXPECT_FALSE(IsValidBrokerId("r1"));
+  EXPECT_FALSE(IsValidBrokerId("q1a"));
+  EXPECT_FALSE(IsValidBrokerId(""));
 }
 
 TEST(RequestBookTest, RequestIdCharset) {

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
@@ -106,6 +108,75 @@ int PendingRequests(const std::string& session) {
            << tmux.Capture(window);
   }
   return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult KeysCount(TmuxSession& tmux, const std::string& window) {
+  return tmux.WaitForTextGone(window, "keys ignored", std::chrono::seconds(10));
+}
+
+std::string ShownCode(const std::string& screen) {
+  const size_t at = screen.find("Type ");
+  if (at == std::string::npos || screen.size() < at + 5 + 4) return "";
+  const std::string code = screen.substr(at + 5, 4);
+  if (!std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "";
+  }
+  return code;
+}
+
+::testing::AssertionResult TypeShownCode(TmuxSession& tmux, const std::string& window,
+                                         const std::string& prompt) {
+  ::testing::AssertionResult shown = tmux.WaitForText(window, prompt, std::chrono::seconds(10));
+  if (!shown) return shown;
+  const std::string code = ShownCode(tmux.Capture(window));
+  if (code.empty()) {
+    return ::testing::AssertionFailure() << "no code on the screen:\n" << tmux.Capture(window);
+  }
+  if (!tmux.Literal(window, code)) return ::testing::AssertionFailure() << "send-keys failed";
+  ::testing::AssertionResult typed =
+      tmux.WaitForText(window, "code: " + code, std::chrono::seconds(10));
+  if (!typed) return typed;
+  if (!tmux.Keys(window, {"Enter"})) return ::testing::AssertionFailure() << "send-keys failed";
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult ApproveSelected(TmuxSession& tmux, const std::string& window) {
+  ::testing::AssertionResult ready = KeysCount(tmux, window);
+  if (!ready) return ready;
+  if (!tmux.Keys(window, {"a"})) return ::testing::AssertionFailure() << "send-keys failed";
+  return TypeShownCode(tmux, window);
+}
+
+std::string ReadDetailByKeys(TmuxSession& tmux, const std::string& window, int height,
+                             std::string* first) {
+  std::string seen;
+  std::string before = tmux.Capture(window);
+  *first = before;
+  const auto value = [](absl::string_view row) {
+    return row.size() > 11 ? std::string(row.substr(11)) : std::string();
+  };
+  for (int i = 0; i < 400; ++i) {
+    std::vector<std::string> rows = absl::StrSplit(before, '\n');
+    rows.resize(static_cast<size_t>(height));
+    std::vector<std::string> body(rows.begin() + 1, rows.end() - 2);
+    while (!body.empty() && absl::StripTrailingAsciiWhitespace(body.back()).empty()) body.pop_back();
+    if (body.empty()) break;
+    if (!absl::StartsWith(body.back(), "more below")) {
+      for (const std::string& row : body) seen += value(row);
+      break;
+    }
+    seen += value(body.front());
+    if (!tmux.Keys(window, {"j"})) break;
+    std::string now;
+    test::WaitFor(
+        [&] {
+          now = tmux.Capture(window);
+          return now != before;
+        },
+        std::chrono::seconds(5));
+    before = now;
+  }
+  return absl::StrReplaceAll(seen, {{" ", ""}});
 }
 
 bool HasRow(const std::string& screen, const std::string& row) {

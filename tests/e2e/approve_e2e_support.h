@@ -48,6 +48,31 @@ int PendingRequests(const std::string& session);
                                          const std::string& session, int expected,
                                          const std::string& first_screen = "No pending requests");
 
+// Waits until the approver in `window` takes keys again: the guard that
+// ignores keys when a request comes into view has ended.
+::testing::AssertionResult KeysCount(TmuxSession& tmux, const std::string& window);
+
+// The code the confirmation on `screen` asks for ("Type 4821 then Enter");
+// empty when none shows.
+std::string ShownCode(const std::string& screen);
+
+// Confirms what is open in `window` (the approval a opened, or the edited
+// command once checked): waits for `prompt`, reads the code off the screen,
+// types it and Enter.
+::testing::AssertionResult TypeShownCode(TmuxSession& tmux, const std::string& window,
+                                         const std::string& prompt = "then Enter to approve");
+
+// Approves the request selected in `window` as a person does: waits for
+// the guard to end, a, then the code and Enter.
+::testing::AssertionResult ApproveSelected(TmuxSession& tmux, const std::string& window);
+
+// Reads the detail open in `window` (of `height` rows) as a person would:
+// j, one row at a time, until the screen no longer says there is more
+// below. Returns the value columns of every row seen, joined, spaces
+// removed (a wrapped row may end in one); `*first` is the first screen.
+std::string ReadDetailByKeys(TmuxSession& tmux, const std::string& window, int height,
+                             std::string* first);
+
 // True when a row of the screen is exactly `row` (trailing blanks aside).
 bool HasRow(const std::string& screen, const std::string& row);
 

@@ -48,6 +48,7 @@ TEST_F(ApproveE2eTest, ApproveShowsTheRequestRunsItAndTheAgentGetsTheHostsOutput
   AgentRuns("/run/lazaret/escalate --justify 'need the host uid' -c id", "approve");
   ASSERT_TRUE(tmux().WaitForText("appr", "1 pending", kDecisionWait));
   ASSERT_TRUE(tmux().WaitForText("appr", "  esc  id "));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr"));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "binary     /usr/bin/id"));
   const std::string detail = Screen("appr");
@@ -57,7 +58,12 @@ TEST_F(ApproveE2eTest, ApproveShowsTheRequestRunsItAndTheAgentGetsTheHostsOutput
   EXPECT_THAT(detail, HasSubstr("command    id"));
   EXPECT_THAT(detail, HasSubstr("argv       [0] id"));
   EXPECT_THAT(detail, HasSubstr("not auto   "));
+  // a alone runs nothing: it asks for the code.
   ASSERT_TRUE(tmux().Keys("appr", {"a"}));
+  ASSERT_TRUE(tmux().WaitForText("appr", "then Enter to approve"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(ap::PendingRequests(id()), 1);
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), "appr"));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-approve-0", kDecisionWait));
   EXPECT_THAT(Screen(kAgent), HasSubstr(Trim(HostId())));
   EXPECT_TRUE(tmux().WaitForText("appr", "ran /usr/bin/id"));
@@ -71,7 +77,9 @@ TEST_F(ApproveE2eTest, ApproveShowsTheRequestRunsItAndTheAgentGetsTheHostsOutput
   EXPECT_EQ(a[0].justification(), "need the host uid");
   EXPECT_EQ(a[0].approver().name(), "lazaret approve");
   EXPECT_EQ(a[0].approver().kind(), ::lazaret::approver::v1::Approver::KIND_TERMINAL);
-  EXPECT_THAT(detail, HasSubstr("request    " + a[0].request_id()));
+  // The broker's id names the request; the agent's is data in the detail.
+  EXPECT_THAT(detail, HasSubstr("request    q"));
+  EXPECT_THAT(detail, HasSubstr("agent id   " + a[0].request_id()));
   EXPECT_THAT(detail, HasSubstr("workspace  " + a[0].workspace()));
   EXPECT_THAT(detail, HasSubstr("not auto   " + a[0].reason().substr(0, 20)));
 }
@@ -80,8 +88,9 @@ TEST_F(ApproveE2eTest, DenyWithAReasonReachesTheAgentAndTheAudit) {
   Approver("appr", id(), 1);
   AgentRuns("/run/lazaret/escalate --justify 'mark it' -- touch deny-marker", "deny");
   ASSERT_TRUE(tmux().WaitForText("appr", "  esc  touch deny-marker", kDecisionWait));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr"));
   ASSERT_TRUE(tmux().Keys("appr", {"d"}));
-  ASSERT_TRUE(tmux().WaitForText("appr", "Deny: reason"));
+  ASSERT_TRUE(tmux().WaitForText("appr", ": reason (optional)"));
   ASSERT_TRUE(tmux().Literal("appr", "not on my host"));
   ASSERT_TRUE(tmux().WaitForText("appr", "> not on my host"));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
@@ -98,10 +107,11 @@ TEST_F(ApproveE2eTest, DenyWithAReasonReachesTheAgentAndTheAudit) {
   EXPECT_NE(stat((shared->workspace.path() + "/deny-marker").c_str(), &st), 0);
 }
 
-TEST_F(ApproveE2eTest, EditRunsTheEditedArgv) {
+TEST_F(ApproveE2eTest, EditRunsTheEditedArgvOnlyWithTheCode) {
   Approver("appr", id(), 1);
   AgentRuns("/run/lazaret/escalate --justify 'say one' -c 'echo one'", "edit");
   ASSERT_TRUE(tmux().WaitForText("appr", "  esc  echo one", kDecisionWait));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr"));
   ASSERT_TRUE(tmux().Keys("appr", {"e"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "> echo one"));
   // A word back, the rest of the line killed, then the new word.
@@ -112,10 +122,15 @@ TEST_F(ApproveE2eTest, EditRunsTheEditedArgv) {
   ASSERT_TRUE(tmux().Literal("appr", "o"));
   ASSERT_TRUE(tmux().WaitForText("appr", "> echo two"));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
-  ASSERT_TRUE(tmux().WaitForText("appr", "Run the edited command? (y/n)"));
+  ASSERT_TRUE(tmux().WaitForText("appr", "Run the edited command for q"));
   EXPECT_THAT(Screen("appr"), HasSubstr("[0] echo"));
   EXPECT_THAT(Screen("appr"), HasSubstr("[1] two"));
+  // y, the old confirmation, runs nothing.
   ASSERT_TRUE(tmux().Keys("appr", {"y"}));
+  ASSERT_TRUE(tmux().WaitForText("appr", ": Enter checks the command"));
+  EXPECT_EQ(ap::PendingRequests(id()), 1);
+  ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), "appr", "then Enter to run it"));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-edit-0", kDecisionWait));
   EXPECT_TRUE(ap::HasRow(Screen(kAgent), "two")) << Screen(kAgent);
   EXPECT_FALSE(ap::HasRow(Screen(kAgent), "one")) << Screen(kAgent);
@@ -138,7 +153,9 @@ TEST_F(ApproveE2eTest, HostileTextIsEscapedMarkedAndLeavesTheApproversPaneAlone)
   const std::string title = tmux().Format("appr", "#{pane_title}");
   const std::string alternate = tmux().Format("appr", "#{alternate_on}");
   AgentRuns("sh hostile.sh", "hostile");
-  ASSERT_TRUE(tmux().WaitForText("appr", "  esc  echo \\x1b[2J", kDecisionWait));
+  // The row is marked: the command holds hidden characters.
+  ASSERT_TRUE(tmux().WaitForText("appr", "! esc  echo \\x1b[2J", kDecisionWait));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr"));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(
       "appr", "command    echo \\x1b[2J\\x1b]2;pwned\\x07\\u{202E}txt\\u{200B}end"));
@@ -160,7 +177,7 @@ TEST_F(ApproveE2eTest, HostileTextIsEscapedMarkedAndLeavesTheApproversPaneAlone)
   EXPECT_EQ(tmux().Format("appr", "#{alternate_on}"), alternate);
 
   ASSERT_TRUE(tmux().Keys("appr", {"d"}));
-  ASSERT_TRUE(tmux().WaitForText("appr", "Deny: reason"));
+  ASSERT_TRUE(tmux().WaitForText("appr", ": reason (optional)"));
   ASSERT_TRUE(tmux().Literal("appr", "hostile"));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-hostile-240", kDecisionWait));
@@ -182,7 +199,18 @@ TEST_F(ApproveE2eTest, TwoApproversRacingRunTheCommandOnce) {
   AgentRuns("/run/lazaret/escalate --justify 'count me' -- sh -c 'echo ran >> race.count'", "race");
   ASSERT_TRUE(tmux().WaitForText("appr-a", "  esc  sh -c ", kDecisionWait));
   ASSERT_TRUE(tmux().WaitForText("appr-b", "  esc  sh -c ", kDecisionWait));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr-a"));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr-b"));
+  // Both open the confirmation and type their codes; the Enters race.
   ASSERT_TRUE(tmux().KeysToAll({"appr-a", "appr-b"}, {"a"}));
+  for (const char* w : {"appr-a", "appr-b"}) {
+    ASSERT_TRUE(tmux().WaitForText(w, "then Enter to approve"));
+    const std::string code = ap::ShownCode(Screen(w));
+    ASSERT_EQ(code.size(), 4u) << Screen(w);
+    ASSERT_TRUE(tmux().Literal(w, code));
+    ASSERT_TRUE(tmux().WaitForText(w, "code: " + code));
+  }
+  ASSERT_TRUE(tmux().KeysToAll({"appr-a", "appr-b"}, {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-race-0", kDecisionWait));
   ASSERT_TRUE(tmux().WaitForTextGone("appr-a", "1 pending"));
   ASSERT_TRUE(tmux().WaitForTextGone("appr-b", "1 pending"));
@@ -216,6 +244,7 @@ TEST_F(ApproveE2eTest, AbortStopsTheSessionAndDeniesWhatWaits) {
                              "/run/lazaret/escalate --justify second -- echo p2; wait"));
   ASSERT_TRUE(tmux().Keys("agent2", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "2 pending", kDecisionWait));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr"));
   ASSERT_TRUE(tmux().Keys("appr", {"Q"}));
   ASSERT_TRUE(tmux().WaitForText("appr", "stop its sandbox? (y/n)"));
   ASSERT_TRUE(tmux().Keys("appr", {"y"}));

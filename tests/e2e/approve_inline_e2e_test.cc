@@ -79,11 +79,13 @@ TEST_F(InlineE2eTest, ApprovedInlineTheScreenComesBackAndTheAgentGetsTheOutput) 
   AgentRuns("/run/lazaret/escalate --justify 'the host uid' -c id", "inline");
   ASSERT_TRUE(PromptShows());
   ASSERT_TRUE(tmux().WaitForText(kAgent, "1 pending"));
+  ASSERT_TRUE(ap::KeysCount(tmux(), kAgent));
   ASSERT_TRUE(tmux().Keys(kAgent, {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "binary     /usr/bin/id"));
   EXPECT_THAT(Screen(kAgent), HasSubstr("why        the host uid"));
   EXPECT_THAT(Screen(kAgent), HasSubstr("session    " + id()));
   ASSERT_TRUE(tmux().Keys(kAgent, {"a"}));
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), kAgent));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-inline-0", kDecisionWait));
   EXPECT_EQ(Alternate(), "0");
   const std::string screen = Screen(kAgent);
@@ -101,8 +103,9 @@ TEST_F(InlineE2eTest, ApprovedInlineTheScreenComesBackAndTheAgentGetsTheOutput) 
 TEST_F(InlineE2eTest, DenyWithAReasonAndEditInline) {
   AgentRuns("/run/lazaret/escalate --justify 'mark it' -- touch inline-deny", "deny");
   ASSERT_TRUE(PromptShows());
+  ASSERT_TRUE(ap::KeysCount(tmux(), kAgent));
   ASSERT_TRUE(tmux().Keys(kAgent, {"d"}));
-  ASSERT_TRUE(tmux().WaitForText(kAgent, "Deny: reason"));
+  ASSERT_TRUE(tmux().WaitForText(kAgent, ": reason (optional)"));
   ASSERT_TRUE(tmux().Literal(kAgent, "not inline either"));
   ASSERT_TRUE(tmux().Keys(kAgent, {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-deny-240", kDecisionWait));
@@ -115,6 +118,7 @@ TEST_F(InlineE2eTest, DenyWithAReasonAndEditInline) {
 
   AgentRuns("clear; /run/lazaret/escalate --justify 'say uno' -c 'echo uno'", "edit");
   ASSERT_TRUE(PromptShows());
+  ASSERT_TRUE(ap::KeysCount(tmux(), kAgent));
   ASSERT_TRUE(tmux().Keys(kAgent, {"e"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "> echo uno"));
   ASSERT_TRUE(tmux().Keys(kAgent, {"M-b"}));
@@ -122,9 +126,9 @@ TEST_F(InlineE2eTest, DenyWithAReasonAndEditInline) {
   ASSERT_TRUE(tmux().Literal(kAgent, "dos"));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "> echo dos"));
   ASSERT_TRUE(tmux().Keys(kAgent, {"Enter"}));
-  ASSERT_TRUE(tmux().WaitForText(kAgent, "Run the edited command? (y/n)"));
+  ASSERT_TRUE(tmux().WaitForText(kAgent, "Run the edited command for q"));
   EXPECT_THAT(Screen(kAgent), HasSubstr("[1] dos"));
-  ASSERT_TRUE(tmux().Keys(kAgent, {"y"}));
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), kAgent, "then Enter to run it"));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-edit-0", kDecisionWait));
   EXPECT_TRUE(ap::HasRow(Screen(kAgent), "dos")) << Screen(kAgent);
   std::vector<AuditRecord> e = Records(id(), {"echo", "uno"});
@@ -141,6 +145,7 @@ TEST_F(InlineE2eTest, HostileTextInlineIsEscapedAndTheTerminalUntouched) {
   const std::string title = tmux().Format(kAgent, "#{pane_title}");
   AgentRuns("sh inline-hostile.sh", "hostile");
   ASSERT_TRUE(PromptShows());
+  ASSERT_TRUE(ap::KeysCount(tmux(), kAgent));
   ASSERT_TRUE(tmux().Keys(kAgent, {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(
       kAgent, "command    echo \\x1b]2;pwned\\x07\\x1b[?1049l\\u{202E}txt\\u{200B}end"));
@@ -167,7 +172,7 @@ TEST_F(InlineE2eTest, ThePromptOverLessGivesLessItsScreenBack) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const std::string less_screen = Rows();
   ASSERT_TRUE(tmux().WaitForText(kAgent, kPromptTitle, kDecisionWait));
-  ASSERT_TRUE(tmux().Keys(kAgent, {"a"}));
+  ASSERT_TRUE(ap::ApproveSelected(tmux(), kAgent));
   ASSERT_TRUE(tmux().WaitForTextGone(kAgent, kPromptTitle));
   // less drew its screen again, exactly as it was (the last row is less's
   // own prompt: the file name at first, ':' after any repaint).
@@ -215,7 +220,7 @@ TEST_F(InlineE2eTest, AnAttachedApproverKeepsThePromptAwayAndARemoteDecisionClos
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_THAT(Screen(kAgent), Not(HasSubstr(kPromptTitle)));
   EXPECT_EQ(Alternate(), "0");
-  ASSERT_TRUE(tmux().Keys("appr", {"a"}));
+  ASSERT_TRUE(ap::ApproveSelected(tmux(), "appr"));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-remote-0", kDecisionWait));
   tmux().Tmux({"kill-session", "-t", "=appr"});
   windows_.clear();
@@ -229,7 +234,17 @@ TEST_F(InlineE2eTest, AnAttachedApproverKeepsThePromptAwayAndARemoteDecisionClos
             "race");
   ASSERT_TRUE(PromptShows());
   Approver("appr2", id(), 1, "1 pending");
+  ASSERT_TRUE(ap::KeysCount(tmux(), kAgent));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "appr2"));
   ASSERT_TRUE(tmux().KeysToAll({kAgent, "appr2"}, {"a"}));
+  for (const char* w : {kAgent, "appr2"}) {
+    ASSERT_TRUE(tmux().WaitForText(w, "then Enter to approve"));
+    const std::string code = ap::ShownCode(Screen(w));
+    ASSERT_EQ(code.size(), 4u) << Screen(w);
+    ASSERT_TRUE(tmux().Literal(w, code));
+    ASSERT_TRUE(tmux().WaitForText(w, "code: " + code));
+  }
+  ASSERT_TRUE(tmux().KeysToAll({kAgent, "appr2"}, {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-race-0", kDecisionWait));
   EXPECT_EQ(Alternate(), "0");
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -251,7 +266,7 @@ TEST_F(InlineE2eTest, RemoteApproverOptionNeverPromptsInline) {
   EXPECT_THAT(Screen("agent-r"), Not(HasSubstr(kPromptTitle)));
   EXPECT_EQ(Alternate("agent-r"), "0");
   Approver("appr", *own, 1, "1 pending");
-  ASSERT_TRUE(tmux().Keys("appr", {"a"}));
+  ASSERT_TRUE(ap::ApproveSelected(tmux(), "appr"));
   ASSERT_TRUE(tmux().WaitForText("agent-r", "DONE-r-0", kDecisionWait));
   EXPECT_TRUE(ap::HasRow(Screen("agent-r"), "decided-remotely"));
   ASSERT_TRUE(tmux().Keys("agent-r", {"C-d"}));
@@ -266,6 +281,7 @@ TEST_F(InlineE2eTest, AbortInlineStopsTheSession) {
   windows_.push_back("agent-a");
   AgentRuns("/run/lazaret/escalate --justify stop -c 'echo never'", "a", "agent-a");
   ASSERT_TRUE(PromptShows("agent-a"));
+  ASSERT_TRUE(ap::KeysCount(tmux(), "agent-a"));
   ASSERT_TRUE(tmux().Keys("agent-a", {"Q"}));
   ASSERT_TRUE(tmux().WaitForText("agent-a", "stop its sandbox? (y/n)"));
   ASSERT_TRUE(tmux().Keys("agent-a", {"y"}));

@@ -79,13 +79,13 @@ absl::StatusOr<pb::ParseCommandResponse> ApproverClient::ParseCommand(
   return out;
 }
 
-absl::StatusOr<pb::RequestState> ApproverClient::GetRequest(const std::string& id) {
+absl::StatusOr<pb::RequestState> ApproverClient::GetRequest(const pb::GetRequestRequest& request) {
   grpc::ClientContext cc;
   SetDeadline(&cc);
-  pb::GetRequestRequest req;
-  req.set_request_id(id);
   pb::RequestState out;
-  if (grpc::Status s = stub_->GetRequest(&cc, req, &out); !s.ok()) return Explain("GetRequest", s);
+  if (grpc::Status s = stub_->GetRequest(&cc, request, &out); !s.ok()) {
+    return Explain("GetRequest", s);
+  }
   return out;
 }
 

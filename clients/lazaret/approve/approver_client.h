@@ -38,7 +38,8 @@ class ApproverClient {
       const ::lazaret::approver::v1::DecideRequest& request);
   absl::StatusOr<::lazaret::approver::v1::ParseCommandResponse> ParseCommand(
       const ::lazaret::approver::v1::ParseCommandRequest& request);
-  absl::StatusOr<::lazaret::approver::v1::RequestState> GetRequest(const std::string& id);
+  absl::StatusOr<::lazaret::approver::v1::RequestState> GetRequest(
+      const ::lazaret::approver::v1::GetRequestRequest& request);
   absl::StatusOr<::lazaret::approver::v1::ListSessionsResponse> ListSessions();
 
  private:

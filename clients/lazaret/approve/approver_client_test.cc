@@ -68,7 +68,7 @@ TEST_F(ApproverClientTest, WatchDeliversEventsUntilCancelled) {
 TEST_F(ApproverClientTest, SecondDecisionKeepsTheBrokersWordOnWhoDecided) {
   ApproverClient client(socket_);
   pb::DecideRequest d;
-  d.set_request_id("r-1");
+  d.set_id("q1");
   d.mutable_approve();
   ASSERT_TRUE(client.Decide(d).ok());
   absl::StatusOr<pb::DecideResponse> again = client.Decide(d);
@@ -84,9 +84,11 @@ TEST_F(ApproverClientTest, ParseAndGetRequestReachTheBroker) {
   absl::StatusOr<pb::ParseCommandResponse> parsed = client.ParseCommand(p);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->binary(), "/usr/bin/git");
-  absl::StatusOr<pb::RequestState> state = client.GetRequest("r-9");
+  pb::GetRequestRequest get;
+  get.set_id("q9");
+  absl::StatusOr<pb::RequestState> state = client.GetRequest(get);
   ASSERT_TRUE(state.ok()) << state.status();
-  EXPECT_EQ(state->stdout(), "output of r-9\n");
+  EXPECT_EQ(state->stdout(), "output of q9\n");
 }
 
 TEST_F(ApproverClientTest, ABrokerThatIsNotRunningIsNamed) {

@@ -1,6 +1,10 @@
 #include "clients/lazaret/approve/display_text.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "clients/lazaret/approve/utf8.h"
 #include "services/brokerd/command/text_scan.h"
 
@@ -111,6 +115,73 @@ Line Display(absl::string_view raw) {
   }
   AppendRun(line, plain, false);
   return line;
+}
+
+Line DisplayVisible(absl::string_view raw) {
+  Line line;
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    const size_t space = raw.find(' ', pos);
+    const size_t text_end = space == absl::string_view::npos ? raw.size() : space;
+    Append(line, Display(raw.substr(pos, text_end - pos)));
+    if (text_end == raw.size()) break;
+    size_t run_end = text_end;
+    while (run_end < raw.size() && raw[run_end] == ' ') ++run_end;
+    const size_t n = run_end - text_end;
+    if (n >= 2 || text_end == 0 || run_end == raw.size()) {
+      line.push_back(Run{n == 1 ? "[1 space]" : absl::StrFormat("[%d spaces]", n), true});
+    } else {
+      AppendRun(line, " ", false);
+    }
+    pos = run_end;
+  }
+  return line;
+}
+
+std::vector<std::string> Oddities(absl::string_view what, absl::string_view raw) {
+  std::vector<std::string> out;
+  size_t longest = 0;
+  for (size_t i = 0; i < raw.size();) {
+    if (raw[i] != ' ') {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < raw.size() && raw[j] == ' ') ++j;
+    longest = std::max(longest, j - i);
+    i = j;
+  }
+  if (longest >= 2) out.push_back(absl::StrFormat("%s holds a run of %d spaces", what, longest));
+  if (!raw.empty() && raw.front() == ' ') out.push_back(absl::StrCat(what, " starts with a space"));
+  if (!raw.empty() && raw.back() == ' ') out.push_back(absl::StrCat(what, " ends with a space"));
+  if (raw.find_first_of("\t\n\r\v\f") != absl::string_view::npos) {
+    out.push_back(absl::StrCat(what, " holds a tab or a line break"));
+  }
+  if (raw.size() > kLongArgBytes) {
+    out.push_back(absl::StrFormat("%s is %d bytes long", what, raw.size()));
+  }
+  std::vector<std::string> foreign;
+  size_t foreign_count = 0;
+  bool more_kinds = false;
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    const char32_t cp = DecodeNext(raw, &pos);
+    if (cp < 0x80 || IsInvalidByte(cp)) continue;
+    ++foreign_count;
+    const std::string name = absl::StrFormat("U+%04X", static_cast<unsigned>(cp));
+    if (std::find(foreign.begin(), foreign.end(), name) != foreign.end()) continue;
+    if (foreign.size() < 4) {
+      foreign.push_back(name);
+    } else {
+      more_kinds = true;
+    }
+  }
+  if (foreign_count > 0) {
+    out.push_back(absl::StrCat(what, " holds ", foreign_count,
+                               " non-ASCII character(s), which can look like ASCII ones: ",
+                               absl::StrJoin(foreign, " "), more_kinds ? " ..." : ""));
+  }
+  return out;
 }
 
 Line Plain(absl::string_view text) {

@@ -51,6 +51,24 @@ std::string PlainText(const Line& line);
 // result is one logical line.
 Line Display(absl::string_view raw);
 
+// Display, with every space a reader could miss made visible: a run of
+// two or more spaces, and a space at the start or the end, become one
+// marked run "[N spaces]" ("[1 space]"). For what is executed or names a
+// place (argv, the command, the binary, cwd): padding cannot push the rest
+// of an argument out of sight, and a trailing blank in a directory name
+// shows.
+Line DisplayVisible(absl::string_view raw);
+
+// An argument longer than this is flagged (Oddities).
+inline constexpr size_t kLongArgBytes = 200;
+
+// What a reader could misread in `raw` (an argv element, cwd, the binary),
+// in host-written words, each starting with `what`: runs of spaces,
+// leading or trailing blanks, tabs and line breaks, a length over
+// kLongArgBytes, and non-ASCII characters (named by code point: a Cyrillic
+// "а" looks like a Latin "a"). Empty when there is nothing to say.
+std::vector<std::string> Oddities(absl::string_view what, absl::string_view raw);
+
 // A run of plain UI text (host-written labels): unmarked. `text` must
 // already be safe (it is not escaped).
 Line Plain(absl::string_view text);

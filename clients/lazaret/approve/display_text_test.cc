@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -156,6 +157,44 @@ TEST(DisplayTextTest, TenKilobyteLineIsSafeAndBounded) {
   ASSERT_EQ(rows.size(), 3u);
   for (const Line& row : rows) EXPECT_LE(LineWidth(row), 80u);
   EXPECT_TRUE(absl::EndsWith(PlainText(rows[2]), "\xE2\x80\xA6"));
+}
+
+TEST(DisplayTextTest, SpacesAReaderCouldMissAreCountedAndMarked) {
+  EXPECT_THAT(DisplayVisible("git status"), ElementsAre(approve::Run{"git status", false}));
+  EXPECT_THAT(DisplayVisible("tail -n 40" + std::string(150, ' ') + "; touch x"),
+              ElementsAre(approve::Run{"tail -n 40", false}, approve::Run{"[150 spaces]", true},
+                          approve::Run{"; touch x", false}));
+  EXPECT_THAT(DisplayVisible("/home/u/proj "),
+              ElementsAre(approve::Run{"/home/u/proj", false}, approve::Run{"[1 space]", true}));
+  EXPECT_THAT(DisplayVisible(" "), ElementsAre(approve::Run{"[1 space]", true}));
+  EXPECT_THAT(DisplayVisible("  a"),
+              ElementsAre(approve::Run{"[2 spaces]", true}, approve::Run{"a", false}));
+  // Everything else as Display shows it.
+  EXPECT_THAT(DisplayVisible("a\tb\x1b"),
+              ElementsAre(approve::Run{"a", false}, approve::Run{"\\t", true},
+                          approve::Run{"b", false}, approve::Run{"\\x1b", true}));
+  EXPECT_TRUE(DisplayVisible("").empty());
+  EXPECT_TRUE(Safe(DisplayVisible("x  \xE2\x80\xAE  y\x07")));
+}
+
+TEST(DisplayTextTest, OdditiesAreSaidInWords) {
+  EXPECT_TRUE(Oddities("argv[1]", "status").empty());
+  EXPECT_TRUE(Oddities("argv[1]", "a b c").empty());
+  EXPECT_THAT(Oddities("argv[2]", "a" + std::string(150, ' ') + "b"),
+              ElementsAre("argv[2] holds a run of 150 spaces"));
+  EXPECT_THAT(Oddities("cwd", "/w/ "), ElementsAre("cwd ends with a space"));
+  EXPECT_THAT(Oddities("cwd", " /w"), ElementsAre("cwd starts with a space"));
+  EXPECT_THAT(Oddities("argv[1]", "a\tb"), ElementsAre("argv[1] holds a tab or a line break"));
+  EXPECT_THAT(Oddities("argv[1]", std::string(kLongArgBytes + 1, 'x')),
+              ElementsAre(absl::StrCat("argv[1] is ", kLongArgBytes + 1, " bytes long")));
+  EXPECT_TRUE(Oddities("argv[1]", std::string(kLongArgBytes, 'x')).empty());
+  // Cyrillic a and e, Greek omicron: each named once.
+  const std::vector<std::string> lookalike =
+      Oddities("argv[0]", "\xD0\xB0p\xD0\xB0\xD1\x81h\xCE\xBF");
+  ASSERT_EQ(lookalike.size(), 1u);
+  EXPECT_EQ(lookalike[0],
+            "argv[0] holds 4 non-ASCII character(s), which can look like ASCII ones: U+0430 "
+            "U+0441 U+03BF");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // An ApproverService for tests of the terminal approver: WatchPending sends
 // the events the test scripted (to every watcher, then each new one as the
-// test adds it), Decide records the decision and resolves the request
-// (first decision wins, as the broker's), ParseCommand splits at spaces,
+// test adds it), Add gives each request a broker id ("q1", "q2"... unless
+// the test set one), Decide records the decision and resolves the request
+// named by its id (first decision wins, as the broker's), ParseCommand splits at spaces,
 // GetRequest answers with a fixed output. Runs in the test process, served
 // over a real Unix socket (GrpcUnixServer); trusts everything.
 #ifndef LAZARET_CLIENTS_LAZARET_APPROVE_FAKE_APPROVER_SERVICE_H_
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,20 +25,30 @@ class FakeApproverService final : public ::lazaret::approver::v1::ApproverServic
  public:
   using Event = ::lazaret::approver::v1::PendingEvent;
 
-  void Add(const ::lazaret::approver::v1::PendingRequest& r) {
+  // The request as announced (with its broker id).
+  ::lazaret::approver::v1::PendingRequest Add(::lazaret::approver::v1::PendingRequest r) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (r.id().empty()) r.set_id("q" + std::to_string(++next_id));
+      ids[r.request_id()] = r.id();
+    }
     Event e;
     e.set_kind(Event::KIND_ADDED);
     *e.mutable_request() = r;
     Push(e);
+    return r;
   }
-  void Resolve(const std::string& id, const std::string& how) {
+  // `name`: the broker id, or the agent's request id of a request added.
+  void Resolve(const std::string& name, const std::string& how) {
     Event e;
     e.set_kind(Event::KIND_RESOLVED);
-    e.mutable_request()->set_request_id(id);
     e.set_resolution(how);
     {
       std::lock_guard<std::mutex> l(mu);
-      resolved.insert(id);
+      auto it = ids.find(name);
+      e.mutable_request()->set_id(it == ids.end() ? name : it->second);
+      if (it != ids.end()) e.mutable_request()->set_request_id(name);
+      resolved.insert(e.request().id());
     }
     Push(e);
   }
@@ -66,16 +78,16 @@ class FakeApproverService final : public ::lazaret::approver::v1::ApproverServic
     {
       std::lock_guard<std::mutex> l(mu);
       decides.push_back(*r);
-      if (resolved.count(r->request_id()) != 0) {
+      if (resolved.count(r->id()) != 0) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                             "already decided: approved by ci-script");
       }
-      resolved.insert(r->request_id());
+      resolved.insert(r->id());
       out->set_binary("/usr/bin/true");
     }
     Event e;
     e.set_kind(Event::KIND_RESOLVED);
-    e.mutable_request()->set_request_id(r->request_id());
+    e.mutable_request()->set_id(r->id());
     e.set_resolution("decided by lazaret approve");
     Push(e);
     return grpc::Status::OK;
@@ -98,17 +110,21 @@ class FakeApproverService final : public ::lazaret::approver::v1::ApproverServic
 
   grpc::Status GetRequest(grpc::ServerContext*, const ::lazaret::approver::v1::GetRequestRequest* r,
                           ::lazaret::approver::v1::RequestState* out) override {
+    const std::string name = r->id().empty() ? r->request_id() : r->id();
+    out->mutable_request()->set_id(r->id());
     out->mutable_request()->set_request_id(r->request_id());
     out->set_phase(::lazaret::approver::v1::RequestState::PHASE_DONE);
     out->mutable_record()->set_ran(true);
-    out->set_stdout("output of " + r->request_id() + "\n");
+    out->set_stdout("output of " + name + "\n");
     return grpc::Status::OK;
   }
 
   std::mutex mu;
   std::condition_variable cv;
   std::vector<Event> events;
-  std::set<std::string> resolved;
+  std::set<std::string> resolved;  // broker ids
+  std::map<std::string, std::string> ids;  // request_id -> broker id
+  int next_id = 0;
   int watching = 0;
   std::vector<::lazaret::approver::v1::WatchPendingRequest> watches;
   std::vector<::lazaret::approver::v1::DecideRequest> decides;

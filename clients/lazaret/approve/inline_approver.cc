@@ -92,14 +92,14 @@ void InlineApprover::Watch() {
 
 bool InlineApprover::TakeEvents(Model& model) {
   Drain(wake_[0]);
+  model.SetClockMs(MonotonicMs());
   std::optional<absl::Status> ended;
   bool fresh = false;
   for (const pb::PendingEvent& e : inbox_->Take(&ended)) {
     model.OnEvent(e);
-    if (e.kind() == pb::PendingEvent::KIND_ADDED && seen_.insert(e.request().request_id()).second) {
-      fresh = true;
-    }
-    if (e.kind() == pb::PendingEvent::KIND_RESOLVED) seen_.erase(e.request().request_id());
+    const std::string& id = e.request().id().empty() ? e.request().request_id() : e.request().id();
+    if (e.kind() == pb::PendingEvent::KIND_ADDED && seen_.insert(id).second) fresh = true;
+    if (e.kind() == pb::PendingEvent::KIND_RESOLVED) seen_.erase(id);
   }
   if (ended.has_value()) model.OnWatchEnded(*ended);
   return fresh;
@@ -138,12 +138,19 @@ void InlineApprover::Prompt(Model& model) {
   model.ClearNotice();  // the last prompt's news is old now
   {
     Screen screen(tty, options_.color);
+    // The developer was typing to the agent: what is typed but not read yet
+    // is thrown away, and the guard ignores keys until the typing stops.
+    model.SetClockMs(MonotonicMs());
+    model.OnPromptOpen();
     while (screen.ok() && !Stopping()) {
       model.SetNow(static_cast<int64_t>(std::time(nullptr)));
+      model.SetClockMs(MonotonicMs());
+      if (model.TakeDiscard()) screen.DiscardInput();
       screen.Draw(model);
       pollfd fds[2] = {{options_.tty_fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (poll(fds, 2, kPromptTickMs) < 0 && errno != EINTR) break;
+      if (poll(fds, 2, RedrawWithinMs(model, kPromptTickMs)) < 0 && errno != EINTR) break;
       if (Stopping()) break;
+      model.SetClockMs(MonotonicMs());
       if ((fds[1].revents & POLLIN) != 0) TakeEvents(model);
       if ((fds[0].revents & (POLLHUP | POLLERR)) != 0) break;
       if ((fds[0].revents & POLLIN) != 0 && screen.HandleKeys(model, client_, approver_)) break;

@@ -4,7 +4,10 @@
 // takes the developer's terminal from the pty proxy, shows the approver's
 // prompt on the alternate screen and gives the terminal back once nothing
 // is pending (decided here or elsewhere: the first decision wins) or the
-// developer presses q. Runs in the `lazaret` CLI, as the user, on two
+// developer presses q. When the prompt opens, whatever the developer typed
+// and the proxy has not read is discarded and keys are ignored until the
+// typing stops (Model's guard): a word being typed to the agent never
+// decides anything. Runs in the `lazaret` CLI, as the user, on two
 // threads of its own (the watch and the prompt); the sandbox's text is
 // shown only through display_text.h.
 #ifndef LAZARET_CLIENTS_LAZARET_APPROVE_INLINE_APPROVER_H_
@@ -70,7 +73,7 @@ class InlineApprover {
   ::lazaret::approver::v1::Approver approver_;
   int wake_[2] = {-1, -1};  // events and Stop wake the UI thread
   std::unique_ptr<Inbox> inbox_;
-  std::set<std::string> seen_;  // request ids announced so far (UI thread)
+  std::set<std::string> seen_;  // broker ids announced so far (UI thread)
   std::atomic<bool> stopping_{false};
   std::thread watch_;
   std::thread ui_;

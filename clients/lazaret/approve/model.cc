@@ -1,6 +1,7 @@
 #include "clients/lazaret/approve/model.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +14,7 @@ namespace {
 
 namespace pb = ::lazaret::approver::v1;
 
-constexpr size_t kLabel = 11;     // label column of the detail view
-constexpr size_t kPageRows = 10;  // PageUp/PageDown in the detail and output views
+constexpr size_t kLabel = 11;  // label column of the detail view
 constexpr char kDenyDefault[] = "denied by the user";
 constexpr char kAbortReason[] = "aborted by the user at the terminal";
 
@@ -26,25 +26,93 @@ std::string TimeLeft(int64_t deadline, int64_t now) {
   return absl::StrFormat("%dm %02ds", left / 60, left % 60);
 }
 
-// "label      value" rows: the value wrapped under itself, at most
-// `max_rows` rows.
-void Field(std::vector<Line>& out, absl::string_view label, const Line& value, size_t width,
-           size_t max_rows = 4) {
-  std::string pad(label);
-  pad.resize(kLabel, ' ');
-  if (width <= kLabel + 4) {
-    Line row = Plain(pad);
-    Append(row, value);
-    out.push_back(Truncate(row, width));
+// How the model tells requests apart: the broker's id; a broker too old to
+// give one leaves the agent's, kept apart by a prefix no broker id has.
+std::string KeyOf(const pb::PendingRequest& r) {
+  return r.id().empty() ? absl::StrCat("agent:", r.request_id()) : r.id();
+}
+
+// How the screen names a request: only ever by the broker's id, never by
+// the text the agent chose.
+std::string LabelOf(const pb::PendingRequest& r) { return r.id().empty() ? "(no id)" : r.id(); }
+
+std::string CommandOf(const pb::PendingRequest& r) {
+  return r.command().empty() ? CommandLine({r.argv().begin(), r.argv().end()}) : r.command();
+}
+
+std::string RandomCode() {
+  std::random_device rd;
+  std::uniform_int_distribution<int> digit(0, 9);
+  std::string code;
+  for (size_t i = 0; i < kCodeDigits; ++i) code.push_back(static_cast<char>('0' + digit(rd)));
+  return code;
+}
+
+// Everything a reader could misread in what would run.
+std::vector<std::string> OdditiesOf(const pb::PendingRequest& r) {
+  std::vector<std::string> out;
+  auto add = [&](std::vector<std::string> more) {
+    for (std::string& m : more) out.push_back(std::move(m));
+  };
+  if (!r.command().empty()) add(Oddities("the command", r.command()));
+  for (int i = 0; i < r.argv_size(); ++i) add(Oddities(absl::StrCat("argv[", i, "]"), r.argv(i)));
+  add(Oddities("the binary", r.binary()));
+  add(Oddities("cwd", r.cwd()));
+  return out;
+}
+
+bool Flagged(const pb::PendingRequest& r) {
+  return r.findings_size() > 0 || r.had_invisible() || !OdditiesOf(r).empty();
+}
+
+// "label      value" rows: the value wrapped under itself, every row of it
+// (scrolling shows what does not fit). Too narrow for the label column:
+// the label on a row of its own and the value under it.
+void Field(std::vector<Line>& out, absl::string_view label, const Line& value, size_t width) {
+  if (width == 0) return;
+  std::vector<Line> rows;
+  if (width < kLabel + 8) {
+    if (!label.empty()) out.push_back(Truncate(Plain(label), width));
+    rows = Wrap(value, width, SIZE_MAX);
+    if (rows.empty()) rows.emplace_back();
+    for (Line& row : rows) out.push_back(std::move(row));
     return;
   }
-  std::vector<Line> rows = Wrap(value, width - kLabel, max_rows);
+  std::string pad(label);
+  pad.resize(kLabel, ' ');
+  rows = Wrap(value, width - kLabel, SIZE_MAX);
   if (rows.empty()) rows.emplace_back();
   for (size_t i = 0; i < rows.size(); ++i) {
     Line row = Plain(i == 0 ? pad : std::string(kLabel, ' '));
     Append(row, rows[i]);
     out.push_back(std::move(row));
   }
+}
+
+// `words` wrapped under `lead` (the first row's start), continuation rows
+// indented as far as `lead` is wide (when the screen is wide enough).
+void Hanging(std::vector<Line>& out, const Line& lead, const Line& words, size_t width) {
+  const size_t indent = LineWidth(lead);
+  if (width < indent + 8) {
+    Line line = lead;
+    Append(line, words);
+    for (Line& row : Wrap(line, width, SIZE_MAX)) out.push_back(std::move(row));
+    return;
+  }
+  std::vector<Line> rows = Wrap(words, width - indent, SIZE_MAX);
+  if (rows.empty()) rows.emplace_back();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Line row = i == 0 ? lead : Plain(std::string(indent, ' '));
+    Append(row, rows[i]);
+    out.push_back(std::move(row));
+  }
+}
+
+// A warning: a marked "!" and the words.
+void Warning(std::vector<Line>& out, const Line& words, size_t width) {
+  Line lead{Run{"!", true}};
+  Append(lead, Plain(" "));
+  Hanging(out, lead, words, width);
 }
 
 // `text` (may hold sandbox output) as rows of `width`, one logical line per
@@ -65,68 +133,170 @@ Action QuitAction() {
   return a;
 }
 
+bool IsDecisionKey(const Key& key) {
+  if (key.code != Key::kChar) return false;
+  switch (key.ch) {
+    case 'a':
+    case 'A':
+    case 'd':
+    case 'D':
+    case 'e':
+    case 'E':
+    case 'Q':
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsPrompt(Mode m) {
+  return m == Mode::kConfirmApprove || m == Mode::kDenyReason || m == Mode::kEdit ||
+         m == Mode::kEditConfirm || m == Mode::kConfirmAbort;
+}
+
 }  // namespace
 
+Model::Model(Style style, std::function<std::string()> make_code)
+    : make_code_(make_code ? std::move(make_code) : RandomCode), style_(style) {}
+
+int Model::Index(const std::string& key) const {
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    if (KeyOf(queue_[i]) == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 const pb::PendingRequest* Model::Selected() const {
-  if (queue_.empty()) return nullptr;
-  return &queue_[std::min(selected_, queue_.size() - 1)];
+  const int i = Index(selected_);
+  return i < 0 ? nullptr : &queue_[static_cast<size_t>(i)];
+}
+
+std::string Model::viewing() const { return view_.has_value() ? view_->id() : std::string(); }
+
+void Model::StartGuard() {
+  guard_until_ms_ = clock_ms_ + kGuardMs;
+  discard_ = true;
+}
+
+int64_t Model::GuardLeftMs() const { return std::max<int64_t>(0, guard_until_ms_ - clock_ms_); }
+
+bool Model::TakeDiscard() { return std::exchange(discard_, false); }
+
+void Model::OnPromptOpen() {
+  mode_ = Mode::kList;
+  back_ = Mode::kList;
+  view_.reset();
+  view_gone_.clear();
+  code_.clear();
+  typed_.clear();
+  parsed_.reset();
+  parsing_ = false;
+  if (Selected() == nullptr) selected_ = queue_.empty() ? "" : KeyOf(queue_.front());
+  StartGuard();
 }
 
 void Model::OnEvent(const pb::PendingEvent& event) {
-  const std::string& id = event.request().request_id();
-  auto it = std::find_if(queue_.begin(), queue_.end(),
-                         [&](const pb::PendingRequest& r) { return r.request_id() == id; });
+  const pb::PendingRequest& r = event.request();
+  const std::string key = KeyOf(r);
   if (event.kind() == pb::PendingEvent::KIND_ADDED) {
-    if (it == queue_.end()) {
-      queue_.push_back(event.request());
+    const int i = Index(key);
+    if (i < 0) {
+      queue_.push_back(r);
     } else {
-      *it = event.request();
+      queue_[static_cast<size_t>(i)] = r;
+    }
+    if (view_.has_value() && KeyOf(*view_) == key && view_gone_.empty()) *view_ = r;
+    if (selected_.empty()) {
+      // The first row: in the list, the cursor lands on a request the user
+      // has not seen yet.
+      selected_ = key;
+      if (mode_ == Mode::kList) StartGuard();
     }
     return;
   }
   if (event.kind() != pb::PendingEvent::KIND_RESOLVED) return;
-  if (decided_here_.erase(id) == 0) {
-    notice_ = absl::StrCat(
-        id, " decided elsewhere: ", event.resolution().empty() ? "resolved" : event.resolution());
-  }
-  if (it != queue_.end()) Remove(static_cast<size_t>(it - queue_.begin()));
+  const bool here = decided_here_.erase(key) > 0;
+  const std::string how = event.resolution().empty() ? "resolved" : event.resolution();
+  if (!here) notice_ = absl::StrCat(LabelOf(r), " decided elsewhere: ", how);
+  Remove(key, how);
 }
 
 void Model::OnWatchEnded(const absl::Status& status) {
   notice_ = absl::StrCat("lost the broker: ", status.message(), " (q quits)");
 }
 
-void Model::Remove(size_t index) {
-  const std::string id = queue_[index].request_id();
-  queue_.erase(queue_.begin() + static_cast<ptrdiff_t>(index));
-  if (selected_ > index || selected_ >= queue_.size()) {
-    selected_ = selected_ > 0 ? selected_ - 1 : 0;
+void Model::Remove(const std::string& key, const std::string& how) {
+  const int i = Index(key);
+  if (i >= 0) {
+    queue_.erase(queue_.begin() + i);
+    if (selected_ == key) {
+      if (queue_.empty()) {
+        selected_.clear();
+      } else {
+        // The cursor must move to another request: in the list, the guard
+        // keeps a key meant for the one that left from acting on this one.
+        // (Elsewhere the screen shows one request that does not change.)
+        selected_ = KeyOf(queue_[std::min(static_cast<size_t>(i), queue_.size() - 1)]);
+        if (mode_ == Mode::kList) StartGuard();
+      }
+    }
   }
-  if (id == target_ && (mode_ == Mode::kDenyReason || mode_ == Mode::kEdit ||
-                        mode_ == Mode::kEditConfirm || mode_ == Mode::kConfirmAbort)) {
-    BackToQueue();
-  }
-  if (mode_ == Mode::kDetail && queue_.empty()) mode_ = Mode::kList;
-}
-
-void Model::BackToQueue() {
-  mode_ = back_ == Mode::kDetail && !queue_.empty() ? Mode::kDetail : Mode::kList;
-  target_.clear();
+  if (!view_.has_value() || KeyOf(*view_) != key || !view_gone_.empty()) return;
+  // The view stays on its request and says what happened; no prompt about
+  // it stays open.
+  view_gone_ = how;
+  code_.clear();
+  typed_.clear();
   parsed_.reset();
   parsing_ = false;
+  if (IsPrompt(mode_)) mode_ = Mode::kDetail;
+  if ((mode_ == Mode::kHelp || mode_ == Mode::kOutput) && IsPrompt(back_)) back_ = Mode::kDetail;
+}
+
+std::string Model::ViewClosed() const {
+  if (!view_.has_value()) return "nothing is in view";
+  if (!view_gone_.empty()) return view_gone_;
+  if (view_->deadline_unix() > 0 && view_->deadline_unix() <= now_) return "expired";
+  return "";
 }
 
 std::vector<Action> Model::Decide(pb::DecideRequest request) {
-  request.set_request_id(target_);
+  const pb::PendingRequest& r = *view_;
+  if (!r.id().empty()) {
+    request.set_id(r.id());
+  } else {
+    request.set_request_id(r.request_id());
+  }
   Action a;
   a.kind = Action::kDecide;
   a.decide = std::move(request);
-  decided_here_.insert(target_);
-  BackToQueue();
+  decided_here_.insert(KeyOf(r));
+  mode_ = Mode::kList;
+  back_ = Mode::kList;
+  view_.reset();
+  view_gone_.clear();
+  code_.clear();
+  typed_.clear();
+  parsed_.reset();
+  parsing_ = false;
   return {std::move(a)};
 }
 
+void Model::CloseConfirm(Mode to, const std::string& why) {
+  mode_ = to;
+  code_.clear();
+  typed_.clear();
+  if (to == Mode::kEdit) parsed_.reset();
+  notice_ = why;
+}
+
 std::vector<Action> Model::OnKey(const Key& key) {
+  if (GuardLeftMs() > 0) {
+    // Typed before the user could see what changed: ignored, and the guard
+    // holds until the typing stops.
+    guard_until_ms_ = std::max(guard_until_ms_, clock_ms_ + kGuardMs);
+    return {};
+  }
   if (key.Is(Key::kCtrl, 'c')) return {QuitAction()};
   // Esc typed quickly before a key arrives as Alt-<key>; outside the
   // editors that is the two keys.
@@ -137,28 +307,37 @@ std::vector<Action> Model::OnKey(const Key& key) {
   }
   switch (mode_) {
     case Mode::kList:
-    case Mode::kDetail:
       return ListKey(key);
+    case Mode::kDetail:
+      return DetailKey(key);
     case Mode::kHelp:
       mode_ = back_;
       return {};
+    case Mode::kConfirmApprove:
+    case Mode::kEditConfirm:
+      return ConfirmKey(key);
     case Mode::kDenyReason: {
       if (key.Is(Key::kEscape)) {
-        BackToQueue();
+        mode_ = back_;
         return {};
       }
       if (key.Is(Key::kEnter)) {
+        if (const std::string closed = ViewClosed(); !closed.empty()) {
+          CloseConfirm(Mode::kDetail, absl::StrCat("not pending: ", closed));
+          return {};
+        }
         pb::DecideRequest d;
         const std::string reason = editor_.Text();
         d.mutable_deny()->set_reason(reason.empty() ? kDenyDefault : reason);
         return Decide(std::move(d));
       }
+      if (ScrollKey(key, false)) return {};
       editor_.HandleKey(key);
       return {};
     }
     case Mode::kEdit: {
       if (key.Is(Key::kEscape)) {
-        BackToQueue();
+        mode_ = back_;
         return {};
       }
       if (key.Is(Key::kEnter)) {
@@ -167,24 +346,11 @@ std::vector<Action> Model::OnKey(const Key& key) {
         Action a;
         a.kind = Action::kParseCommand;
         a.parse.set_command(editor_.Text());
-        for (const auto& r : queue_) {
-          if (r.request_id() == target_) a.parse.set_session_id(r.session_id());
-        }
+        a.parse.set_session_id(view_->session_id());
         return {std::move(a)};
       }
+      if (ScrollKey(key, false)) return {};
       if (editor_.HandleKey(key)) notice_.clear();
-      return {};
-    }
-    case Mode::kEditConfirm: {
-      if (key.Is(Key::kChar, 'y') || key.Is(Key::kChar, 'Y')) {
-        pb::DecideRequest d;
-        d.mutable_edit()->set_command(editor_.Text());
-        return Decide(std::move(d));
-      }
-      if (key.Is(Key::kChar, 'n') || key.Is(Key::kChar, 'N') || key.Is(Key::kEscape)) {
-        mode_ = Mode::kEdit;
-        parsed_.reset();
-      }
       return {};
     }
     case Mode::kConfirmAbort: {
@@ -194,7 +360,7 @@ std::vector<Action> Model::OnKey(const Key& key) {
         return Decide(std::move(d));
       }
       if (key.Is(Key::kChar, 'n') || key.Is(Key::kChar, 'N') || key.Is(Key::kEscape)) {
-        BackToQueue();
+        mode_ = back_;
       }
       return {};
     }
@@ -205,83 +371,118 @@ std::vector<Action> Model::OnKey(const Key& key) {
       } else if (key.Is(Key::kDown) || key.Is(Key::kChar, 'j')) {
         output_scroll_ = std::min(output_scroll_ + 1, max_scroll_);
       } else if (key.Is(Key::kPageDown)) {
-        output_scroll_ = std::min(output_scroll_ + kPageRows, max_scroll_);
+        output_scroll_ = std::min(output_scroll_ + page_rows_, max_scroll_);
       } else if (key.Is(Key::kUp) || key.Is(Key::kChar, 'k')) {
         output_scroll_ = output_scroll_ > 0 ? output_scroll_ - 1 : 0;
       } else if (key.Is(Key::kPageUp)) {
-        output_scroll_ = output_scroll_ > kPageRows ? output_scroll_ - kPageRows : 0;
+        output_scroll_ = output_scroll_ > page_rows_ ? output_scroll_ - page_rows_ : 0;
       }
       return {};
   }
   return {};
 }
 
-std::vector<Action> Model::ListKey(const Key& key) {
-  const pb::PendingRequest* sel = Selected();
-  if (key.Is(Key::kChar, 'q')) {
-    if (mode_ == Mode::kDetail) {
-      mode_ = Mode::kList;
-      return {};
-    }
-    return {QuitAction()};
+bool Model::ScrollKey(const Key& key, bool letters) {
+  detail_scroll_ = std::min(detail_scroll_, max_scroll_);  // the screen may have grown
+  if (key.Is(Key::kDown) || (letters && key.Is(Key::kChar, 'j'))) {
+    detail_scroll_ = std::min(detail_scroll_ + 1, max_scroll_);
+  } else if (key.Is(Key::kUp) || (letters && key.Is(Key::kChar, 'k'))) {
+    detail_scroll_ = detail_scroll_ > 0 ? detail_scroll_ - 1 : 0;
+  } else if (key.Is(Key::kPageDown) || (letters && key.Is(Key::kChar, ' '))) {
+    detail_scroll_ = std::min(detail_scroll_ + page_rows_, max_scroll_);
+  } else if (key.Is(Key::kPageUp)) {
+    detail_scroll_ = detail_scroll_ > page_rows_ ? detail_scroll_ - page_rows_ : 0;
+  } else if (key.Is(Key::kHome)) {
+    detail_scroll_ = 0;
+  } else if (key.Is(Key::kEnd)) {
+    detail_scroll_ = max_scroll_;
+  } else {
+    return false;
   }
+  return true;
+}
+
+std::vector<Action> Model::OutputKey() {
+  if (last_approved_label_.empty()) {
+    notice_ = "no approved request yet";
+    return {};
+  }
+  Action a;
+  a.kind = Action::kGetRequest;
+  a.get = last_approved_;
+  return {std::move(a)};
+}
+
+std::vector<Action> Model::ListKey(const Key& key) {
+  if (key.Is(Key::kChar, 'q')) return {QuitAction()};
   if (key.Is(Key::kChar, '?')) {
-    back_ = mode_;
+    back_ = Mode::kList;
     mode_ = Mode::kHelp;
     return {};
   }
+  const int at = Index(selected_);
   if (key.Is(Key::kUp) || key.Is(Key::kChar, 'k')) {
-    if (selected_ > 0) --selected_;
-    detail_scroll_ = 0;
+    if (at > 0) selected_ = KeyOf(queue_[static_cast<size_t>(at - 1)]);
     return {};
   }
   if (key.Is(Key::kDown) || key.Is(Key::kChar, 'j')) {
-    if (selected_ + 1 < queue_.size()) ++selected_;
-    detail_scroll_ = 0;
-    return {};
-  }
-  if (key.Is(Key::kEscape) || key.Is(Key::kLeft)) {
-    mode_ = Mode::kList;
-    return {};
-  }
-  if (mode_ == Mode::kDetail && key.Is(Key::kPageDown)) {
-    detail_scroll_ = std::min(detail_scroll_ + kPageRows, max_scroll_);
-    return {};
-  }
-  if (mode_ == Mode::kDetail && key.Is(Key::kPageUp)) {
-    detail_scroll_ = detail_scroll_ > kPageRows ? detail_scroll_ - kPageRows : 0;
-    return {};
-  }
-  if (key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O')) {
-    if (last_approved_.empty()) {
-      notice_ = "no approved request yet";
-      return {};
+    if (at >= 0 && static_cast<size_t>(at) + 1 < queue_.size()) {
+      selected_ = KeyOf(queue_[static_cast<size_t>(at + 1)]);
     }
-    Action a;
-    a.kind = Action::kGetRequest;
-    a.request_id = last_approved_;
-    return {std::move(a)};
+    return {};
   }
+  if (key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O')) return OutputKey();
+  const pb::PendingRequest* sel = Selected();
   if (sel == nullptr) return {};
   if (key.Is(Key::kEnter) || key.Is(Key::kRight)) {
-    mode_ = Mode::kDetail;
+    view_ = *sel;
+    view_gone_.clear();
     detail_scroll_ = 0;
+    mode_ = Mode::kDetail;
     return {};
   }
-  const bool opens = key.Is(Key::kChar, 'a') || key.Is(Key::kChar, 'A') ||
-                     key.Is(Key::kChar, 'd') || key.Is(Key::kChar, 'D') ||
-                     key.Is(Key::kChar, 'e') || key.Is(Key::kChar, 'E') || key.Is(Key::kChar, 'Q');
-  if (!opens) return {};
-  back_ = mode_;
-  target_ = sel->request_id();
+  if (!IsDecisionKey(key)) return {};
+  detail_scroll_ = 0;
+  return Open(key, *sel, Mode::kList);
+}
+
+std::vector<Action> Model::DetailKey(const Key& key) {
+  if (key.Is(Key::kChar, 'q') || key.Is(Key::kEscape) || key.Is(Key::kLeft)) {
+    mode_ = Mode::kList;
+    view_.reset();
+    view_gone_.clear();
+    return {};
+  }
+  if (key.Is(Key::kChar, '?')) {
+    back_ = Mode::kDetail;
+    mode_ = Mode::kHelp;
+    return {};
+  }
+  if (key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O')) return OutputKey();
+  if (ScrollKey(key, true)) return {};
+  if (!IsDecisionKey(key) || !view_.has_value()) return {};
+  return Open(key, *view_, Mode::kDetail);
+}
+
+std::vector<Action> Model::Open(const Key& key, const pb::PendingRequest& r, Mode back) {
+  const pb::PendingRequest request = r;  // `r` may be view_ itself
+  view_ = request;
+  if (back == Mode::kList) view_gone_.clear();
+  if (const std::string closed = ViewClosed(); !closed.empty()) {
+    notice_ = absl::StrCat(LabelOf(request), " is no longer pending (", closed,
+                           "): there is nothing to decide");
+    if (back == Mode::kList) view_.reset();
+    return {};
+  }
+  back_ = back;
   notice_.clear();
   switch (key.ch) {
     case 'a':
-    case 'A': {
-      pb::DecideRequest d;
-      d.mutable_approve();
-      return Decide(std::move(d));
-    }
+    case 'A':
+      code_ = make_code_();
+      typed_.clear();
+      mode_ = Mode::kConfirmApprove;
+      return {};
     case 'd':
     case 'D':
       editor_ = LineEditor();
@@ -289,9 +490,7 @@ std::vector<Action> Model::ListKey(const Key& key) {
       return {};
     case 'e':
     case 'E':
-      editor_ =
-          LineEditor(sel->command().empty() ? CommandLine({sel->argv().begin(), sel->argv().end()})
-                                            : sel->command());
+      editor_ = LineEditor(CommandOf(request));
       parsed_.reset();
       parsing_ = false;
       mode_ = Mode::kEdit;
@@ -302,29 +501,76 @@ std::vector<Action> Model::ListKey(const Key& key) {
   }
 }
 
+std::vector<Action> Model::ConfirmKey(const Key& key) {
+  const bool edit = mode_ == Mode::kEditConfirm;
+  const Mode cancel_to = edit ? Mode::kEdit : back_;
+  const char* verb = edit ? "not run" : "not approved";
+  if (ScrollKey(key, false)) return {};
+  if (key.code == Key::kChar && key.ch >= '0' && key.ch <= '9') {
+    typed_.push_back(static_cast<char>(key.ch));
+    if (typed_.size() > code_.size() || code_.compare(0, typed_.size(), typed_) != 0) {
+      CloseConfirm(cancel_to, absl::StrCat("wrong code: ", verb));
+    }
+    return {};
+  }
+  if (key.Is(Key::kBackspace)) {
+    if (!typed_.empty()) typed_.pop_back();
+    return {};
+  }
+  if (key.Is(Key::kEscape)) {
+    CloseConfirm(cancel_to, "");
+    return {};
+  }
+  if (!key.Is(Key::kEnter)) {
+    CloseConfirm(cancel_to, absl::StrCat(verb, ": only the code, then Enter, confirms"));
+    return {};
+  }
+  if (typed_ != code_) {
+    CloseConfirm(cancel_to, absl::StrCat(verb, ": type the whole code before Enter"));
+    return {};
+  }
+  if (const std::string closed = ViewClosed(); !closed.empty()) {
+    CloseConfirm(Mode::kDetail, absl::StrCat("not pending: ", closed));
+    return {};
+  }
+  pb::DecideRequest d;
+  if (edit) {
+    d.mutable_edit()->set_command(editor_.Text());
+  } else {
+    d.mutable_approve();
+  }
+  return Decide(std::move(d));
+}
+
 void Model::OnDecided(const pb::DecideRequest& request,
                       const absl::StatusOr<pb::DecideResponse>& response) {
-  const std::string& id = request.request_id();
+  const std::string key =
+      request.id().empty() ? absl::StrCat("agent:", request.request_id()) : request.id();
+  const std::string label = request.id().empty() ? "(no id)" : request.id();
   if (!response.ok()) {
-    decided_here_.erase(id);
-    notice_ = absl::StrCat(id, ": ", response.status().message());
+    decided_here_.erase(key);
+    notice_ = absl::StrCat(label, ": ", response.status().message());
     return;
   }
-  auto it = std::find_if(queue_.begin(), queue_.end(),
-                         [&](const pb::PendingRequest& r) { return r.request_id() == id; });
-  if (it != queue_.end()) Remove(static_cast<size_t>(it - queue_.begin()));
+  Remove(key, "decided here");
   switch (request.decision_case()) {
     case pb::DecideRequest::kApprove:
     case pb::DecideRequest::kEdit:
-      last_approved_ = id;
-      notice_ = absl::StrCat(request.has_edit() ? "edited " : "approved ", id, ": ran ",
+      last_approved_.Clear();
+      if (request.id().empty()) {
+        last_approved_.set_request_id(request.request_id());
+      } else {
+        last_approved_.set_id(request.id());
+      }
+      last_approved_label_ = label;
+      notice_ = absl::StrCat(request.has_edit() ? "edited " : "approved ", label, ": ran ",
                              response->binary(), " (o shows the output)");
       break;
     case pb::DecideRequest::kDeny:
-      notice_ = absl::StrCat("denied ", id);
+      notice_ = absl::StrCat("denied ", label);
       break;
     case pb::DecideRequest::kAbort:
-      notice_ = absl::StrCat("aborted ", id, " and its session");
+      notice_ = absl::StrCat("aborted ", label, " and its session");
       break;
     default:
       break;
@@ -343,6 +589,9 @@ void Model::OnParsed(const absl::StatusOr<pb::ParseCommandResponse>& response) {
     return;
   }
   parsed_ = *response;
+  code_ = make_code_();
+  typed_.clear();
+  detail_scroll_ = 0;
   mode_ = Mode::kEditConfirm;
 }
 
@@ -360,19 +609,24 @@ void Model::OnRequestState(const absl::StatusOr<pb::RequestState>& state) {
 std::vector<Line> Model::ListBody(size_t width, size_t height) const {
   std::vector<Line> out;
   if (queue_.empty()) {
-    out.push_back(Plain("No pending requests; waiting for the sandbox to ask."));
+    out.push_back(Truncate(Plain("No pending requests; waiting for the sandbox to ask."), width));
     return out;
   }
+  const int at = Index(selected_);
+  const size_t selected = at < 0 ? 0 : static_cast<size_t>(at);
   size_t first = 0;
-  if (height > 0 && selected_ >= height) first = selected_ - height + 1;
+  if (height > 0 && selected >= height) first = selected - height + 1;
   for (size_t i = first; i < queue_.size() && out.size() < height; ++i) {
     const pb::PendingRequest& r = queue_[i];
     const std::string left = TimeLeft(r.deadline_unix(), now_);
-    Line row = Plain(absl::StrCat(i == selected_ ? "> " : "  ", r.request_id(), "  "));
+    Line row = Plain(absl::StrCat(at >= 0 && i == selected ? "> " : "  ", LabelOf(r), "  "));
+    if (Flagged(r)) {
+      row.push_back(Run{"!", true});
+      Append(row, Plain(" "));
+    }
     Append(row, Display(r.profile()));
     Append(row, Plain("  "));
-    Append(row, Display(r.command().empty() ? CommandLine({r.argv().begin(), r.argv().end()})
-                                            : r.command()));
+    Append(row, DisplayVisible(CommandOf(r)));
     const size_t room = width > left.size() + 1 ? width - left.size() - 1 : width;
     row = Truncate(row, room);
     const size_t used = LineWidth(row);
@@ -386,31 +640,65 @@ std::vector<Line> Model::ListBody(size_t width, size_t height) const {
 
 std::vector<Line> Model::DetailBody(const pb::PendingRequest& r, size_t width) const {
   std::vector<Line> out;
-  auto index =
-      std::find_if(queue_.begin(), queue_.end(),
-                   [&](const pb::PendingRequest& q) { return q.request_id() == r.request_id(); }) -
-      queue_.begin();
+  const int index = Index(KeyOf(r));
+  const std::string closed = ViewClosed();
   Field(out, "request",
-        Plain(absl::StrCat(r.request_id(), "  (", index + 1, " of ", queue_.size(), ")")), width);
-  Field(out, "profile", Display(r.profile()), width, 1);
-  Field(out, "session", Display(r.session_id()), width, 1);
-  Field(out, "workspace", Display(r.workspace()), width, 2);
-  Field(out, "why", Display(r.justification()), width, 3);
-  Field(out, "command", r.command().empty() ? Plain("(sent as argv)") : Display(r.command()), width,
-        3);
+        Plain(index >= 0 && closed.empty()
+                  ? absl::StrCat(LabelOf(r), "  (", index + 1, " of ", queue_.size(), ")")
+                  : absl::StrCat(LabelOf(r), "  (no longer pending)")),
+        width);
+  if (!closed.empty()) {
+    Warning(out,
+            Plain(absl::StrCat("no longer pending: ", closed,
+                               ". Nothing can be decided here; Esc goes back to the list.")),
+            width);
+  }
+  if (r.findings_size() > 0) {
+    Warning(out, Plain("the broker found planted code where this would run:"), width);
+    for (const std::string& finding : r.findings()) {
+      Hanging(out, Plain("  - "), Display(finding), width);
+    }
+  }
+  for (const std::string& oddity : OdditiesOf(r)) Warning(out, Plain(oddity), width);
+  if (r.had_invisible()) {
+    Warning(out, Plain("hidden or control characters: shown escaped and marked"), width);
+  }
+  Field(out, "agent id", Display(r.request_id()), width);
+  Field(out, "profile", Display(r.profile()), width);
+  Field(out, "session", Display(r.session_id()), width);
+  Field(out, "workspace", DisplayVisible(r.workspace()), width);
+  Field(out, "why", Display(r.justification()), width);
+  Field(out, "command", r.command().empty() ? Plain("(sent as argv)") : DisplayVisible(r.command()),
+        width);
   for (int i = 0; i < r.argv_size(); ++i) {
     Line value = Plain(absl::StrCat("[", i, "] "));
-    Append(value, Display(r.argv(i)));
-    Field(out, i == 0 ? "argv" : "", value, width, 2);
+    Append(value, DisplayVisible(r.argv(i)));
+    Field(out, i == 0 ? "argv" : "", value, width);
   }
-  Field(out, "binary", Display(r.binary()), width, 2);
-  Field(out, "cwd", Display(r.cwd()), width, 2);
-  Field(out, "not auto", Display(r.reason_not_auto()), width, 2);
-  Field(out, "time left", Plain(TimeLeft(r.deadline_unix(), now_)), width, 1);
-  if (r.had_invisible()) {
-    out.push_back(
-        Truncate(Plain("! hidden or control characters: shown escaped and marked"), width));
+  Field(out, "binary", DisplayVisible(r.binary()), width);
+  Field(out, "cwd", DisplayVisible(r.cwd()), width);
+  Field(out, "not auto", Display(r.reason_not_auto()), width);
+  Field(out, "time left", Plain(TimeLeft(r.deadline_unix(), now_)), width);
+  return out;
+}
+
+std::vector<Line> Model::EditBody(size_t width) const {
+  std::vector<Line> out;
+  if (!parsed_.has_value()) return out;
+  Field(out, "request", Plain(view_.has_value() ? LabelOf(*view_) : ""), width);
+  for (int i = 0; i < parsed_->argv_size(); ++i) {
+    for (const std::string& oddity : Oddities(absl::StrCat("new argv[", i, "]"), parsed_->argv(i))) {
+      Warning(out, Plain(oddity), width);
+    }
   }
+  Field(out, "edited", DisplayVisible(editor_.Text()), width);
+  for (int i = 0; i < parsed_->argv_size(); ++i) {
+    Line value = Plain(absl::StrCat("[", i, "] "));
+    Append(value, DisplayVisible(parsed_->argv(i)));
+    Field(out, i == 0 ? "new argv" : "", value, width);
+  }
+  Field(out, "binary", DisplayVisible(parsed_->binary()), width);
+  if (view_.has_value()) Field(out, "cwd", DisplayVisible(view_->cwd()), width);
   return out;
 }
 
@@ -418,9 +706,8 @@ std::vector<Line> Model::OutputBody(size_t width) const {
   std::vector<Line> out;
   const pb::RequestState& s = *output_;
   const pb::AuditRecord& rec = s.record();
-  Field(out, "request",
-        Display(s.request().request_id().empty() ? rec.request_id() : s.request().request_id()),
-        width, 1);
+  Field(out, "request", Plain(s.request().id().empty() ? last_approved_label_ : s.request().id()),
+        width);
   std::string phase = "pending";
   if (s.phase() == pb::RequestState::PHASE_RUNNING) phase = "running";
   if (s.phase() == pb::RequestState::PHASE_DONE) {
@@ -428,13 +715,13 @@ std::vector<Line> Model::OutputBody(size_t width) const {
                                      rec.timed_out() ? " (timed out)" : "")
                       : "done, did not run";
   }
-  Field(out, "phase", Plain(phase), width, 1);
+  Field(out, "phase", Plain(phase), width);
   Line ran;
   for (const std::string& a : rec.ran_argv()) {
     if (!ran.empty()) Append(ran, Plain(" "));
-    Append(ran, Display(a));
+    Append(ran, DisplayVisible(a));
   }
-  if (!ran.empty()) Field(out, "ran", ran, width, 2);
+  if (!ran.empty()) Field(out, "ran", ran, width);
   out.push_back(Plain("-- stdout"));
   TextRows(out, s.stdout(), width);
   if (rec.stdout_truncated()) out.push_back(Plain("(stdout truncated)"));
@@ -446,43 +733,43 @@ std::vector<Line> Model::OutputBody(size_t width) const {
 
 std::vector<Line> Model::Body(size_t width) const {
   std::vector<Line> out;
-  const pb::PendingRequest* target = nullptr;
-  for (const auto& r : queue_) {
-    if (r.request_id() == target_) target = &r;
-  }
   switch (mode_) {
     case Mode::kList:
       return out;  // ListBody needs the height
     case Mode::kDetail:
-      if (const pb::PendingRequest* sel = Selected()) return DetailBody(*sel, width);
+    case Mode::kConfirmApprove:
+    case Mode::kDenyReason:
+    case Mode::kEdit:
+    case Mode::kConfirmAbort:
+      if (view_.has_value()) return DetailBody(*view_, width);
       return out;
+    case Mode::kEditConfirm:
+      return EditBody(width);
     case Mode::kHelp:
       for (const char* l : {
                "Up/Down, k/j   select a request",
-               "Enter          show its details (PgUp/PgDn scroll, Esc back)",
-               "a              approve: run it on the host",
+               "Enter          its details (Up/Down, PgUp/PgDn scroll; Esc back)",
+               "a              approve: shows a code; type it and Enter to run",
                "d              deny (type a reason, Enter sends, Esc cancels)",
-               "e              edit the command; Enter checks it, y runs it",
+               "e              edit the command; Enter checks it, the code runs it",
                "Q              abort: deny and stop the sandbox (y confirms)",
                "o              output of the last approved request",
                style_ == Style::kInline
                    ? "q, Ctrl-C      back to the sandbox (requests stay pending)"
                    : "q, Ctrl-C      quit (requests stay pending)",
                "",
+               "When a request comes into view keys are ignored for a moment:",
+               "what you were typing never decides it.",
+               "Marked text stands for something else: \\xHH and \\u{HHHH} for",
+               "hidden characters, [N spaces] for spaces that could be missed.",
+               "",
                "Editing: Left/Right Home/End Ctrl-A/E Alt-b/f Ctrl-Left/Right",
                "         Backspace Delete Ctrl-W Ctrl-U Ctrl-K, undo Ctrl-_ or Ctrl-Z",
-               "Marked text is an escape: \\xHH, \\u{HHHH} stand for hidden characters.",
                "",
                "Press any key.",
            }) {
         out.push_back(Truncate(Plain(l), width));
       }
-      return out;
-    case Mode::kDenyReason:
-    case Mode::kEdit:
-    case Mode::kConfirmAbort:
-    case Mode::kEditConfirm:
-      if (target != nullptr) out = DetailBody(*target, width);
       return out;
     case Mode::kOutput:
       if (output_.has_value()) return OutputBody(width);
@@ -493,33 +780,48 @@ std::vector<Line> Model::Body(size_t width) const {
 
 std::vector<Line> Model::Prompt(size_t width) const {
   std::vector<Line> out;
-  if (mode_ != Mode::kDenyReason && mode_ != Mode::kEdit && mode_ != Mode::kEditConfirm &&
-      mode_ != Mode::kConfirmAbort) {
-    return out;
-  }
+  if (!IsPrompt(mode_) || !view_.has_value()) return out;
+  const std::string label = LabelOf(*view_);
+  auto add = [&](const Line& line) {
+    for (Line& row : Wrap(line, width, SIZE_MAX)) out.push_back(std::move(row));
+  };
   out.emplace_back();
-  if (mode_ == Mode::kDenyReason)
-    out.push_back(Plain("Deny: reason (optional), Enter sends, Esc cancels"));
-  if (mode_ == Mode::kEdit) out.push_back(Plain("Edit: Enter checks the command, Esc cancels"));
-  if (mode_ == Mode::kConfirmAbort) {
-    out.push_back(Plain("Abort: deny this request and stop its sandbox? (y/n)"));
-  }
-  if (mode_ == Mode::kEditConfirm && parsed_.has_value()) {
-    Line cmd = Plain("new command ");
-    Append(cmd, editor_.Display());
-    for (Line& row : Wrap(cmd, width, 2)) out.push_back(std::move(row));
-    for (int i = 0; i < parsed_->argv_size(); ++i) {
-      Line value = Plain(absl::StrCat("[", i, "] "));
-      Append(value, Display(parsed_->argv(i)));
-      Field(out, i == 0 ? "new argv" : "", value, width, 2);
+  switch (mode_) {
+    case Mode::kDenyReason:
+      add(Plain(absl::StrCat("Deny ", label, ": reason (optional), Enter sends, Esc cancels")));
+      break;
+    case Mode::kEdit:
+      add(Plain(absl::StrCat("Edit ", label, ": Enter checks the command, Esc cancels")));
+      break;
+    case Mode::kConfirmAbort:
+      add(Plain(absl::StrCat("Abort: deny ", label, " and stop its sandbox? (y/n)")));
+      break;
+    case Mode::kConfirmApprove:
+    case Mode::kEditConfirm: {
+      add(Plain(mode_ == Mode::kConfirmApprove
+                    ? absl::StrCat("Approve ", label, ": it runs on the host as shown above.")
+                    : absl::StrCat("Run the edited command for ", label, " as shown above?")));
+      Line code = Plain("Type ");
+      code.push_back(Run{code_, true});
+      Append(code, Plain(absl::StrCat(" then Enter to ",
+                                      mode_ == Mode::kConfirmApprove ? "approve" : "run it",
+                                      "; any other key cancels.")));
+      add(code);
+      std::string typed = typed_;
+      typed.resize(code_.size(), '_');
+      add(Plain(absl::StrCat("code: ", typed)));
+      break;
     }
-    Field(out, "binary", Display(parsed_->binary()), width, 2);
-    out.push_back(Plain("Run the edited command? (y/n)"));
+    default:
+      break;
   }
   return out;
 }
 
 std::string Model::Footer() const {
+  if (const int64_t left = GuardLeftMs(); left > 0) {
+    return absl::StrFormat("keys ignored for %.1f s: a request came into view", left / 1000.0);
+  }
   switch (mode_) {
     case Mode::kList:
       if (style_ == Style::kInline) {
@@ -529,12 +831,16 @@ std::string Model::Footer() const {
       if (queue_.empty()) return "q quit  ? help";
       return "Enter details  a approve  d deny  e edit  Q abort  o output  ? help  q quit";
     case Mode::kDetail:
-      return "a approve  d deny  e edit  Q abort  o output  j/k next  PgDn more  Esc list";
+      if (!ViewClosed().empty()) return "Esc list  j/k scroll  (no longer pending)";
+      return "a approve  d deny  e edit  Q abort  j/k scroll  Esc list  ? help";
+    case Mode::kConfirmApprove:
+      return "type the code, Enter approves  Esc cancels  PgDn scroll";
+    case Mode::kEditConfirm:
+      return "type the code, Enter runs it  Esc edits again  PgDn scroll";
     case Mode::kDenyReason:
       return "Enter send  Esc cancel";
     case Mode::kEdit:
       return "Enter check  Esc cancel  Ctrl-_ undo";
-    case Mode::kEditConfirm:
     case Mode::kConfirmAbort:
       return "y yes  n no";
     case Mode::kOutput:
@@ -597,12 +903,6 @@ std::vector<Line> Model::Layout(size_t width, size_t height,
   }
   const bool editing = mode_ == Mode::kDenyReason || mode_ == Mode::kEdit;
   std::vector<Line> body = mode_ == Mode::kList ? ListBody(width, body_rows) : Body(width);
-  if (mode_ == Mode::kOutput || mode_ == Mode::kDetail) {
-    const size_t scroll = mode_ == Mode::kOutput ? output_scroll_ : detail_scroll_;
-    max_scroll_ = body.size() > body_rows ? body.size() - body_rows : 0;
-    const size_t skip = std::min(scroll, max_scroll_);
-    body.erase(body.begin(), body.begin() + static_cast<ptrdiff_t>(skip));
-  }
   EditorRows editor;
   if (editing) {
     editor = LayOutEditor(editor_, width, std::max<size_t>(1, std::min<size_t>(4, body_rows / 3)));
@@ -611,13 +911,25 @@ std::vector<Line> Model::Layout(size_t width, size_t height,
   std::vector<Line> prompt = Prompt(width);
   const size_t tail = editor_rows.size() + prompt.size();
   const size_t room = body_rows > tail ? body_rows - tail : 0;
-  if (body.size() > room && room > 0) {
-    const size_t hidden = body.size() - room + 1;
-    body.resize(room - 1);
-    body.push_back(Truncate(Plain(absl::StrCat("... ", hidden, " more rows (PgDn)")), width));
-  } else if (room == 0) {
-    body.clear();
+  if (mode_ != Mode::kList && mode_ != Mode::kHelp) {
+    // Scrolled; whatever does not fit is announced in the last row, with
+    // the keys that show it.
+    const size_t scroll = mode_ == Mode::kOutput ? output_scroll_ : detail_scroll_;
+    max_scroll_ = body.size() > room ? body.size() - room : 0;
+    page_rows_ = std::max<size_t>(1, room > 1 ? room - 1 : 1);
+    const size_t skip = std::min(scroll, max_scroll_);
+    body.erase(body.begin(), body.begin() + static_cast<ptrdiff_t>(skip));
+    if (body.size() > room && room >= 2) {
+      const size_t hidden = body.size() - room + 1;
+      body.resize(room - 1);
+      const bool letters = mode_ == Mode::kDetail || mode_ == Mode::kOutput;
+      Line more{Run{absl::StrCat("more below: ", letters ? "j/Down/PgDn" : "Down/PgDn", " (",
+                                 hidden, hidden == 1 ? " row)" : " rows)"),
+                    true}};
+      body.push_back(Truncate(more, width));
+    }
   }
+  if (body.size() > room) body.resize(room);
   for (Line& l : body) screen.push_back(std::move(l));
   for (Line& l : prompt) {
     if (screen.size() < height) screen.push_back(Truncate(l, width));
@@ -629,7 +941,9 @@ std::vector<Line> Model::Layout(size_t width, size_t height,
   while (chrome != 0 && screen.size() < height - 2) screen.emplace_back();
   if (chrome != 0) {
     screen.push_back(Truncate(Display(notice_), width));
-    screen.push_back(Truncate(Plain(Footer()), width));
+    Line footer = Plain(Footer());
+    if (GuardLeftMs() > 0) footer = Line{Run{Footer(), true}};
+    screen.push_back(Truncate(footer, width));
   }
   if (screen.size() > height) screen.resize(height);
   return screen;

@@ -5,8 +5,11 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <term.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <clocale>
 #include <cstring>
 #include <vector>
@@ -74,6 +77,24 @@ void Screen::Draw(const Model& model) {
   refresh();
 }
 
+void Screen::DiscardInput() {
+  tcflush(fileno(tty_), TCIFLUSH);
+  flushinp();
+}
+
+int64_t MonotonicMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+int RedrawWithinMs(const Model& model, int tick_ms) {
+  const int64_t left = model.GuardLeftMs();
+  if (left <= 0) return tick_ms;
+  // Often enough for the countdown's tenths, and once just after it ends.
+  return static_cast<int>(std::min<int64_t>({tick_ms, left + 5, 100}));
+}
+
 void Screen::FollowSize() {
   winsize ws{};
   if (ioctl(fileno(tty_), TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0) return;
@@ -84,6 +105,7 @@ bool Screen::HandleKeys(Model& model, ApproverClient& client,
                         const ::lazaret::approver::v1::Approver& approver) {
   const int fd = fileno(tty_);
   bool quit = false;
+  if (model.TakeDiscard()) DiscardInput();
   while (!quit) {
     std::optional<Key> key = Next();
     if (!key.has_value()) {
@@ -93,6 +115,7 @@ bool Screen::HandleKeys(Model& model, ApproverClient& client,
       if (poll(&more, 1, 0) <= 0) break;
       continue;
     }
+    model.SetClockMs(MonotonicMs());
     for (Action& a : model.OnKey(*key)) {
       switch (a.kind) {
         case Action::kQuit:
@@ -106,10 +129,12 @@ bool Screen::HandleKeys(Model& model, ApproverClient& client,
           model.OnParsed(client.ParseCommand(a.parse));
           break;
         case Action::kGetRequest:
-          model.OnRequestState(client.GetRequest(a.request_id));
+          model.OnRequestState(client.GetRequest(a.get));
           break;
       }
     }
+    model.SetClockMs(MonotonicMs());
+    if (model.TakeDiscard()) DiscardInput();
     if (!quit) Draw(model);
   }
   return quit;

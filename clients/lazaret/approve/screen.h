@@ -8,6 +8,7 @@
 #ifndef LAZARET_CLIENTS_LAZARET_APPROVE_SCREEN_H_
 #define LAZARET_CLIENTS_LAZARET_APPROVE_SCREEN_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 
@@ -38,9 +39,16 @@ class Screen {
   // terminal each time, so a resize needs no SIGWINCH of ncurses' own).
   void Draw(const Model& model);
 
+  // Throws away every key typed and not yet read: what the terminal holds
+  // (tcflush TCIFLUSH) and what ncurses has read ahead (flushinp). Called
+  // when the model's guard starts (Model::TakeDiscard), so that typing
+  // meant for something else never reaches a prompt.
+  void DiscardInput();
+
   // Hands every key waiting on the terminal to `model` and makes the calls
-  // it asks for as `approver`, redrawing after each. True when the model
-  // asked to quit.
+  // it asks for as `approver`, redrawing after each; the model's clock is
+  // set before each key and the input discarded when its guard starts.
+  // True when the model asked to quit.
   bool HandleKeys(Model& model, ApproverClient& client,
                   const ::lazaret::approver::v1::Approver& approver);
 
@@ -55,6 +63,13 @@ class Screen {
   int ctrl_left_ = 0;
   int ctrl_right_ = 0;
 };
+
+// CLOCK_MONOTONIC in milliseconds (Model::SetClockMs).
+int64_t MonotonicMs();
+
+// How long a front-end may sleep before it must draw `model` again (the
+// guard's countdown shows), at most `tick_ms`.
+int RedrawWithinMs(const Model& model, int tick_ms);
 
 // UTF-8 output needs a UTF-8 locale: the user's if it is one, else
 // C.UTF-8. Call before any thread that formats text exists.

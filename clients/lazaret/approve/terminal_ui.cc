@@ -100,10 +100,13 @@ absl::Status RunTerminalUi(ApproverClient& client, const TerminalOptions& option
       bool quit = false;
       while (!quit) {
         model.SetNow(static_cast<int64_t>(std::time(nullptr)));
+        model.SetClockMs(MonotonicMs());
+        if (model.TakeDiscard()) screen.DiscardInput();
         screen.Draw(model);
         pollfd fds[2] = {{tty_fd, POLLIN, 0}, {pipe_fds[0], POLLIN, 0}};
-        const int n = poll(fds, 2, 1000);
+        const int n = poll(fds, 2, RedrawWithinMs(model, 1000));
         if (n < 0 && errno != EINTR) break;
+        model.SetClockMs(MonotonicMs());
         if (fds[1].revents & POLLIN) {
           char buf[64];
           ssize_t got;
