@@ -9,12 +9,14 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "lazaret/netrouter/v1/netrouter.grpc.pb.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 #include "sidecar/dns_relay.h"
+#include "sidecar/escalation_relay.h"
 #include "sidecar/multicast_guard.h"
 #include "sidecar/namespace_guard.h"
 #include "sidecar/namespace_info.h"
@@ -167,13 +169,15 @@ class NetRouterServiceImpl final : public ServiceBase {
  public:
   NetRouterServiceImpl(std::unique_ptr<PolicyEngine> engine, std::unique_ptr<RtnlSocket> query,
                        NlSockPtr rules, std::unique_ptr<GatewayWatcher> watcher,
-                       std::unique_ptr<DnsRelay> relay)
+                       std::unique_ptr<DnsRelay> relay,
+                       std::unique_ptr<EscalationRelay> escalation_relay)
       : guard_(CloseNamespace),
         engine_(std::move(engine)),
         query_(std::move(query)),
         rules_(std::move(rules)),
         watcher_(std::move(watcher)),
-        relay_(std::move(relay)) {}
+        relay_(std::move(relay)),
+        escalation_relay_(std::move(escalation_relay)) {}
 
   grpc::ServerWriteReactor<pb::HoldEvent>* Hold(grpc::CallbackServerContext*,
                                                 const pb::HoldRequest* request) override {
@@ -294,12 +298,14 @@ class NetRouterServiceImpl final : public ServiceBase {
   const NlSockPtr rules_ ABSL_GUARDED_BY(query_mu_);
   const std::unique_ptr<GatewayWatcher> watcher_;
   const std::unique_ptr<DnsRelay> relay_;
+  const std::unique_ptr<EscalationRelay> escalation_relay_;  // null: no escalation
 };
 
 // Everything before the socket answers: the namespace closed (table, then
-// rules), the neighbour discipline, the multicast guard, the DNS listeners. Any failure ends the
-// router, so `lazaret run`'s health wait fails the session.
-absl::StatusOr<ServiceHandlers> StartRouter(const std::string&) {
+// rules), the neighbour discipline, the multicast guard, the DNS listeners,
+// the escalation relay's listener. Any failure ends the router, so `lazaret
+// run`'s health wait fails the session.
+absl::StatusOr<ServiceHandlers> StartRouter(const RouterOptions& options) {
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<PolicyEngine> engine, PolicyEngine::Create());
   LAZ_RETURN_IF_ERROR(engine->InstallClosedTable());
   LAZ_LOG_INFO << "namespace closed: table " << kPolicyTable << " prohibits both defaults; rules "
@@ -316,20 +322,51 @@ absl::StatusOr<ServiceHandlers> StartRouter(const std::string&) {
   LAZ_LOG_INFO << "multicast egress dropped on every link (IPv4 224.0.0.0/4, IPv6 ff00::/8)";
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<DnsRelay> relay, DnsRelay::Start(DnsRelayOptions{}));
   LAZ_LOG_INFO << "DNS relay listening on the loopback, port 53 (UDP and TCP)";
+  std::unique_ptr<EscalationRelay> escalation_relay;
+  if (!options.escalation_socket.empty()) {
+    EscalationRelayOptions o;
+    o.broker_socket = options.escalation_socket;
+    LAZ_ASSIGN_OR_RETURN(escalation_relay, EscalationRelay::Start(o));
+    LAZ_LOG_INFO << "escalation relay listening on " << o.address << ":" << escalation_relay->port()
+                 << " (TCP), to " << o.broker_socket;
+  }
   LAZ_ASSIGN_OR_RETURN(NlSockPtr rules, ConnectLibnl());
   ServiceHandlers h;
   h.services.push_back(std::make_unique<NetRouterServiceImpl>(
-      std::move(engine), std::move(query), std::move(rules), std::move(watcher), std::move(relay)));
+      std::move(engine), std::move(query), std::move(rules), std::move(watcher), std::move(relay),
+      std::move(escalation_relay)));
   return h;
 }
 
 }  // namespace
 
-ServiceSpec Spec() {
+absl::StatusOr<RouterOptions> TakeRouterFlags(std::vector<char*>* args) {
+  constexpr absl::string_view kEscalationSocket = "--escalation-socket=";
+  RouterOptions o;
+  std::vector<char*> rest;
+  for (size_t i = 0; i < args->size(); ++i) {
+    char* a = (*args)[i];
+    if (i > 0 && absl::StartsWith(a, kEscalationSocket)) {
+      if (!o.escalation_socket.empty()) {
+        return absl::InvalidArgumentError("--escalation-socket is given twice");
+      }
+      o.escalation_socket = std::string(absl::string_view(a).substr(kEscalationSocket.size()));
+      if (o.escalation_socket.empty()) {
+        return absl::InvalidArgumentError("--escalation-socket needs a path");
+      }
+      continue;
+    }
+    rest.push_back(a);
+  }
+  *args = std::move(rest);
+  return o;
+}
+
+ServiceSpec Spec(const RouterOptions& options) {
   return ServiceSpec{
       .name = "netrouter",
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = StartRouter,
+      .make_handlers = [options](const std::string&) { return StartRouter(options); },
       .max_receive_message_bytes = kMaxRequestBytes,
   };
 }

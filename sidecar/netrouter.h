@@ -7,8 +7,11 @@
 #include <sys/capability.h>
 
 #include <array>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "services/common/service_main.h"
 
 namespace lazaret::netrouter {
@@ -23,10 +26,23 @@ inline constexpr int kMaxRequestBytes = 16 << 20;
 
 // The router: before the socket answers, the namespace is closed (table 100
 // holds only the prohibit defaults, the rules are in place), the
-// neighbour discipline holds and the DNS listeners are bound; see
-// docs/networking.md.
+// neighbour discipline holds, the DNS listeners are bound and, in a session
+// with escalation, the escalation relay listens; see docs/networking.md.
 
-ServiceSpec Spec();
+// The router's own flags, besides the service flags (--runtime-dir,
+// --socket). Written by the `lazaret` CLI into the sidecar's command line.
+struct RouterOptions {
+  // --escalation-socket=PATH: the broker's escalate.sock as the sidecar
+  // sees it (the session's socket directory, bound read-only); set: the
+  // escalation relay (escalation_relay.h) listens. Empty: no escalation.
+  std::string escalation_socket;
+};
+
+// Takes the router's own flags out of `args` (argv[0] first, kept), leaving
+// the service flags for ServiceMain. A malformed router flag is an error.
+absl::StatusOr<RouterOptions> TakeRouterFlags(std::vector<char*>* args);
+
+ServiceSpec Spec(const RouterOptions& options = {});
 
 absl::Status Run(const ServiceOptions& options);
 

@@ -141,7 +141,7 @@ int Run(const Options& options) {
   auto request = BuildRequest(options, (*identity)->profile(), *request_id);
   if (!request.ok()) return Fail(request.status());
 
-  auto stream = TlsStream::Connect(**identity, options.socket_path, deadline);
+  auto stream = TlsStream::Connect(**identity, options.endpoint, deadline);
   if (!stream.ok()) return Fail(stream.status());
   if (absl::Status s = WriteFrame(**stream, *request); !s.ok()) return Fail(s);
 

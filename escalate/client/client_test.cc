@@ -1,6 +1,10 @@
-// Runs the real lazaret-escalate binary against a TLS test broker on a real
-// Unix socket in this process.
+// Runs the real lazaret-escalate binary against a TLS test broker on the
+// loopback in this process, and against a stand-in for the session's relay
+// that cannot reach its broker.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +38,56 @@ using testing::TestCa;
 constexpr char kBinary[] = LAZARET_ESCALATE_BIN;
 constexpr char kSessionUri[] = "urn:lazaret:session:dev-box:0123456789ab";
 
+// A loopback port nothing listens on (bound, then released).
+uint16_t UnusedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// What the session's relay does when its broker cannot be reached: accept
+// the connection, then close it (`reset`: with an RST) before any byte.
+class RelayWithoutBroker {
+ public:
+  explicit RelayWithoutBroker(bool reset) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(fd_, 4);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this, reset] {
+      const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      if (reset) {
+        linger l{1, 0};
+        setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+      }
+      close(c);
+    });
+  }
+  ~RelayWithoutBroker() {
+    shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    close(fd_);
+  }
+  std::string endpoint() const { return absl::StrCat("127.0.0.1:", port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
 struct Outcome {
   int exit_code = -1;
   std::string out;
@@ -54,7 +108,7 @@ class ClientTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     base_ = tmpl;
     certs_ = base_ + "/certs";
-    socket_ = base_ + "/escalate.sock";
+    endpoint_ = absl::StrCat("127.0.0.1:", UnusedPort());
     ASSERT_EQ(mkdir(certs_.c_str(), 0700), 0);
     auto ca = TestCa::Create();
     ASSERT_TRUE(ca.ok()) << ca.status();
@@ -72,17 +126,17 @@ class ClientTest : public ::testing::Test {
   }
 
   void StartBroker(TestBroker::Handler handler, const PemPair* server = nullptr) {
-    auto broker =
-        TestBroker::Start(socket_, ca_->ca_pem(), server ? *server : server_, std::move(handler));
+    auto broker = TestBroker::Start(ca_->ca_pem(), server ? *server : server_, std::move(handler));
     ASSERT_TRUE(broker.ok()) << broker.status();
     broker_ = std::move(*broker);
+    endpoint_ = broker_->endpoint();
   }
 
-  // Runs the binary with --socket and --certs of this test (unless
+  // Runs the binary with --endpoint and --certs of this test (unless
   // `defaults`), in base_.
   Outcome Run(std::vector<std::string> args, bool defaults = false) {
     std::vector<std::string> full = {kBinary};
-    if (!defaults) full.insert(full.end(), {"--socket", socket_, "--certs", certs_});
+    if (!defaults) full.insert(full.end(), {"--endpoint", endpoint_, "--certs", certs_});
     full.insert(full.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& a : full) argv.push_back(a.data());
@@ -107,7 +161,7 @@ class ClientTest : public ::testing::Test {
     return o;
   }
 
-  std::string base_, certs_, socket_;
+  std::string base_, certs_, endpoint_;
   std::unique_ptr<TestCa> ca_;
   PemPair server_;
   std::unique_ptr<TestBroker> broker_;
@@ -355,10 +409,35 @@ TEST_F(ClientTest, BrokerFromAnotherCaIsRefused) {
   EXPECT_TRUE(broker_->requests().empty());
 }
 
-TEST_F(ClientTest, NoSocketExits242) {
+TEST_F(ClientTest, NothingListeningExits242) {
   Outcome o = Run({"--", "id"});
   EXPECT_EQ(o.exit_code, kExitUnreachable);
   EXPECT_NE(o.err.find("cannot reach the broker"), std::string::npos) << o.err;
+}
+
+// The relay answers the connection but cannot reach the broker: it resets
+// (or closes) before one byte of the broker's. That is "unreachable", not a
+// TLS failure.
+TEST_F(ClientTest, RelayThatCannotReachTheBrokerExits242) {
+  for (bool reset : {true, false}) {
+    RelayWithoutBroker relay(reset);
+    endpoint_ = relay.endpoint();
+    Outcome o = Run({"--", "id"});
+    EXPECT_EQ(o.exit_code, kExitUnreachable) << (reset ? "reset: " : "closed: ") << o.err;
+    EXPECT_NE(o.err.find("before the broker answered"), std::string::npos) << o.err;
+  }
+}
+
+// Only an IPv4 address and a port: the client has no way to name a Unix
+// socket (the sandbox has none of the host's).
+TEST_F(ClientTest, EndpointIsAnIpv4AddressAndAPort) {
+  for (const char* bad :
+       {"localhost:7457", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+        "127.0.0.1:+80", "127.0.0.256:80", "[::1]:7457", "/run/lazaret/escalate.sock", ":7457"}) {
+    Outcome o = Run({"--endpoint", bad, "--", "id"}, /*defaults=*/true);
+    EXPECT_EQ(o.exit_code, kExitUsage) << bad << ": " << o.err;
+  }
+  EXPECT_EQ(Run({"--socket", "/run/lazaret/escalate.sock", "--", "id"}).exit_code, kExitUsage);
 }
 
 TEST_F(ClientTest, MissingCertsExit242) {

@@ -1,5 +1,7 @@
 #include "escalate/client/options.h"
 
+#include <arpa/inet.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -23,7 +25,8 @@ Options:
                    approval and command timeouts)
   --json           print the final response as one JSON line instead of the
                    command's output, and exit 0 unless the client failed
-  --socket PATH    the broker's socket (default /run/lazaret/escalate.sock)
+  --endpoint A:P   where the broker is reached: an IPv4 address and a port
+                   (default 127.0.0.1:7457, the session's relay)
   --certs DIR      ca.pem, client.pem, client.key (default /run/lazaret/certs)
   --cwd DIR        working directory, /workspace or below (default: the
                    current directory)
@@ -34,7 +37,8 @@ Exit status:
   124    the host command ran past the host's timeout and was stopped
   240    the request was denied (the reason is on stderr)
   241    timed out waiting (--timeout, or no approval in time)
-  242    the broker is unreachable (no socket, refused, certificates missing)
+  242    the broker is unreachable (refused, closed before it answered,
+         certificates missing)
   243    protocol error (TLS failure, bad frame, request refused as malformed)
   244    usage error
 A host command can itself exit 124 or 240-244; --json tells them apart.
@@ -89,7 +93,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     bool matched = false;
     for (auto [name, out] :
          {std::pair<absl::string_view, std::string*>{"--justify", &options.justification},
-          {"--socket", &options.socket_path},
+          {"--endpoint", &options.endpoint},
           {"--certs", &options.certs_dir},
           {"--cwd", &options.cwd},
           {"--timeout", &v}}) {
@@ -129,7 +133,29 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (!options.cwd.empty() && options.cwd[0] != '/') {
     return absl::InvalidArgumentError("--cwd must be an absolute path");
   }
+  if (absl::StatusOr<Endpoint> e = ParseEndpoint(options.endpoint); !e.ok()) return e.status();
   return options;
+}
+
+absl::StatusOr<Endpoint> ParseEndpoint(const std::string& text) {
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--endpoint wants IPV4:PORT (like ", kDefaultEndpoint, "), not ", QuoteForError(text)));
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return bad();
+  Endpoint e;
+  e.address = text.substr(0, colon);
+  in_addr unused{};
+  if (e.address.size() > 15 || inet_pton(AF_INET, e.address.c_str(), &unused) != 1) return bad();
+  const std::string port = text.substr(colon + 1);
+  uint32_t p = 0;
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != port.npos ||
+      !absl::SimpleAtoi(port, &p) || p == 0 || p > 65535) {
+    return bad();
+  }
+  e.port = static_cast<uint16_t>(p);
+  return e;
 }
 
 }  // namespace lazaret::escalation::client

@@ -1,6 +1,7 @@
 #include "escalate/client/test_broker.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -9,7 +10,6 @@
 #include <openssl/x509v3.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -201,8 +201,7 @@ std::vector<std::string> TestBrokerConnection::PeerSanUris() const {
   return peer ? SanUris(peer) : std::vector<std::string>{};
 }
 
-absl::StatusOr<std::unique_ptr<TestBroker>> TestBroker::Start(const std::string& socket_path,
-                                                              const std::string& ca_pem,
+absl::StatusOr<std::unique_ptr<TestBroker>> TestBroker::Start(const std::string& ca_pem,
                                                               const PemPair& server,
                                                               Handler handler) {
   // A client that has gone must fail a write, not kill the test process.
@@ -234,21 +233,25 @@ absl::StatusOr<std::unique_ptr<TestBroker>> TestBroker::Start(const std::string&
     return SslError("test broker certificates");
   }
 
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof(addr.sun_path) - 1);
-  unlink(socket_path.c_str());
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 16) != 0) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     const int err = errno;
     close(fd);
     SSL_CTX_free(ctx);
-    return ErrnoStatus(absl::StrCat("listening on ", socket_path), err);
+    return ErrnoStatus("listening on 127.0.0.1", err);
   }
-  std::unique_ptr<TestBroker> broker(new TestBroker(fd, ctx, std::move(handler)));
+  std::unique_ptr<TestBroker> broker(
+      new TestBroker(fd, ntohs(addr.sin_port), ctx, std::move(handler)));
   broker->thread_ = std::thread([b = broker.get()] { b->Serve(); });
   return broker;
 }
+
+std::string TestBroker::endpoint() const { return absl::StrCat("127.0.0.1:", port_); }
 
 TestBroker::~TestBroker() {
   shutdown(listen_fd_, SHUT_RDWR);  // wakes accept() with EINVAL

@@ -73,8 +73,8 @@ class TestBrokerConnection : public ByteStream {
   SSL* ssl_;
 };
 
-// Answers each connection with `handler`, one connection at a time, on a
-// Unix socket. The handler receives the parsed first frame (or why it did
+// Answers each connection with `handler`, one connection at a time, on
+// 127.0.0.1 at a port of its own (as the session's relay would pass them). The handler receives the parsed first frame (or why it did
 // not parse) and the connection; the connection is closed when it returns
 // (without close_notify unless the handler sent one).
 class TestBroker {
@@ -84,10 +84,12 @@ class TestBroker {
 
   // `server` is the broker's certificate and key; clients must present a
   // certificate that chains to `ca_pem`. Ignores SIGPIPE in the process.
-  static absl::StatusOr<std::unique_ptr<TestBroker>> Start(const std::string& socket_path,
-                                                           const std::string& ca_pem,
+  static absl::StatusOr<std::unique_ptr<TestBroker>> Start(const std::string& ca_pem,
                                                            const PemPair& server, Handler handler);
   ~TestBroker();
+
+  // "127.0.0.1:<port>", for lazaret-escalate --endpoint.
+  std::string endpoint() const;
 
   // The requests received so far (those that parsed).
   std::vector<v1::EscalateRequest> requests() const;
@@ -95,11 +97,12 @@ class TestBroker {
   int failed_handshakes() const;
 
  private:
-  TestBroker(int listen_fd, SSL_CTX* ctx, Handler handler)
-      : listen_fd_(listen_fd), ctx_(ctx), handler_(std::move(handler)) {}
+  TestBroker(int listen_fd, uint16_t port, SSL_CTX* ctx, Handler handler)
+      : listen_fd_(listen_fd), port_(port), ctx_(ctx), handler_(std::move(handler)) {}
   void Serve();
 
   int listen_fd_;
+  uint16_t port_;
   SSL_CTX* ctx_;
   Handler handler_;
   std::thread thread_;

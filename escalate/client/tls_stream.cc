@@ -1,6 +1,8 @@
 #include "escalate/client/tls_stream.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -8,7 +10,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "escalate/client/options.h"
 #include "escalate/wire/messages.h"
 #include "escalate/wire/strict_json.h"
 #include "services/common/fs/fd.h"
@@ -182,18 +184,17 @@ absl::StatusOr<std::unique_ptr<ClientIdentity>> ClientIdentity::Load(const std::
 ClientIdentity::~ClientIdentity() { SSL_CTX_free(ctx_); }
 
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const ClientIdentity& identity,
-                                                              const std::string& socket_path,
+                                                              const std::string& endpoint,
                                                               Deadline deadline) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof(addr.sun_path)) {
-    return absl::UnavailableError(absl::StrCat("socket path ", socket_path, " is too long"));
-  }
-  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
-  fs::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  LAZ_ASSIGN_OR_RETURN(Endpoint where, ParseEndpoint(endpoint));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(where.port);
+  inet_pton(AF_INET, where.address.c_str(), &addr.sin_addr);
+  fs::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoStatus("creating a socket", errno);
   if (deadline.has_value()) {
-    // A Unix connect() blocks while the listener's backlog is full; bound it.
+    // A blocking connect() waits for the peer's answer; bound it.
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         *deadline - std::chrono::steady_clock::now());
     const int64_t us = std::max<int64_t>(left.count(), 1000);
@@ -205,11 +206,11 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const ClientIdenti
     rc = connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   } while (rc != 0 && errno == EINTR);
   if (rc != 0 && deadline.has_value() && (errno == EAGAIN || errno == EINPROGRESS)) {
-    return absl::DeadlineExceededError(absl::StrCat("timed out connecting to ", socket_path));
+    return absl::DeadlineExceededError(absl::StrCat("timed out connecting to ", endpoint));
   }
   if (rc != 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot reach the broker at ", socket_path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot reach the broker at ", endpoint, ": ", std::strerror(errno)));
   }
   if (fcntl(fd.get(), F_SETFL, O_NONBLOCK) != 0) return ErrnoStatus("O_NONBLOCK", errno);
 
@@ -220,8 +221,23 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const ClientIdenti
     return absl::InternalError(SslErrors("attaching TLS to the socket"));
   }
   while (true) {
+    errno = 0;
     const int ret = SSL_connect(ssl);
     if (ret == 1) break;
+    const int saved_errno = errno;
+    const int err = SSL_get_error(ssl, ret);
+    // The relay accepts first and then connects to the broker's socket; when
+    // it cannot, it resets the connection before the broker said anything.
+    // Not one byte from the peer: nobody answered, which is "unreachable",
+    // not a failed handshake.
+    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE &&
+        BIO_number_read(SSL_get_rbio(ssl)) == 0) {
+      ERR_clear_error();
+      return absl::UnavailableError(absl::StrCat(
+          "cannot reach the broker at ", endpoint, ": the connection ",
+          saved_errno == ECONNRESET ? "was reset" : "closed", " before the broker answered"));
+    }
+    errno = saved_errno;
     LAZ_RETURN_IF_ERROR(stream->Wait(ret, "the TLS handshake with the broker"));
   }
   X509* peer = SSL_get0_peer_certificate(ssl);

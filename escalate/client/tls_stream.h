@@ -52,12 +52,15 @@ class ClientIdentity {
 // (DeadlineExceeded after it).
 class TlsStream : public ByteStream {
  public:
-  // Connects to the Unix socket and completes the handshake. Unavailable
-  // when the socket is missing or refuses; Unauthenticated when the
-  // handshake fails or the broker's certificate is not the broker's;
-  // DataLoss when the connection breaks (also later, in Read and WriteAll).
+  // Connects over TCP to `endpoint` (the session's relay, which passes the
+  // bytes to the broker's socket unread) and completes the handshake.
+  // Unavailable when the connection is refused, or closed or reset before
+  // the broker sent one byte (the relay could not reach the broker);
+  // Unauthenticated when the handshake fails or the broker's certificate is
+  // not the broker's; DataLoss when the connection breaks (also later, in
+  // Read and WriteAll).
   static absl::StatusOr<std::unique_ptr<TlsStream>> Connect(const ClientIdentity& identity,
-                                                            const std::string& socket_path,
+                                                            const std::string& endpoint,
                                                             Deadline deadline);
   ~TlsStream() override;
   TlsStream(const TlsStream&) = delete;

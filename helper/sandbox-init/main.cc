@@ -19,13 +19,6 @@ int main(int argc, char** argv) {
       return kSetupFailedExitCode;
     }
   }
-  if (!options.escalate_link.empty()) {
-    if (auto r = lazaret::sandbox_init::CreateEscalateLink(options); !r.ok()) {
-      std::fprintf(stderr, "lazaret-sandbox-init: setting up host escalation failed: %s\n",
-                   std::string(r.message()).c_str());
-      return kSetupFailedExitCode;
-    }
-  }
   std::string error;
   const int code = lazaret::sandbox_init::ExecCommand(options, &error);
   std::fprintf(stderr, "lazaret-sandbox-init: %s\n", error.c_str());

@@ -79,11 +79,6 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options) {
       options->git_index = value;
     } else if (name == "git-packed-refs") {
       options->git_packed_refs = value;
-    } else if (name == "escalate-link") {
-      if (!fs::IsCleanAbsolutePath(value) || fs::Basename(value) != "escalate.sock") {
-        return Fail("--escalate-link must be a clean absolute path ending in /escalate.sock");
-      }
-      options->escalate_link = value;
     } else if (name == "git-link") {
       bool allowed = false;
       for (const char* l : kAllowedLinks) allowed = allowed || value == l;
@@ -165,19 +160,6 @@ absl::Status BuildGitDir(const Options& options) {
     if (absl::Status r = CopyIndex(dir, options.git_index); !r.ok()) return r;
   }
   return absl::OkStatus();
-}
-
-absl::Status CreateEscalateLink(const Options& options) {
-  const std::string& link = options.escalate_link;
-  if (symlink(kEscalateLinkTarget, link.c_str()) == 0) return absl::OkStatus();
-  if (errno != EEXIST) return Errno("linking " + link + " to " + kEscalateLinkTarget);
-  char target[256];
-  const ssize_t n = readlink(link.c_str(), target, sizeof(target));
-  if (n >= 0 && absl::string_view(target, static_cast<size_t>(n)) == kEscalateLinkTarget) {
-    return absl::OkStatus();
-  }
-  return Fail(link + " exists and is not the link to " + kEscalateLinkTarget +
-              "; refusing to replace it");
 }
 
 std::string DefaultShell() {

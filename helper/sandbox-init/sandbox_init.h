@@ -2,9 +2,10 @@
 // gVisor sandbox as the container's root, before the agent command, with
 // nothing of the agent running yet. It builds the Git Shadow's git directory
 // in the tmpfs the runner mounted (HEAD, symlinks into the read-only shadow,
-// an empty hooks/, a copy of the host index), links the escalation client's
-// default socket into the read-only broker mount when the session has one,
-// and then becomes the command.
+// an empty hooks/, a copy of the host index), and then becomes the command.
+// Host escalation needs nothing from it: the client reaches the broker over
+// the loopback the sandbox shares with its sidecar, and no host socket is
+// mounted into the sandbox to link to.
 //
 // What it trusts: its argv (written by the `lazaret` CLI on the host and
 // fixed in the podman command line; the image cannot change it) and the
@@ -12,8 +13,7 @@
 // writes into really is a tmpfs (so a missing mount can never make it write
 // into the host's .git through the /workspace bind), that the bind mount
 // points it expects exist, and that every name it creates is one of a fixed
-// set, and that it never replaces anything at the escalation link's path
-// but that same link. It is linked statically (libc, the C++ standard library, Abseil's
+// set. It is linked statically (libc, the C++ standard library, Abseil's
 // status types and lazaret_fs) so it runs in any image.
 #ifndef LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
 #define LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
@@ -29,11 +29,6 @@ namespace lazaret::sandbox_init {
 // code podman uses for its own failures).
 inline constexpr int kSetupFailedExitCode = 125;
 
-// What --escalate-link points to, relative to the link's own directory: the
-// socket in the broker's read-only mount (/run/lazaret/broker beside
-// /run/lazaret/escalate.sock).
-inline constexpr char kEscalateLinkTarget[] = "broker/escalate.sock";
-
 struct Options {
   // Git Shadow; all empty when the workspace has no repository.
   std::string git_dir;                 // --git-dir: the tmpfs to fill (/workspace/.git)
@@ -42,9 +37,6 @@ struct Options {
   std::string git_index;               // --git-index: host index to copy (optional)
   std::string git_packed_refs;         // --git-packed-refs: what packed-refs links to
   std::vector<std::string> git_links;  // --git-link: names to symlink into the shadow
-  // --escalate-link: where to link kEscalateLinkTarget (a clean absolute
-  // path ending in /escalate.sock); empty: no escalation in this session.
-  std::string escalate_link;
   // After "--". Empty: the user's shell.
   std::vector<std::string> command;
 };
@@ -55,12 +47,6 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options);
 
 // Fills options.git_dir. Precondition: options.git_dir is non-empty.
 absl::Status BuildGitDir(const Options& options);
-
-// Creates the symlink options.escalate_link -> kEscalateLinkTarget. An
-// existing link with exactly that target is kept; anything else at that
-// path (another link, a file, a socket, a directory) is refused and left as
-// it is. Precondition: options.escalate_link is non-empty.
-absl::Status CreateEscalateLink(const Options& options);
 
 // The program to run when no command is given: $SHELL if it is an absolute
 // path to an executable, else /bin/bash, else /bin/sh.

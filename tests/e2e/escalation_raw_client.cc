@@ -5,7 +5,7 @@
 // line per result; the broker's answers are untrusted text and only
 // printed or counted.
 //
-//   [--socket P] [--certs D] [--profile NAME] [--io-timeout S] MODE ...
+//   [--endpoint IPV4:PORT] [--certs D] [--profile NAME] [--io-timeout S] MODE ...
 //   send (--payload-file F | --payload-json J) [--len-override N]
 //       -> "frame <json>" per server frame, then "end <how>"
 //   replay --id ID --argv0 X [ARGS...]
@@ -329,7 +329,7 @@ int Main(int argc, char** argv) {
   for (; i < argc; ++i) {
     const std::string f = argv[i];
     std::string v;
-    if (f == "--socket" && next("--socket", &a.client.socket)) continue;
+    if (f == "--endpoint" && next("--endpoint", &a.client.endpoint)) continue;
     if (f == "--certs" && next("--certs", &a.client.certs)) continue;
     if (f == "--profile" && next("--profile", &a.client.profile)) continue;
     if (f == "--payload-json" && next(f.c_str(), &a.payload)) {

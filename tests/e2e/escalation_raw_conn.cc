@@ -1,13 +1,14 @@
 #include "tests/e2e/escalation_raw_conn.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,10 +181,17 @@ void Conn::SetEnd(int ret, const char* during) {
 }
 
 bool Conn::Open(SSL_SESSION* session) {
-  fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", ctx_.options().socket.c_str());
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  const std::string& endpoint = ctx_.options().endpoint;
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos ||
+      inet_pton(AF_INET, endpoint.substr(0, colon).c_str(), &addr.sin_addr) != 1) {
+    end_ = "connect-failed: bad endpoint " + endpoint;
+    return false;
+  }
+  addr.sin_port = htons(static_cast<uint16_t>(std::atoi(endpoint.c_str() + colon + 1)));
   if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     end_ = std::string("connect-failed: ") + strerrorname_np(errno);
     return false;

@@ -1,6 +1,7 @@
 // The connection layer of the raw escalation test client
-// (escalation_raw_client.cc): TLS 1.3 over the session's Unix socket with
-// OpenSSL directly, frames written and read by hand (4-byte big-endian
+// (escalation_raw_client.cc): TLS 1.3 to the session's escalation relay
+// (TCP on the loopback the sandbox shares with its sidecar) with OpenSSL
+// directly, frames written and read by hand (4-byte big-endian
 // length + payload), and a small reader of the broker's JSON answers. Runs
 // inside the sandbox (static, unprivileged); the broker's frames are read
 // as untrusted text and only ever printed or counted.
@@ -16,7 +17,7 @@
 namespace lazaret::test::rawesc {
 
 struct ClientOptions {
-  std::string socket = "/run/lazaret/escalate.sock";
+  std::string endpoint = "127.0.0.1:7457";  // escalate/wire/relay_endpoint.h
   std::string certs = "/run/lazaret/certs";
   std::string profile;    // empty: read from client.pem's SAN URI
   int io_timeout_s = 60;  // per read or write; then the connection ends "timeout"

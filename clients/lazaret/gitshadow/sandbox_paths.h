@@ -27,15 +27,13 @@ inline constexpr char kSandboxLinkedGitDir[] = "/run/lazaret/git-dir";
 inline constexpr char kSandboxInitPath[] = "/run/lazaret/bin/lazaret-sandbox-init";
 
 // Host escalation (docs/escalation.md), only when the profile enables it,
-// all read-only: the session's endpoint directory on the host (it holds
-// escalate.sock only), its certificate directory (ca.pem, client.pem,
-// client.key, on a host memory filesystem), and the lazaret-escalate
-// client. lazaret-sandbox-init links kSandboxEscalateSocket to
-// broker/escalate.sock, the client's default socket.
-inline constexpr char kSandboxBrokerDir[] = "/run/lazaret/broker";
+// both read-only: the session's certificate directory (ca.pem, client.pem,
+// client.key, on a host memory filesystem) and the lazaret-escalate client.
+// No socket of the host's: the client reaches the broker through the relay
+// in the network sidecar, on the loopback they share
+// (escalate/wire/relay_endpoint.h).
 inline constexpr char kSandboxCertsDir[] = "/run/lazaret/certs";
 inline constexpr char kSandboxEscalateClient[] = "/run/lazaret/escalate";
-inline constexpr char kSandboxEscalateSocket[] = "/run/lazaret/escalate.sock";
 // The environment variable naming the client, so that agents can find it.
 inline constexpr char kEscalateEnvName[] = "LAZARET_ESCALATE";
 

@@ -13,6 +13,7 @@
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/teardown.h"
+#include "escalate/wire/relay_endpoint.h"
 
 namespace lazaret::cli::session {
 
@@ -46,15 +47,6 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
   absl::StrAppend(
       &out, "# every podman below runs with CONTAINERS_CONF=", ContainersConfPath(runtime_dir),
       " (Lazaret's own; no other containers.conf is read)\n");
-  absl::StrAppend(&out, CommandLine(plan.sidecar_argv), "\n");
-  absl::StrAppend(&out, "# wait until the router answers grpc.health.v1 on ", plan.session_path,
-                  "/router/router.sock\n");
-  absl::StrAppend(&out, "# hold the router (this lazaret, then the supervisor)\n");
-  absl::StrAppend(&out, "# egress policy: NetPolicyService.AttachSession{", plan.id, "} on ",
-                  net::NetPolicySocket(runtime_dir), " (at most ", net::kAttachTimeout.count(),
-                  " s): lazaret-netpolicyd resolves profile ", plan.sandbox.profile,
-                  "'s network settings, applies them in the router and returns the applied "
-                  "generation; on any error the sandbox is not started\n");
   if (plan.sandbox.escalation.has_value()) {
     const EscalationMounts& e = *plan.sandbox.escalation;
     absl::StrAppend(
@@ -64,14 +56,26 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
         escalation::kEndpointSocketName, ") and the session's certificates (expected in ",
         e.certs_dir,
         ", a memory filesystem); both are checked, then bound read-only: ", e.socket_dir, " -> ",
-        gitshadow::kSandboxBrokerDir, ", the certificates -> ", gitshadow::kSandboxCertsDir, ", ",
+        kSidecarBrokerDir, " in the sidecar, whose router relays ",
+        ::lazaret::escalation::kRelayEndpoint, " (the loopback the sandbox shares) to ",
+        kSidecarBrokerSocket, "; the certificates -> ", gitshadow::kSandboxCertsDir, " and ",
         e.client_host, " -> ", gitshadow::kSandboxEscalateClient,
-        "; runsc gets --runtime-flag=host-uds=open; on any error the sandbox is not started\n");
+        " in the sandbox (no host socket: runsc opens none); on any error the sandbox is not "
+        "started\n");
   } else {
     absl::StrAppend(&out,
                     "# host escalation: disabled for this profile (no socket, no mount, no "
-                    "host-uds)\n");
+                    "relay)\n");
   }
+  absl::StrAppend(&out, CommandLine(plan.sidecar_argv), "\n");
+  absl::StrAppend(&out, "# wait until the router answers grpc.health.v1 on ", plan.session_path,
+                  "/router/router.sock\n");
+  absl::StrAppend(&out, "# hold the router (this lazaret, then the supervisor)\n");
+  absl::StrAppend(&out, "# egress policy: NetPolicyService.AttachSession{", plan.id, "} on ",
+                  net::NetPolicySocket(runtime_dir), " (at most ", net::kAttachTimeout.count(),
+                  " s): lazaret-netpolicyd resolves profile ", plan.sandbox.profile,
+                  "'s network settings, applies them in the router and returns the applied "
+                  "generation; on any error the sandbox is not started\n");
   absl::StrAppend(&out, CommandLine(plan.sandbox_argv), "\n");
   absl::StrAppend(&out, "# when the command ends, or on SIGINT/SIGTERM/SIGHUP:\n");
   absl::StrAppend(&out, "#   (on a signal first: ",

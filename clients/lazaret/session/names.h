@@ -24,6 +24,11 @@ inline constexpr char kRoleSandbox[] = "sandbox";
 // Inside the sidecar.
 inline constexpr char kSidecarRouterDir[] = "/run/lazaret/router";
 inline constexpr char kSidecarRouterSocket[] = "/run/lazaret/router/router.sock";
+// With escalation: the session's socket directory on the host
+// (<socket_dir>/<id>, holding only escalate.sock), bound read-only, and the
+// socket in it that the router's escalation relay connects to.
+inline constexpr char kSidecarBrokerDir[] = "/run/lazaret/broker";
+inline constexpr char kSidecarBrokerSocket[] = "/run/lazaret/broker/escalate.sock";
 
 std::string SidecarName(const std::string& id);  // lazaret-<id>-sidecar
 std::string SandboxName(const std::string& id);  // lazaret-<id>-sandbox

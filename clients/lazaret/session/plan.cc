@@ -58,6 +58,8 @@ absl::StatusOr<EscalationMounts> PlanEscalation(const PlanInputs& in,
         "the escalation socket path ", sock, " is longer than a Unix socket path may be (",
         sizeof(sockaddr_un::sun_path) - 1, " bytes); set a shorter [escalation] socket_dir"));
   }
+  // The sidecar binds it; refused here what podman's -v cannot carry.
+  LAZ_RETURN_IF_ERROR(MountArgs(BindMount{e.socket_dir, kSidecarBrokerDir, true, true}).status());
   return e;
 }
 
@@ -120,16 +122,22 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
     a.push_back(absl::StrCat("--memory=", kSidecarMemory));
   }
   a.push_back(absl::StrCat("--volume=", s.router_host_dir, ":", kSidecarRouterDir, ":rw,z"));
+  if (!s.escalation_socket_dir.empty()) {
+    a.push_back(
+        absl::StrCat("--volume=", s.escalation_socket_dir, ":", kSidecarBrokerDir, ":ro,z"));
+  }
   a.push_back(s.image);
   a.push_back(absl::StrCat("--runtime-dir=", kSidecarRouterDir));
   a.push_back(absl::StrCat("--socket=", kSidecarRouterSocket));
+  if (!s.escalation_socket_dir.empty()) {
+    a.push_back(absl::StrCat("--escalation-socket=", kSidecarBrokerSocket));
+  }
   return a;
 }
 
-std::vector<std::string> RunscGlobalFlags(bool rootless, bool host_uds) {
+std::vector<std::string> RunscGlobalFlags(bool rootless) {
   std::vector<std::string> f = {"--runtime-flag=network=host"};
   if (rootless) f.push_back("--runtime-flag=ignore-cgroups");
-  if (host_uds) f.push_back("--runtime-flag=host-uds=open");
   return f;
 }
 
@@ -137,9 +145,7 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   // podman takes --runtime-flag only as a global option, and does not store
   // it in the container: it must be on every run/start of a runsc container.
   std::vector<std::string> a = {"podman"};
-  for (auto& f : RunscGlobalFlags(s.rootless, s.escalation.has_value())) {
-    a.push_back(std::move(f));
-  }
+  for (auto& f : RunscGlobalFlags(s.rootless)) a.push_back(std::move(f));
   // No --rm: the teardown removes the sandbox together with its sidecar in
   // one call, and until then `podman inspect` can tell whether it ever
   // started (a runtime that fails leaves it "created").
@@ -169,7 +175,6 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   std::vector<Mount> mounts = s.mounts;
   if (s.escalation.has_value()) {
     const EscalationMounts& e = *s.escalation;
-    mounts.push_back(BindMount{e.socket_dir, gitshadow::kSandboxBrokerDir, true, true});
     mounts.push_back(BindMount{e.certs_dir, gitshadow::kSandboxCertsDir, true, true});
     mounts.push_back(BindMount{e.client_host, gitshadow::kSandboxEscalateClient, true, false});
   }
@@ -244,9 +249,11 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
         "the router socket path ", sock, " is longer than a Unix socket path may be (",
         sizeof(sockaddr_un::sun_path) - 1, " bytes); use a shorter LAZARET_RUNTIME_DIR"));
   }
-  plan.sidecar = SidecarSpec{
-      plan.id,       profile.name(), in.runtime_dir, absl::StrCat(plan.session_path, "/router"),
-      kSidecarImage, in.rootless,    in.runc_path};
+  plan.sidecar =
+      SidecarSpec{plan.id,        profile.name(),
+                  in.runtime_dir, absl::StrCat(plan.session_path, "/router"),
+                  kSidecarImage,  in.rootless,
+                  in.runc_path,   escalation.has_value() ? escalation->socket_dir : std::string()};
   plan.sidecar_argv = SidecarArgv(plan.sidecar);
   SandboxSpec& sandbox = plan.sandbox;
   sandbox.session_id = plan.id;
@@ -262,10 +269,6 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   sandbox.escalation = std::move(escalation);
   sandbox.sandbox_init_host = in.sandbox_init_host;
   sandbox.init_args = git.init_args;
-  if (sandbox.escalation.has_value()) {
-    sandbox.init_args.push_back(
-        absl::StrCat("--escalate-link=", gitshadow::kSandboxEscalateSocket));
-  }
   sandbox.command = in.command;
   LAZ_ASSIGN_OR_RETURN(plan.sandbox_argv, SandboxArgv(sandbox));
   return plan;

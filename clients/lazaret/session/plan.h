@@ -61,20 +61,28 @@ struct SidecarSpec {
   std::string image;            // kSidecarImage
   bool rootless = false;
   std::string runc_path;  // absolute (FindRunc): no runtime looked up by name
+  // With escalation: the session's socket directory (<profile
+  // socket_dir>/<id>, holding only escalate.sock), bound read-only at
+  // kSidecarBrokerDir for the router's escalation relay. Empty: none.
+  std::string escalation_socket_dir;
 };
 
 // podman run --detach ... for the network sidecar (runc, NET_ADMIN only,
 // read-only, FROM scratch image, slirp4netns). Every isolation setting a
 // containers.conf could change is pinned here as well (PinnedIsolationArgs).
+// With escalation, the socket directory's mount and the router's
+// --escalation-socket: the relay on the shared loopback is then the
+// sandbox's only way to the broker.
 std::vector<std::string> SidecarArgv(const SidecarSpec& spec);
 
-// The host escalation mounts of a sandbox whose profile enables escalation,
-// each bound read-only: `socket_dir` (<profile socket_dir>/<id>, holding
-// escalate.sock only) at gitshadow::kSandboxBrokerDir, `certs_dir` at
-// kSandboxCertsDir, and the lazaret-escalate client at
-// kSandboxEscalateClient. The plan names the certificate directory the
-// broker is expected to create; UseEscalationEndpoint replaces it with the
-// one the broker named, once checked.
+// The host escalation of a session whose profile enables it. `socket_dir`
+// (<profile socket_dir>/<id>, holding escalate.sock only) is bound
+// read-only into the sidecar (SidecarSpec), never into the sandbox; the
+// sandbox gets `certs_dir` at kSandboxCertsDir and the lazaret-escalate
+// client at kSandboxEscalateClient, both read-only. The plan names the
+// certificate directory the broker is expected to create;
+// UseEscalationEndpoint replaces it with the one the broker named, once
+// checked.
 struct EscalationMounts {
   std::string socket_dir;
   std::string certs_dir;
@@ -95,8 +103,8 @@ struct SandboxSpec {
   bool tty = false;
   std::string env_file;
   std::vector<Mount> mounts;  // in order
-  // Set exactly when the profile enables escalation: its three mounts after
-  // `mounts`, and runsc's host-uds=open (RunscGlobalFlags).
+  // Set exactly when the profile enables escalation: the certificate and
+  // client mounts after `mounts`. No host socket, and no host-uds flag.
   std::optional<EscalationMounts> escalation;
   std::string sandbox_init_host;       // host path of lazaret-sandbox-init
   std::vector<std::string> init_args;  // before "--"
@@ -121,13 +129,12 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
 // The gVisor flags, deliberately: hostinet (network=host) because gVisor's
 // netstack cannot start on this kernel and the sandbox lives in the
 // sidecar's network namespace anyway; ignore-cgroups when rootless (runsc
-// cannot create cgroups there); host-uds=open only with `host_uds`, when
-// the session has an escalation endpoint: it lets the sandbox connect to a
-// host Unix socket bound into it, and the only one bound is the endpoint's
-// escalate.sock (its directory holds nothing else; docs/escalation.md).
-// Never host-uds=create or all (no socket of the sandbox's own on the host),
-// never net-raw.
-std::vector<std::string> RunscGlobalFlags(bool rootless, bool host_uds);
+// cannot create cgroups there). Never a host-uds flag, with or without
+// escalation: without one, gVisor refuses to connect to any host socket
+// file, so no socket a host program binds in the workspace or a volume is
+// reachable from inside (escalation goes through the sidecar's relay;
+// docs/escalation.md). Never net-raw.
+std::vector<std::string> RunscGlobalFlags(bool rootless);
 
 // The profile's Git Shadow state directory, <profile_dir>/git: where the
 // Git Shadow keeps its state, and what session.json names for `lazaret
@@ -178,7 +185,8 @@ struct SessionPlan {
 // directory the workspace has (.vscode, .idea), the profile's volumes, its
 // persistent directories, the host's terminfo entry (read-only); then
 // SandboxArgv adds the escalation mounts (when the profile enables
-// escalation; the init then gets --escalate-link) and lazaret-sandbox-init.
+// escalation; its socket directory goes to the sidecar) and
+// lazaret-sandbox-init.
 // Refuses what cannot be written to the env file or passed to podman, and a
 // runtime or socket directory so long that the router's or the endpoint's
 // socket path would not fit a Unix socket address.

@@ -1,6 +1,7 @@
-// The session plan with host escalation on and off: the three read-only
-// mounts, runsc's host-uds=open exactly when on, the env and init
-// argument, the dry run, and the broker's checked endpoint taken into the
+// The session plan with host escalation on and off: the socket directory
+// bound into the sidecar (never the sandbox) with the router's relay flag,
+// the sandbox's two read-only mounts, no host-uds flag for runsc ever, the
+// env, the dry run, and the broker's checked endpoint taken into the
 // sandbox's command line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -36,6 +37,7 @@ using test_plan::PlainProfile;
 using test_plan::RepoGitPlan;
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -62,18 +64,13 @@ std::vector<std::string> GlobalFlags(const std::vector<std::string>& argv) {
   return std::vector<std::string>(argv.begin() + 1, run);
 }
 
-TEST(RunscGlobalFlagsTest, HostUdsOpenExactlyWhenAsked) {
-  EXPECT_THAT(RunscGlobalFlags(false, false), ElementsAre("--runtime-flag=network=host"));
-  EXPECT_THAT(RunscGlobalFlags(false, true),
-              ElementsAre("--runtime-flag=network=host", "--runtime-flag=host-uds=open"));
-  EXPECT_THAT(RunscGlobalFlags(true, false),
+TEST(RunscGlobalFlagsTest, NeverAHostUdsFlag) {
+  EXPECT_THAT(RunscGlobalFlags(false), ElementsAre("--runtime-flag=network=host"));
+  EXPECT_THAT(RunscGlobalFlags(true),
               ElementsAre("--runtime-flag=network=host", "--runtime-flag=ignore-cgroups"));
-  EXPECT_THAT(RunscGlobalFlags(true, true),
-              ElementsAre("--runtime-flag=network=host", "--runtime-flag=ignore-cgroups",
-                          "--runtime-flag=host-uds=open"));
 }
 
-TEST(PlanSessionTest, EscalationOnBindsSocketDirCertsAndClientReadOnlyWithHostUdsOpen) {
+TEST(PlanSessionTest, EscalationOnBindsTheSocketDirIntoTheSidecarAndNoHostSocketIntoTheSandbox) {
   for (bool rootless : {false, true}) {
     SCOPED_TRACE(rootless ? "rootless" : "rootful");
     PlanInputs in = EscalationInputs();
@@ -81,28 +78,45 @@ TEST(PlanSessionTest, EscalationOnBindsSocketDirCertsAndClientReadOnlyWithHostUd
     auto plan = PlanSession(in, EscalationProfile(true), RepoGitPlan());
     ASSERT_TRUE(plan.ok()) << plan.status();
     const std::vector<std::string>& a = plan->sandbox_argv;
-    // The flag is a global podman option (before "run"), given once.
-    EXPECT_THAT(GlobalFlags(a), Contains("--runtime-flag=host-uds=open"));
-    EXPECT_EQ(std::count_if(a.begin(), a.end(),
-                            [](const std::string& f) { return f.find("host-uds") != f.npos; }),
-              1);
-    // The three mounts, read-only, after the session's own and before the init.
+    // runsc is started without any host-uds flag: no host socket file is
+    // reachable from inside.
+    EXPECT_THAT(GlobalFlags(a), ElementsAreArray(RunscGlobalFlags(rootless)));
+    for (const std::string& f : a) {
+      EXPECT_THAT(f, Not(HasSubstr("host-uds")));
+      EXPECT_THAT(f, Not(HasSubstr("/rt/escalation")));
+      EXPECT_THAT(f, Not(HasSubstr("escalate.sock")));
+      EXPECT_THAT(f, Not(HasSubstr("/run/lazaret/broker")));
+    }
+    // The sandbox's two mounts, read-only, after the session's own and
+    // before the init.
     std::vector<std::string> m = MountFlags(a);
-    ASSERT_GE(m.size(), 4u);
+    ASSERT_GE(m.size(), 3u);
     EXPECT_THAT(
-        std::vector<std::string>(m.end() - 4, m.end()),
-        ElementsAre("--volume=/rt/escalation/0123456789ab:/run/lazaret/broker:ro,z",
-                    "--volume=/dev/shm/lazaret-0/0123456789ab:/run/lazaret/certs:ro,z",
+        std::vector<std::string>(m.end() - 3, m.end()),
+        ElementsAre("--volume=/dev/shm/lazaret-0/0123456789ab:/run/lazaret/certs:ro,z",
                     "--volume=/opt/lazaret/libexec/lazaret-escalate:/run/lazaret/escalate:ro",
                     kInitMount));
     ASSERT_TRUE(plan->sandbox.escalation.has_value());
     EXPECT_EQ(plan->sandbox.escalation->socket_dir, "/rt/escalation/0123456789ab");
-    // The init links the client's default socket; the agent can find the client.
-    auto image = std::find(a.begin(), a.end(), "localhost/lazaret-sandbox:trixie");
-    ASSERT_NE(image, a.end());
-    EXPECT_THAT(std::vector<std::string>(image + 1, a.end()),
-                ElementsAre("--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git",
-                            "--escalate-link=/run/lazaret/escalate.sock", "--", "make", "test"));
+    // The sidecar binds the socket directory read-only, and its router
+    // relays to the socket in it.
+    const std::vector<std::string>& sc = plan->sidecar_argv;
+    EXPECT_TRUE(Has(sc, "--volume=/rt/escalation/0123456789ab:/run/lazaret/broker:ro,z"));
+    auto image = std::find(sc.begin(), sc.end(), "localhost/lazaret-sidecar:current");
+    ASSERT_NE(image, sc.end());
+    EXPECT_THAT(
+        std::vector<std::string>(image + 1, sc.end()),
+        ElementsAre("--runtime-dir=/run/lazaret/router", "--socket=/run/lazaret/router/router.sock",
+                    "--escalation-socket=/run/lazaret/broker/escalate.sock"));
+    // The sidecar gains no capability for it.
+    EXPECT_TRUE(Has(sc, "--cap-drop=all"));
+    EXPECT_TRUE(Has(sc, "--cap-add=NET_ADMIN"));
+    // The init gets nothing for escalation; the agent can find the client.
+    auto sandbox_image = std::find(a.begin(), a.end(), "localhost/lazaret-sandbox:trixie");
+    ASSERT_NE(sandbox_image, a.end());
+    EXPECT_THAT(std::vector<std::string>(sandbox_image + 1, a.end()),
+                ElementsAre("--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git", "--",
+                            "make", "test"));
     ASSERT_FALSE(plan->env.empty());
     EXPECT_EQ(plan->env.back().name, "LAZARET_ESCALATE");
     EXPECT_EQ(plan->env.back().value, "/run/lazaret/escalate");
@@ -122,6 +136,10 @@ TEST(PlanSessionTest, EscalationOffMeansNoSocketNoMountNoFlag) {
       EXPECT_THAT(a, Not(HasSubstr("/run/lazaret/certs")));
       EXPECT_THAT(a, Not(HasSubstr("escalat")));
     }
+    for (const std::string& a : plan->sidecar_argv) {
+      EXPECT_THAT(a, Not(HasSubstr("/run/lazaret/broker")));
+      EXPECT_THAT(a, Not(HasSubstr("escalat")));
+    }
     for (const auto& e : plan->env) EXPECT_NE(e.name, "LAZARET_ESCALATE");
   }
 }
@@ -137,9 +155,12 @@ TEST(PlanSessionTest, EscalationNeedsASocketDirWhoseSocketPathFits) {
   plan = PlanSession(EscalationInputs(), deep, gitshadow::GitShadowPlan{});
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("shorter [escalation] socket_dir"));
+  pb::ResolvedProfile colon = EscalationProfile(true);
+  colon.mutable_escalation()->set_socket_dir("/rt/a:b");
+  EXPECT_FALSE(PlanSession(EscalationInputs(), colon, gitshadow::GitShadowPlan{}).ok());
 }
 
-TEST(DryRunTest, ShowsTheEscalationAttachMountsFlagAndDetach) {
+TEST(DryRunTest, ShowsTheEscalationAttachBeforeTheSidecarAndTheRelay) {
   auto plan = PlanSession(EscalationInputs(), EscalationProfile(true), gitshadow::GitShadowPlan{});
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::string text = DryRunText(*plan, "/rt", [](const std::string&) { return false; });
@@ -147,16 +168,21 @@ TEST(DryRunTest, ShowsTheEscalationAttachMountsFlagAndDetach) {
   const size_t attach = text.find(
       "# host escalation: EscalationEndpointService.AttachSession{0123456789ab} on "
       "/rt/brokerd.sock (at most 10 s)");
-  const size_t sandbox =
-      text.find("podman --runtime-flag=network=host --runtime-flag=host-uds=open run");
+  const size_t sidecar = text.find("podman run --detach --name=lazaret-0123456789ab-sidecar");
+  const size_t sandbox = text.find("podman --runtime-flag=network=host run");
   const size_t detach = text.find("# then EscalationEndpointService.DetachSession{0123456789ab}");
   ASSERT_NE(attach, std::string::npos) << text;
+  ASSERT_NE(sidecar, std::string::npos) << text;
   ASSERT_NE(sandbox, std::string::npos) << text;
   ASSERT_NE(detach, std::string::npos) << text;
-  EXPECT_LT(policy, attach);
-  EXPECT_LT(attach, sandbox);
+  // The socket directory exists before the sidecar that binds it.
+  EXPECT_LT(attach, sidecar);
+  EXPECT_LT(sidecar, policy);
+  EXPECT_LT(policy, sandbox);
   EXPECT_LT(sandbox, detach);
-  EXPECT_THAT(text, HasSubstr("/rt/escalation/0123456789ab -> /run/lazaret/broker"));
+  EXPECT_THAT(text, Not(HasSubstr("host-uds")));
+  EXPECT_THAT(text, HasSubstr("/rt/escalation/0123456789ab -> /run/lazaret/broker in the sidecar"));
+  EXPECT_THAT(text, HasSubstr("relays 127.0.0.1:7457"));
   EXPECT_THAT(text,
               HasSubstr("--volume=/opt/lazaret/libexec/lazaret-escalate:/run/lazaret/escalate:ro"));
 
@@ -185,7 +211,7 @@ TEST(UseEscalationEndpointTest, TheBrokersCheckedCertificateDirectoryIsWhatIsMou
   close(fd);
   char tmpl[] = "/dev/shm/laz-plan-ep-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string certs = std::string(tmpl) + "/c";
+  const std::string certs = std::string(tmpl) + "/0123456789ab";
   ASSERT_EQ(mkdir(certs.c_str(), 0700), 0);
   for (const char* f : escalation::kCertificateFiles) {
     std::ofstream(certs + "/" + f) << "x";
@@ -209,8 +235,10 @@ TEST(UseEscalationEndpointTest, TheBrokersCheckedCertificateDirectoryIsWhatIsMou
       Has(plan->sandbox_argv, absl::StrCat("--volume=", certs, ":/run/lazaret/certs:ro,z")));
   EXPECT_FALSE(
       Has(plan->sandbox_argv, absl::StrCat("--volume=", kCerts, ":/run/lazaret/certs:ro,z")));
-  EXPECT_TRUE(
+  EXPECT_FALSE(
       Has(plan->sandbox_argv, absl::StrCat("--volume=", sock_dir, ":/run/lazaret/broker:ro,z")));
+  EXPECT_TRUE(
+      Has(plan->sidecar_argv, absl::StrCat("--volume=", sock_dir, ":/run/lazaret/broker:ro,z")));
 
   // A plan without escalation, or for another socket directory, takes none.
   auto off = PlanSession(EscalationInputs(), EscalationProfile(false), gitshadow::GitShadowPlan{});

@@ -38,7 +38,7 @@ using ::testing::Not;
 
 TEST(SidecarArgvTest, RuncNetAdminOnlyReadOnlyScratchImage) {
   auto a = SidecarArgv({"0123456789ab", "p1", "/rt", "/rt/sessions/0123456789ab/router",
-                        "localhost/lazaret-sidecar:current", false, "/usr/bin/runc"});
+                        "localhost/lazaret-sidecar:current", false, "/usr/bin/runc", ""});
   EXPECT_TRUE(Has(a, "--runtime=/usr/bin/runc"));
   EXPECT_TRUE(Has(a, "--cap-drop=all"));
   EXPECT_TRUE(Has(a, "--cap-add=NET_ADMIN"));
@@ -123,7 +123,7 @@ std::vector<std::string> Values(const std::vector<std::string>& argv, const std:
 
 SidecarSpec Sidecar(bool rootless) {
   return {"0123456789ab", "p1",     "/rt",          "/rt/sessions/0123456789ab/router",
-          "img",          rootless, "/usr/bin/runc"};
+          "img",          rootless, "/usr/bin/runc", ""};
 }
 
 TEST(SandboxArgvTest, CapabilitiesAreExactlyTheDeclaredListAddedToAnEmptySet) {

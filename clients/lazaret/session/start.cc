@@ -166,9 +166,10 @@ absl::Status ApplyEgressPolicy(LiveSession* s) {
 }
 
 // lazaret-brokerd creates the session's escalation endpoint (its socket
-// directory and its certificate directory) before the sandbox exists; the
-// answer is checked (escalation/endpoint.h) before either is planned as a
-// mount. No endpoint, no sandbox: never a silent start without it.
+// directory, which the sidecar binds, and its certificate directory, which
+// the sandbox binds) before either container exists; the answer is checked
+// (escalation/endpoint.h) before either is planned as a mount. No endpoint,
+// no sandbox: never a silent start without it.
 absl::Status AttachEscalation(LiveSession* s) {
   s->escalation_attached = true;  // from here on, the teardown detaches it
   escalation::BrokerClient client(escalation::BrokerSocket(s->runtime_dir));
@@ -238,9 +239,16 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
     return absl::InternalError("Lazaret's containers.conf is not installed");
   }
   LAZ_RETURN_IF_ERROR(AttachPersistence(s));
-
-  // 1. The network sidecar, and its router answering.
   Trace("session directory ready");
+
+  // 1. The escalation endpoint, when the profile enables it: its socket
+  // directory must exist before the sidecar that binds it is created.
+  if (s->plan.sandbox.escalation.has_value()) {
+    LAZ_RETURN_IF_ERROR(AttachEscalation(s));
+    LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  }
+  // 2. The network sidecar, and its router answering: by then its DNS
+  // listeners and, with escalation, its relay to the broker are bound.
   LAZ_RETURN_IF_ERROR(StartSidecar(s));
   Trace("sidecar started");
   LAZ_RETURN_IF_ERROR(WaitForRouter(s));
@@ -248,15 +256,10 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   s->router = RouterProcess::Find(s->dir->router_socket());
   LAZ_RETURN_IF_ERROR(HoldRouter(s));
   Trace("router held");
-  // 2. The egress policy, applied in the router before the sandbox exists.
+  // 3. The egress policy, applied in the router before the sandbox exists.
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
   LAZ_RETURN_IF_ERROR(ApplyEgressPolicy(s));
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
-  // 3. The escalation endpoint, when the profile enables it.
-  if (s->plan.sandbox.escalation.has_value()) {
-    LAZ_RETURN_IF_ERROR(AttachEscalation(s));
-    LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
-  }
 
   // 4. Only now the agent sandbox. Its volume sources are re-checked here,
   // as late as possible (configd resolved them symlink-free).

@@ -90,7 +90,8 @@ absl::Status TlsAcceptor::Handshake(SSL* ssl, int fd, absl::Time deadline) const
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsAcceptor::Establish(fs::UniqueFd conn,
                                                                   const ExpectedPeer& expected,
                                                                   absl::Time deadline) const {
-  // 1. The socket's peer: gVisor's gofer, which runs as the broker's euid.
+  // 1. The socket's peer: the sidecar's escalation relay, which runs as the
+  // broker's euid (the sidecar's root: uid 0 rootful, the user rootless).
   ucred cred{};
   socklen_t cred_len = sizeof(cred);
   if (getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {

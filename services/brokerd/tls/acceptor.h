@@ -1,10 +1,11 @@
 // The broker's side of a sandbox's connection: accept it and run the whole
 // preflight before one application byte is read. Runs in lazaret-brokerd
 // (host, the user's uid rootless or root rootful, no capabilities). The
-// peer is the sandbox - hostile - reached through gVisor's gofer, so the
-// socket's peer credentials are the gofer's (uid 0 rootful, the user's uid
-// rootless: the broker's euid either way) and only the certificate tells
-// sessions apart.
+// peer is the sandbox - hostile - reached through the escalation relay in
+// the session's network sidecar, which passes bytes unread, so the socket's
+// peer credentials are the relay's (the sidecar's root: uid 0 rootful, the
+// user's uid rootless - the broker's euid either way) and only the
+// certificate tells sessions apart.
 //
 // Order of the checks, each refusal naming the one that failed:
 //  1. SO_PEERCRED uid == geteuid();

@@ -1,14 +1,15 @@
 // One session's escalation endpoint on the host: the directory
 // <socket_dir>/<id>/ holding only escalate.sock (bound read-only at
-// /run/lazaret/broker in the sandbox), the directory <certs_root>/<id>/ on
+// /run/lazaret/broker in the session's network sidecar, whose relay is the
+// sandbox's only way to it; never bound into the sandbox), the directory <certs_root>/<id>/ on
 // a memory filesystem holding ca.pem, client.pem and client.key (bound
 // read-only at /run/lazaret/certs), and the serials its socket accepts.
 // Runs in lazaret-brokerd (host, the user's uid rootless or root rootful,
 // no capabilities). Its inputs - the directories, the session id and the
 // profile - come from the broker's configuration and the supervisor's
 // registry, are validated again here, and every path is reached through a
-// checked directory descriptor; the sandbox can only read these
-// directories and connect to the socket.
+// checked directory descriptor; the sandbox can only read the certificate
+// directory, and reach the socket only through the sidecar's relay.
 #ifndef LAZARET_SERVICES_BROKERD_TLS_ENDPOINT_H_
 #define LAZARET_SERVICES_BROKERD_TLS_ENDPOINT_H_
 
@@ -47,7 +48,7 @@ struct EndpointOptions {
 class SessionEndpoint {
  public:
   // `socket_dir` (the configured [escalation] socket_dir) and `certs_root`
-  // (DefaultCertsRoot() unless configured) are opened with OpenPrivateRoot
+  // (the broker's CertsRoot, private_dir.h) are opened with OpenPrivateRoot
   // (certs_root must be on tmpfs or ramfs); the session's directories are
   // made below them with CreateSessionDir (`adopt_existing`: a restarted
   // broker taking a live session back). A client certificate for

@@ -60,7 +60,7 @@ class TlsStream : public escalation::ByteStream {
   absl::Status Close();
 
   const VerifiedPeer& peer() const { return peer_; }
-  // The SO_PEERCRED pid: gVisor's gofer, not the agent; for logs only.
+  // The SO_PEERCRED pid: the sidecar's relay, not the agent; for logs only.
   pid_t peer_pid() const { return peer_pid_; }
   uint64_t application_records_read() const { return counter_->application_records.load(); }
 
