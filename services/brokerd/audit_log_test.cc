@@ -207,5 +207,278 @@ TEST(AuditReaderTest, DefaultPathHonoursOverrideThenXdgStateHome) {
   }
 }
 
+uint64_t SizeOf(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+constexpr AuditLogOptions kSmall{.max_file_bytes = kMinAuditFileBytes, .max_files = 3};
+
+TEST(AuditRotationTest, TheLogRotatesAtItsSizeAndKeepsAtMostItsFiles) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path, kSmall);
+  ASSERT_TRUE(log.ok()) << log.status();
+  // About 2 KiB a line, ten files' worth.
+  for (int i = 0; i < 640; ++i) {
+    pb::AuditRecord r = Record("0123456789ab", absl::StrCat("r", i));
+    r.set_justification(std::string(2000, 'j'));
+    ASSERT_TRUE((*log)->Append(r).ok()) << i;
+  }
+  EXPECT_TRUE(Exists(path));
+  EXPECT_TRUE(Exists(path + ".1"));
+  EXPECT_TRUE(Exists(path + ".2"));
+  EXPECT_FALSE(Exists(path + ".3"));
+  for (const std::string& p : {path, path + ".1", path + ".2"}) {
+    EXPECT_LE(SizeOf(p), kSmall.max_file_bytes) << p;
+    EXPECT_EQ(ModeOf(p), 0600u) << p;
+  }
+  // The newest record is in audit.jsonl, and nothing newer was dropped.
+  auto read = ReadAudit(path, "", 0);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_FALSE(read->records.empty());
+  EXPECT_EQ(read->records.back().request_id(), "r639");
+  EXPECT_EQ(read->scan.unparsable, 0u);
+}
+
+// A flood of the largest records there are - the agent's longest command,
+// made of characters JSON writes six bytes for - stays within the budget.
+TEST(AuditRotationTest, AFloodOfHugeRecordsStaysWithinTheBudget) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path, kSmall);
+  ASSERT_TRUE(log.ok()) << log.status();
+  for (int i = 0; i < 200; ++i) {
+    pb::AuditRecord r = Record("0123456789ab", std::string(64, 'i'));
+    r.set_command(std::string(64 << 10, '\x01'));
+    r.set_justification(std::string(64 << 10, '\x02'));
+    for (int a = 0; a < 2000; ++a) r.add_argv(std::string(32, '\x03'));
+    ASSERT_TRUE((*log)->Append(r).ok()) << i;
+  }
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < 10; ++k) {
+    total += SizeOf(k == 0 ? path : absl::StrCat(path, ".", k));
+  }
+  EXPECT_LE(total, kSmall.max_file_bytes * kSmall.max_files);
+  EXPECT_FALSE(Exists(path + ".3"));
+}
+
+TEST(AuditLineCapTest, LongFieldsAreCutWithAMarkerAndTheirFullLength) {
+  pb::AuditRecord r = Record("0123456789ab", "long");
+  r.set_justification(std::string(1 << 20, 'j'));
+  r.set_command(std::string(100, 'c'));
+  r.clear_argv();
+  for (int i = 0; i < 100000; ++i) r.add_argv("a");
+  absl::StatusOr<std::string> line = CappedAuditLine(r);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_LT(line->size(), kAuditLineCap);
+  absl::StatusOr<pb::AuditRecord> back = ParseAuditLine(*line);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(absl::EndsWith(back->justification(), kAuditCutMarker));
+  EXPECT_EQ(back->truncated_bytes().at("justification"), 1u << 20);
+  EXPECT_EQ(back->command(), std::string(100, 'c'));  // short fields stay whole
+  EXPECT_FALSE(back->truncated_bytes().contains("command"));
+  EXPECT_EQ(back->argv(back->argv_size() - 1), kAuditCutMarker);
+  EXPECT_EQ(back->truncated_bytes().at("argv[]") + back->argv_size() - 1, 100000u);
+}
+
+TEST(AuditLineCapTest, ARecordThatFitsIsWrittenWhole) {
+  pb::AuditRecord r = Record("0123456789ab", "whole");
+  r.set_justification(std::string(30000, 'j'));
+  absl::StatusOr<std::string> capped = CappedAuditLine(r);
+  absl::StatusOr<std::string> whole = AuditLine(r);
+  ASSERT_TRUE(capped.ok() && whole.ok());
+  EXPECT_EQ(*capped, *whole);
+}
+
+TEST(AuditLineCapTest, ACutNeverSplitsAUtf8Character) {
+  pb::AuditRecord r = Record("0123456789ab", "utf8");
+  std::string text;
+  while (text.size() < (200 << 10)) text += "\xc3\xa9\xe2\x82\xac";  // é€
+  r.set_justification(text);
+  absl::StatusOr<std::string> line = CappedAuditLine(r);
+  ASSERT_TRUE(line.ok()) << line.status();
+  // protobuf's JSON parser refuses invalid UTF-8: a split character would
+  // make the line unreadable.
+  absl::StatusOr<pb::AuditRecord> back = ParseAuditLine(*line);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(absl::EndsWith(back->justification(), kAuditCutMarker));
+}
+
+// The file moved away and a directory put in its place (or a symlink, or
+// a full disk): the append fails, it is not written anywhere else, and the
+// log works again once the path is a file again.
+TEST(AuditLogTest, AReplacedFileFailsTheAppendUntilThePathIsAFileAgain) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append(Record("0123456789ab", "before")).ok());
+  ASSERT_EQ(rename(path.c_str(), (dir.path() + "/moved").c_str()), 0);
+  ASSERT_EQ(mkdir(path.c_str(), 0700), 0);
+  EXPECT_FALSE((*log)->Append(Record("0123456789ab", "blocked")).ok());
+  ASSERT_EQ(rmdir(path.c_str()), 0);
+  ASSERT_EQ(symlink((dir.path() + "/moved").c_str(), path.c_str()), 0);
+  absl::Status through_link = (*log)->Append(Record("0123456789ab", "via-link"));
+  EXPECT_FALSE(through_link.ok());
+  EXPECT_TRUE(absl::StrContains(through_link.message(), "symlink")) << through_link;
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_TRUE((*log)->Append(Record("0123456789ab", "after")).ok());
+  const std::string moved = test::ReadFile(dir.path() + "/moved");
+  EXPECT_TRUE(absl::StrContains(moved, "before"));
+  EXPECT_FALSE(absl::StrContains(moved, "blocked"));
+  EXPECT_FALSE(absl::StrContains(moved, "via-link"));
+  auto read = ReadAudit(path, "", 0);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->records.size(), 1u);
+  EXPECT_EQ(read->records[0].request_id(), "after");
+}
+
+// The durable-first rule: what would start the command runs only after
+// its record is on disk, and never when the record cannot be written.
+TEST(AppendThenRunTest, NothingRunsWhenTheLogCannotBeWritten) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(mkdir(path.c_str(), 0700), 0);
+  pb::AuditRecord start = Record("0123456789ab", "start");
+  start.set_phase(pb::AuditRecord::PHASE_STARTED);
+  bool ran = false;
+  absl::Status st = AppendThenRun(**log, start, [&] { ran = true; });
+  EXPECT_FALSE(st.ok());
+  EXPECT_FALSE(ran);
+}
+
+TEST(AppendThenRunTest, TheRecordIsInTheFileBeforeTheCommandStarts) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  pb::AuditRecord start = Record("0123456789ab", "start");
+  start.set_phase(pb::AuditRecord::PHASE_STARTED);
+  std::string seen_at_start;
+  ASSERT_TRUE(AppendThenRun(**log, start, [&] { seen_at_start = test::ReadFile(path); }).ok());
+  EXPECT_TRUE(absl::StrContains(seen_at_start, "\"phase\":\"PHASE_STARTED\"")) << seen_at_start;
+  EXPECT_TRUE(absl::StrContains(seen_at_start, "\"request_id\":\"start\"")) << seen_at_start;
+}
+
+// A full filesystem: the write fails and nothing runs (root mounts a
+// tmpfs of 64 KiB for it).
+TEST(AppendThenRunTest, NothingRunsWhenTheDiskIsFull) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs (CI runs as root)";
+  test::TempDir dir;
+  const std::string mnt = dir.path() + "/full";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  ASSERT_EQ(test::Run({"mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt}).exit_code,
+            0);
+  const std::string path = mnt + "/audit.jsonl";
+  auto log = AuditLog::Open(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  (void)test::Run({"dd", "if=/dev/zero", "of=" + mnt + "/filler", "bs=4k", "count=64"});
+  pb::AuditRecord start = Record("0123456789ab", "start");
+  start.set_justification(std::string(8192, 'j'));
+  bool ran = false;
+  absl::Status st = AppendThenRun(**log, start, [&] { ran = true; });
+  test::Run({"umount", mnt});
+  EXPECT_FALSE(st.ok());
+  EXPECT_FALSE(ran);
+}
+
+TEST(AuditReaderTest, ReadsAcrossRotationsOldestFirstWithLastSpanningFiles) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path, {.max_file_bytes = kMinAuditFileBytes, .max_files = 4});
+  ASSERT_TRUE(log.ok()) << log.status();
+  for (int i = 0; i < 150; ++i) {
+    pb::AuditRecord r = Record(i % 2 == 0 ? "0123456789ab" : "ba9876543210", absl::StrCat(i));
+    r.set_justification(std::string(2000, 'j'));
+    ASSERT_TRUE((*log)->Append(r).ok());
+  }
+  ASSERT_TRUE(Exists(path + ".2"));
+  auto all = ReadAudit(path, "", 0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->records.size(), 150u);
+  for (size_t i = 0; i < all->records.size(); ++i) {
+    EXPECT_EQ(all->records[i].request_id(), absl::StrCat(i));
+  }
+  // The last 70 of one session: more than audit.jsonl alone holds.
+  auto last = ReadAudit(path, "0123456789ab", 70);
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->records.size(), 70u);
+  EXPECT_EQ(last->records.front().request_id(), "10");
+  EXPECT_EQ(last->records.back().request_id(), "148");
+}
+
+TEST(AuditLogOptionsTest, EnvironmentValuesAreParsedAndBounded) {
+  auto d = AuditLogOptionsFromEnv(nullptr, "");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->max_file_bytes, kDefaultAuditFileBytes);
+  EXPECT_EQ(d->max_files, kDefaultAuditFiles);
+  auto m = AuditLogOptionsFromEnv("32M", "8");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->max_file_bytes, 32ull << 20);
+  EXPECT_EQ(m->max_files, 8u);
+  EXPECT_EQ(AuditLogOptionsFromEnv("262144", nullptr)->max_file_bytes, 262144u);
+  for (const char* bad : {"1k", "x", "-5", "+1M", "99999999999999999999G"}) {
+    auto r = AuditLogOptionsFromEnv(bad, nullptr);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "LAZARET_AUDIT_MAX_BYTES")) << bad;
+  }
+  for (const char* bad : {"0", "1001", "two", "-1"}) {
+    auto r = AuditLogOptionsFromEnv(nullptr, bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "LAZARET_AUDIT_FILES")) << bad;
+  }
+}
+
+pb::AuditRecord Phased(const std::string& id, pb::AuditRecord::Phase phase) {
+  pb::AuditRecord r = Record("0123456789ab", id);
+  r.set_phase(phase);
+  r.set_ran(phase == pb::AuditRecord::PHASE_FINISHED);
+  return r;
+}
+
+// A command that ran is two lines and shows once: at its end's place, as
+// its end; a start whose end never came shows last, as a start. --last
+// counts requests, not lines.
+TEST(AuditReaderTest, AStartAndItsEndShowAsOneRecord) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/audit.jsonl";
+  auto log = AuditLog::Open(path, {.max_file_bytes = kMinAuditFileBytes, .max_files = 4});
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append(Phased("a", pb::AuditRecord::PHASE_STARTED)).ok());
+  ASSERT_TRUE((*log)->Append(Phased("lost", pb::AuditRecord::PHASE_STARTED)).ok());
+  ASSERT_TRUE((*log)->Append(Phased("b", pb::AuditRecord::PHASE_UNSPECIFIED)).ok());
+  // Enough lines between a start and its end to rotate the file.
+  for (int i = 0; i < 80; ++i) {
+    pb::AuditRecord r = Record("ba9876543210", absl::StrCat("other", i));
+    r.set_justification(std::string(2000, 'j'));
+    ASSERT_TRUE((*log)->Append(r).ok());
+  }
+  ASSERT_TRUE(Exists(path + ".1"));
+  ASSERT_TRUE((*log)->Append(Phased("a", pb::AuditRecord::PHASE_FINISHED)).ok());
+  auto read = ReadAudit(path, "0123456789ab", 0);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->records.size(), 3u);
+  EXPECT_EQ(read->records[0].request_id(), "b");
+  EXPECT_EQ(read->records[1].request_id(), "a");
+  EXPECT_EQ(read->records[1].phase(), pb::AuditRecord::PHASE_FINISHED);
+  EXPECT_TRUE(read->records[1].ran());
+  EXPECT_EQ(read->records[2].request_id(), "lost");
+  EXPECT_EQ(read->records[2].phase(), pb::AuditRecord::PHASE_STARTED);
+  auto last = ReadAudit(path, "0123456789ab", 2);
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->records.size(), 2u);
+  EXPECT_EQ(last->records[0].request_id(), "a");
+  EXPECT_EQ(last->records[1].request_id(), "lost");
+}
+
 }  // namespace
 }  // namespace lazaret::brokerd

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
@@ -54,20 +56,45 @@ absl::StatusOr<pb::AuditRecord> ParseAuditLine(const std::string& line) {
   return record;
 }
 
+absl::StatusOr<std::vector<AuditFile>> OpenAuditFiles(const std::string& path) {
+  // Newest first, so that a rotation while this runs shows up as a file
+  // already open under its next name (skipped by its inode), never as a
+  // file missed; then reversed.
+  std::vector<AuditFile> files;
+  std::vector<std::pair<dev_t, ino_t>> seen;
+  for (uint32_t k = 0; k <= kMaxAuditRotations; ++k) {
+    const std::string name = k == 0 ? path : absl::StrCat(path, ".", k);
+    fs::UniqueFd fd(open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd.valid()) {
+      if (errno == ENOENT) {
+        if (k == 0) continue;  // rotated away just now, or no line yet since
+        break;
+      }
+      if (errno == ELOOP) return absl::FailedPreconditionError(absl::StrCat(name, " is a symlink"));
+      return ErrnoStatus(absl::StrCat("open ", name), errno);
+    }
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("fstat ", name), errno);
+    if (!S_ISREG(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(name, " is not a regular file"));
+    }
+    bool again = false;
+    for (const auto& [dev, ino] : seen) again = again || (dev == st.st_dev && ino == st.st_ino);
+    if (again) continue;
+    seen.emplace_back(st.st_dev, st.st_ino);
+    files.push_back(AuditFile{name, std::move(fd)});
+  }
+  if (files.empty()) return absl::NotFoundError(absl::StrCat(path, ": no audit log yet"));
+  std::reverse(files.begin(), files.end());
+  return files;
+}
+
 absl::StatusOr<AuditScan> ScanAudit(const std::string& path, const std::string& session_id,
                                     const std::function<void(pb::AuditRecord)>& fn) {
-  fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no audit log yet"));
-    if (errno == ELOOP) return absl::FailedPreconditionError(absl::StrCat(path, " is a symlink"));
-    return ErrnoStatus(absl::StrCat("open ", path), errno);
-  }
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("fstat ", path), errno);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
-  }
+  LAZ_ASSIGN_OR_RETURN(std::vector<AuditFile> files, OpenAuditFiles(path));
   AuditScan scan;
+  AuditMerge<pb::AuditRecord> merge(
+      [](const pb::AuditRecord& r) -> const pb::AuditRecord& { return r; }, fn);
   uint64_t line_number = 0;
   std::string line;
   bool too_long = false;
@@ -78,7 +105,7 @@ absl::StatusOr<AuditScan> ScanAudit(const std::string& path, const std::string& 
                  : ParseAuditLine(line);
     if (record.ok()) {
       ++scan.records;
-      if (session_id.empty() || record->session_id() == session_id) fn(*std::move(record));
+      if (session_id.empty() || record->session_id() == session_id) merge.Add(*std::move(record));
     } else {
       ++scan.unparsable;
       if (scan.unparsable_lines.size() < 16) scan.unparsable_lines.push_back(line_number);
@@ -87,24 +114,27 @@ absl::StatusOr<AuditScan> ScanAudit(const std::string& path, const std::string& 
     too_long = false;
   };
   std::string buf(1 << 16, '\0');
-  while (true) {
-    ssize_t n = read(fd.get(), buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(absl::StrCat("read ", path), errno);
-    }
-    if (n == 0) break;
-    for (ssize_t i = 0; i < n; ++i) {
-      if (buf[i] == '\n') {
-        finish_line();
-      } else if (line.size() < kMaxAuditLineBytes) {
-        line.push_back(buf[i]);
-      } else {
-        too_long = true;
+  for (const AuditFile& file : files) {
+    while (true) {
+      ssize_t n = read(file.fd.get(), buf.data(), buf.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(absl::StrCat("read ", file.path), errno);
+      }
+      if (n == 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        if (buf[i] == '\n') {
+          finish_line();
+        } else if (line.size() < kMaxAuditLineBytes) {
+          line.push_back(buf[i]);
+        } else {
+          too_long = true;
+        }
       }
     }
+    if (!line.empty() || too_long) finish_line();  // a last line without its newline
   }
-  if (!line.empty() || too_long) finish_line();  // a last line without its newline
+  merge.Flush();
   return scan;
 }
 

@@ -3,10 +3,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/brokerd/approver_service.h"
+#include "services/brokerd/audit_log.h"
 #include "services/brokerd/audit_reader.h"
 #include "services/brokerd/request_flow.h"
 #include "services/brokerd/session_manager.h"
@@ -43,6 +46,7 @@ void StopSessionThroughSupervisor(const std::string& runtime_dir, const std::str
 
 // Everything the broker's handlers share; destroyed after they are.
 struct Broker {
+  std::optional<tls::CertsRoot> certs_root;
   std::unique_ptr<tls::CertificateAuthority> ca;
   std::unique_ptr<tls::TlsAcceptor> acceptor;
   std::unique_ptr<AuditLog> audit;
@@ -61,7 +65,16 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
   auto b = std::make_shared<Broker>();
   LAZ_ASSIGN_OR_RETURN(b->ca, tls::CertificateAuthority::Create());
   LAZ_ASSIGN_OR_RETURN(b->acceptor, tls::TlsAcceptor::Create(*b->ca));
-  LAZ_ASSIGN_OR_RETURN(b->audit, AuditLog::Open(DefaultAuditPath()));
+  LAZ_ASSIGN_OR_RETURN(AuditLogOptions audit_options,
+                       AuditLogOptionsFromEnv(std::getenv("LAZARET_AUDIT_MAX_BYTES"),
+                                              std::getenv("LAZARET_AUDIT_FILES")));
+  LAZ_ASSIGN_OR_RETURN(b->audit, AuditLog::Open(DefaultAuditPath(), audit_options));
+  LAZ_LOG_INFO << "audit log " << b->audit->path() << ": at most " << audit_options.max_files
+               << " files of " << audit_options.max_file_bytes << " bytes";
+  LAZ_ASSIGN_OR_RETURN(tls::CertsRoot certs_root,
+                       tls::CertsRoot::Claim(tls::kCertsRootParent, runtime_dir));
+  b->certs_root.emplace(std::move(certs_root));
+  LAZ_LOG_INFO << "certificate root " << b->certs_root->path();
   b->book = std::make_unique<RequestBook>(
       RequestBookOptions(), CheckEdit,
       [runtime_dir](const std::string& id) { StopSessionThroughSupervisor(runtime_dir, id); });
@@ -70,7 +83,7 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
   parts.acceptor = b->acceptor.get();
   parts.book = b->book.get();
   parts.audit = b->audit.get();
-  parts.certs_root = tls::DefaultCertsRoot();
+  parts.certs_root = b->certs_root->path();
   b->sessions = std::make_unique<SessionManager>(runtime_dir, parts);
   SessionManager* sessions = b->sessions.get();
   b->watcher = WatchSessions(

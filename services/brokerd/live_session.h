@@ -41,7 +41,7 @@ struct BrokerParts {
   const tls::TlsAcceptor* acceptor = nullptr;
   RequestBook* book = nullptr;
   AuditLog* audit = nullptr;
-  std::string certs_root;  // tls::DefaultCertsRoot() unless a test says otherwise
+  std::string certs_root;  // the broker's tls::CertsRoot
   absl::Duration cert_lifetime = absl::Hours(1);
   GuardLimits guard;
 };

@@ -1,10 +1,12 @@
 #include "services/common/runtime_dir.h"
 
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,32 @@
 #include "services/common/status_util.h"
 
 namespace lazaret {
+namespace {
+
+std::string HomeDir() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') return home;
+  passwd pw{};
+  passwd* found = nullptr;
+  std::string buf(16384, '\0');
+  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+      found->pw_dir != nullptr && found->pw_dir[0] == '/') {
+    return found->pw_dir;
+  }
+  return "/";
+}
+
+// mkdir -p of the parents of `path` (mode 0700 for those it creates): the
+// runtime directory below the home may be the first thing of Lazaret's
+// there. What exists is left as it is; EnsurePrivateDir checks the last
+// component only.
+void MakeParents(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    (void)mkdir(path.substr(0, slash).c_str(), 0700);
+  }
+}
+
+}  // namespace
 
 std::string DefaultRuntimeDir() {
   if (const char* v = std::getenv("LAZARET_RUNTIME_DIR"); v != nullptr && *v == '/') {
@@ -25,7 +53,14 @@ std::string DefaultRuntimeDir() {
       return absl::StrCat(xdg, "/lazaret");
     }
   }
-  return absl::StrCat("/tmp/lazaret-", geteuid());
+  // Never a fixed name in a directory every user can write (/tmp): another
+  // user could create it first and so block or redirect every session.
+  // Root's /run and the user's own home are writable by nobody else.
+  if (geteuid() == 0) return "/run/lazaret";
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
+    return absl::StrCat(state, "/lazaret/run");
+  }
+  return absl::StrCat(HomeDir(), "/.local/state/lazaret/run");
 }
 
 absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path) {
@@ -33,6 +68,10 @@ absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path) {
   if (p.empty() || p[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("runtime directory '", p, "' must be an absolute path"));
+  }
+  if (mkdir(p.c_str(), 0700) != 0 && errno == ENOENT) {
+    MakeParents(p);
+    (void)mkdir(p.c_str(), 0700);
   }
   if (mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) {
     return ErrnoStatus(absl::StrCat("creating runtime directory ", p), errno);

@@ -12,10 +12,14 @@
 namespace lazaret {
 
 // Resolution order: $LAZARET_RUNTIME_DIR (tests, several instances), then
-// $XDG_RUNTIME_DIR/lazaret, then /tmp/lazaret-<uid>. Does not create it.
+// $XDG_RUNTIME_DIR/lazaret when that directory is ours, then /run/lazaret
+// for root, else $XDG_STATE_HOME/lazaret/run (absolute) or
+// ~/.local/state/lazaret/run: never a predictable name in a directory
+// other users can write. Does not create it.
 std::string DefaultRuntimeDir();
 
-// Creates `path` (one level) with mode 0700 if missing, then verifies it is a
+// Creates `path` with mode 0700 if missing (and its missing parents, 0700),
+// then verifies it is a
 // directory (not a symlink) owned by the effective uid with no group/other
 // access. Returns the path on success.
 absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path);

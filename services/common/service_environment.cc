@@ -6,7 +6,7 @@
 namespace lazaret {
 namespace {
 
-constexpr std::array<std::string_view, 25> kPassed = {
+constexpr std::array<std::string_view, 28> kPassed = {
     "HOME",
     "USER",
     "LOGNAME",
@@ -26,6 +26,10 @@ constexpr std::array<std::string_view, 25> kPassed = {
     "LAZARET_LIBEXEC_DIR",
     "LAZARET_RUNSC",
     "LAZARET_OVERLAY",
+    // The broker's audit log: where, and its rotation (docs/operations.md).
+    "LAZARET_AUDIT_LOG",
+    "LAZARET_AUDIT_MAX_BYTES",
+    "LAZARET_AUDIT_FILES",
     "CONTAINERS_CONF",
     "CONTAINERS_STORAGE_CONF",
     "CONTAINERS_REGISTRIES_CONF",

@@ -13,7 +13,8 @@ namespace lazaret {
 
 // True for the names that pass: identity and locale (HOME, USER, LOGNAME,
 // LANG, LANGUAGE, LC_*, TZ, TMPDIR, PATH), the XDG base directories,
-// Lazaret's own (LAZARET_RUNTIME_DIR, LAZARET_LIBEXEC_DIR, LAZARET_RUNSC)
+// Lazaret's own (LAZARET_RUNTIME_DIR, LAZARET_LIBEXEC_DIR, LAZARET_RUNSC,
+// LAZARET_OVERLAY, the audit log's LAZARET_AUDIT_LOG, _MAX_BYTES, _FILES)
 // and what podman needs to find the same containers as the CLI when the
 // reaper runs `lazaret clean --session` (CONTAINERS_CONF,
 // CONTAINERS_STORAGE_CONF, DBUS_SESSION_BUS_ADDRESS).

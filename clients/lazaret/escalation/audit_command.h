@@ -26,10 +26,14 @@ inline constexpr char kAuditUsage[] = "usage: lazaret audit [--session ID] [--la
 inline constexpr char kAuditHelp[] =
     "usage: lazaret audit [--session ID] [--last N] [--json]\n"
     "\n"
-    "Every host command a sandbox asked for, oldest first: when it finished, the\n"
-    "session, how it was decided (auto:ENTRY, approved by NAME@TTY, edited,\n"
-    "denied: reason, aborted, expired, refused: reason), the argv that ran, its\n"
-    "exit code, how long it took and whether its output was truncated.\n"
+    "Every host command a sandbox asked for, oldest first: when the line was\n"
+    "written, the session, how it was decided (auto:ENTRY, approved by NAME@TTY,\n"
+    "edited, denied: reason, aborted, expired, refused: reason), the argv, and\n"
+    "the outcome: for a command that ran, its exit code, how long it took and\n"
+    "whether its output was truncated. A command whose end the log does not\n"
+    "hold (the broker or the host stopped while it ran, or it still runs) is\n"
+    "shown last, as \"started\": the broker records every command before it\n"
+    "starts.\n"
     "\n"
     "  --session ID  only this session's requests\n"
     "  --last N      only the last N records\n"
@@ -37,7 +41,8 @@ inline constexpr char kAuditHelp[] =
     "\n"
     "Read through lazaret-brokerd; when it is not running, from the log itself:\n"
     "$LAZARET_AUDIT_LOG, else $XDG_STATE_HOME/lazaret/audit.jsonl, else\n"
-    "~/.local/state/lazaret/audit.jsonl.\n";
+    "~/.local/state/lazaret/audit.jsonl, with its rotated files (.1 newest,\n"
+    "read first from the oldest).\n";
 
 struct AuditArgs {
   bool help = false;

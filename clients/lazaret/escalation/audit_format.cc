@@ -1,7 +1,9 @@
 #include "clients/lazaret/escalation/audit_format.h"
 
+#include <algorithm>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/config/terminal_text.h"
@@ -80,7 +82,11 @@ std::string AuditTextLine(const apb::AuditRecord& r) {
       DecisionText(r),
       ArgvText(r),
   };
-  if (!r.ran()) {
+  if (r.phase() == apb::AuditRecord::PHASE_STARTED) {
+    // Written before the command started; readers merge it with its end,
+    // so alone it means no end was recorded.
+    fields.push_back("started, no end recorded");
+  } else if (!r.ran()) {
     fields.push_back("not run");
   } else if (r.timed_out()) {
     fields.push_back(absl::StrCat("timed out (exit ", r.exit_code(), ")"));
@@ -93,6 +99,16 @@ std::string AuditTextLine(const apb::AuditRecord& r) {
   }
   if (r.stderr_truncated()) {
     fields.push_back(absl::StrCat("stderr truncated (", r.stderr_bytes(), " bytes)"));
+  }
+  if (!r.truncated_bytes().empty()) {
+    std::vector<std::string> cut;
+    for (const auto& [name, full] : r.truncated_bytes()) {
+      cut.push_back(absl::StrCat(EscapeForTerminal(name), " (",
+                                 absl::EndsWith(name, "[]") ? "words dropped: " : "bytes: ", full,
+                                 ")"));
+    }
+    std::sort(cut.begin(), cut.end());
+    fields.push_back(absl::StrCat("cut to fit the log: ", absl::StrJoin(cut, ", ")));
   }
   return absl::StrCat(absl::StrJoin(fields, "  "), "\n");
 }

@@ -126,5 +126,21 @@ TEST(AuditFormatTest, JsonLineUsesTheProtoFieldNamesAndParsesBack) {
   EXPECT_EQ(back.SerializeAsString(), r.SerializeAsString());
 }
 
+TEST(AuditFormatTest, AStartRecordAndCutFieldsAreMarked) {
+  apb::AuditRecord r;
+  r.set_time("2026-12-01T17:00:00Z");
+  r.set_session_id("0123456789ab");
+  r.set_decision(apb::AuditRecord::DECISION_APPROVED);
+  r.add_ran_argv("make");
+  r.set_phase(apb::AuditRecord::PHASE_STARTED);
+  (*r.mutable_truncated_bytes())["justification"] = 1048576;
+  (*r.mutable_truncated_bytes())["argv[]"] = 5000;
+  const std::string line = AuditTextLine(r);
+  EXPECT_THAT(line, HasSubstr("  started"));
+  EXPECT_THAT(line, Not(HasSubstr("not run")));
+  EXPECT_THAT(line, HasSubstr("cut to fit the log: argv[] (words dropped: 5000), "
+                              "justification (bytes: 1048576)"));
+}
+
 }  // namespace
 }  // namespace lazaret::cli::escalation

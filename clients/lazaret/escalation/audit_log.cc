@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "services/brokerd/audit_reader.h"
 #include "services/common/fs/fd.h"
 #include "services/common/status_util.h"
 
@@ -64,48 +66,56 @@ absl::StatusOr<apb::AuditRecord> ParseAuditLine(absl::string_view line) {
 absl::Status ReadAuditFile(const std::string& path, const std::string& session, uint32_t last,
                            const std::function<void(const AuditEntry&)>& sink,
                            const std::function<void(const std::string&)>& problem) {
-  fs::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (!fd.valid()) {
-    const int err = errno;
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    if (err == ELOOP) return absl::FailedPreconditionError(absl::StrCat(path, " is a symlink"));
-    return ErrnoStatus(absl::StrCat("opening ", path), err);
+  absl::StatusOr<std::vector<brokerd::AuditFile>> files = brokerd::OpenAuditFiles(path);
+  if (!files.ok()) {
+    if (absl::IsNotFound(files.status())) {
+      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    }
+    return files.status();
   }
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("stat ", path), errno);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
-  }
-  std::unique_ptr<std::FILE, FileCloser> file(fdopen(fd.get(), "r"));
-  if (file == nullptr) return ErrnoStatus(absl::StrCat("reading ", path), errno);
-  fd.release();
-
   std::deque<AuditEntry> tail;
+  brokerd::AuditMerge<AuditEntry> merge(
+      [](const AuditEntry& e) -> const apb::AuditRecord& { return e.record; },
+      [&](AuditEntry entry) {
+        if (last == 0) {
+          sink(entry);
+          return;
+        }
+        tail.push_back(std::move(entry));
+        if (tail.size() > last) tail.pop_front();
+      });
   char* buf = nullptr;
   size_t cap = 0;
-  uint64_t number = 0;
-  for (ssize_t n; (n = getline(&buf, &cap, file.get())) >= 0;) {
-    ++number;
-    absl::string_view line(buf, static_cast<size_t>(n));
-    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-    if (line.empty()) continue;
-    absl::StatusOr<apb::AuditRecord> record = ParseAuditLine(line);
-    if (!record.ok()) {
-      problem(absl::StrCat(path, ":", number, ": ", record.status().message()));
-      continue;
+  absl::Status status;
+  for (brokerd::AuditFile& f : *files) {
+    std::unique_ptr<std::FILE, FileCloser> file(fdopen(f.fd.get(), "r"));
+    if (file == nullptr) {
+      status = ErrnoStatus(absl::StrCat("reading ", f.path), errno);
+      break;
     }
-    if (!session.empty() && record->session_id() != session) continue;
-    AuditEntry entry{std::string(line), *std::move(record)};
-    if (last == 0) {
-      sink(entry);
-      continue;
+    f.fd.release();
+    uint64_t number = 0;
+    for (ssize_t n; (n = getline(&buf, &cap, file.get())) >= 0;) {
+      ++number;
+      absl::string_view line(buf, static_cast<size_t>(n));
+      if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+      if (line.empty()) continue;
+      absl::StatusOr<apb::AuditRecord> record = ParseAuditLine(line);
+      if (!record.ok()) {
+        problem(absl::StrCat(f.path, ":", number, ": ", record.status().message()));
+        continue;
+      }
+      if (!session.empty() && record->session_id() != session) continue;
+      merge.Add(AuditEntry{std::string(line), *std::move(record)});
     }
-    tail.push_back(std::move(entry));
-    if (tail.size() > last) tail.pop_front();
+    if (std::ferror(file.get()) != 0) {
+      status = absl::InternalError(absl::StrCat("reading ", f.path, " failed"));
+      break;
+    }
   }
-  const bool failed = std::ferror(file.get()) != 0;
   std::free(buf);
-  if (failed) return absl::InternalError(absl::StrCat("reading ", path, " failed"));
+  if (!status.ok()) return status;
+  merge.Flush();
   for (const AuditEntry& e : tail) sink(e);
   return absl::OkStatus();
 }

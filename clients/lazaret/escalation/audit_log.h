@@ -41,11 +41,14 @@ struct AuditEntry {
 // ignored).
 absl::StatusOr<::lazaret::approver::v1::AuditRecord> ParseAuditLine(absl::string_view line);
 
-// The records of `path`, oldest first, to `sink`: those of `session` (empty:
-// all), and of those the last `last` (0: all). Each line that is not a
-// record goes to `problem` with its line number and is skipped. A missing
-// file is NOT_FOUND; a path that is not a regular file, or a symlink, is
-// refused.
+// The records of the log at `path` - its rotated files path.N .. path.1
+// first, then path - oldest first, to `sink`: those of `session` (empty:
+// all), a command that ran once (its PHASE_FINISHED line; its
+// PHASE_STARTED line alone, after all others, when its end is not in the
+// log: brokerd::AuditMerge), and of those the last `last` (0: all). Each line that
+// is not a record goes to `problem` with its file and line number and is
+// skipped. No file at all is NOT_FOUND; a path that is not a regular file,
+// or a symlink, is refused.
 absl::Status ReadAuditFile(const std::string& path, const std::string& session, uint32_t last,
                            const std::function<void(const AuditEntry&)>& sink,
                            const std::function<void(const std::string&)>& problem);

@@ -121,5 +121,44 @@ TEST_F(ReadAuditFileTest, MissingIsNotFoundAndASymlinkOrDirectoryIsRefused) {
   EXPECT_THAT(std::string(Read("", 0).message()), HasSubstr("not a regular file"));
 }
 
+// The broker rotates audit.jsonl to .1, .2, ...: read oldest first, with
+// --last counted across the files, and a rotated file that is a symlink
+// refused like the log itself.
+TEST_F(ReadAuditFileTest, RotatedFilesAreReadOldestFirstAndLastSpansThem) {
+  std::ofstream(path_ + ".2") << Line("0123456789ab", "r1") << "\n"
+                              << Line("0123456789ab", "r2") << "\n";
+  std::ofstream(path_ + ".1") << Line("ba9876543210", "r3") << "\n"
+                              << Line("0123456789ab", "r4") << "\n";
+  Write({Line("0123456789ab", "r5")});
+  ASSERT_TRUE(Read("", 0).ok());
+  EXPECT_THAT(ids_, ElementsAre("r1", "r2", "r3", "r4", "r5"));
+  ASSERT_TRUE(Read("0123456789ab", 3).ok());
+  EXPECT_THAT(ids_, ElementsAre("r2", "r4", "r5"));
+  // Only rotated files, the newest just moved away: still read.
+  ASSERT_EQ(unlink(path_.c_str()), 0);
+  ASSERT_TRUE(Read("", 0).ok());
+  EXPECT_THAT(ids_, ElementsAre("r1", "r2", "r3", "r4"));
+  ASSERT_EQ(unlink((path_ + ".2").c_str()), 0);
+  ASSERT_EQ(symlink("/etc/passwd", (path_ + ".2").c_str()), 0);
+  EXPECT_THAT(std::string(Read("", 0).message()), HasSubstr("symlink"));
+}
+
+std::string PhasedLine(const std::string& request, const std::string& phase) {
+  return "{\"session_id\":\"0123456789ab\",\"request_id\":\"" + request +
+         "\",\"decision\":\"DECISION_APPROVED\",\"phase\":\"" + phase + "\"}";
+}
+
+TEST_F(ReadAuditFileTest, ACommandThatRanShowsOnceAsItsEnd) {
+  std::ofstream(path_ + ".1") << PhasedLine("a", "PHASE_STARTED") << "\n"
+                              << PhasedLine("lost", "PHASE_STARTED") << "\n";
+  Write({Line("0123456789ab", "b"), PhasedLine("a", "PHASE_FINISHED")});
+  ASSERT_TRUE(Read("", 0).ok());
+  EXPECT_THAT(ids_, ElementsAre("b", "a", "lost"));
+  EXPECT_EQ(json_[1], PhasedLine("a", "PHASE_FINISHED"));
+  EXPECT_EQ(json_[2], PhasedLine("lost", "PHASE_STARTED"));
+  ASSERT_TRUE(Read("", 2).ok());
+  EXPECT_THAT(ids_, ElementsAre("a", "lost"));
+}
+
 }  // namespace
 }  // namespace lazaret::cli::escalation

@@ -66,7 +66,22 @@ absl::Status CheckSocketDir(const std::string& path, uid_t owner) {
   return absl::OkStatus();
 }
 
-absl::Status CheckCertsDir(const std::string& path, uid_t owner) {
+// The certificate directory is <root>/<session id>, and the root is the
+// broker's own private directory (a random name under /dev/shm the broker
+// made and holds): checked so that no directory of another user, nor one
+// others can enter, is ever mounted as the sandbox's certificates.
+absl::Status CheckCertsDir(const std::string& path, const std::string& session_id, uid_t owner) {
+  if (!fs::IsCleanAbsolutePath(path) || path.size() <= session_id.size() + 1 ||
+      path.compare(path.size() - session_id.size() - 1, std::string::npos,
+                   absl::StrCat("/", session_id)) != 0) {
+    return Refuse(
+        absl::StrCat("the certificate directory \"", config::EscapeForTerminal(path.substr(0, 256)),
+                     "\" is not a clean absolute path ending in the session id ", session_id));
+  }
+  const std::string root = path.substr(0, path.size() - session_id.size() - 1);
+  if (!root.empty()) {
+    LAZ_RETURN_IF_ERROR(OpenOwnDirectory(root, "the certificate root", owner).status());
+  }
   LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, OpenOwnDirectory(path, "the certificate directory", owner));
   struct statfs sfs {};
   if (fstatfs(dir.get(), &sfs) != 0) return ErrnoStatus(absl::StrCat("statfs ", path), errno);
@@ -96,7 +111,7 @@ std::string SessionSocketDir(const std::string& profile_socket_dir, const std::s
 }
 
 std::string ExpectedCertsDir(uid_t uid, const std::string& session_id) {
-  return absl::StrCat("/dev/shm/lazaret-", uid, "/", session_id);
+  return absl::StrCat("/dev/shm/lazaret-", uid, ".XXXXXX/", session_id);
 }
 
 absl::StatusOr<CheckedEndpoint> CheckEndpoint(const ::lazaret::broker::v1::Endpoint& answer,
@@ -113,7 +128,7 @@ absl::StatusOr<CheckedEndpoint> CheckEndpoint(const ::lazaret::broker::v1::Endpo
                                "\", not ", expected_socket_dir));
   }
   LAZ_RETURN_IF_ERROR(CheckSocketDir(answer.socket_dir(), owner));
-  LAZ_RETURN_IF_ERROR(CheckCertsDir(answer.certs_dir(), owner));
+  LAZ_RETURN_IF_ERROR(CheckCertsDir(answer.certs_dir(), session_id, owner));
   CheckedEndpoint e;
   e.session_id_ = answer.session_id();
   e.socket_dir_ = answer.socket_dir();

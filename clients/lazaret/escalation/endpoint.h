@@ -1,8 +1,10 @@
 // The check of lazaret-brokerd's answer to AttachSession before anything of
 // it is mounted into a sandbox. Runs in the `lazaret` CLI (`lazaret run`),
 // as the user. The broker is a host service of the same user, but the two
-// directories it names become bind mounts of an agent's sandbox, so they are
-// checked here as if anyone could have written the answer: the session it
+// directories it names become bind mounts of the session's containers (the
+// socket directory of its network sidecar, the certificate directory of its
+// sandbox), so they are checked here as if anyone could have written the
+// answer: the session it
 // names, the socket directory's exact path, ownership, mode and content, and
 // the certificate directory's filesystem (memory only), ownership, mode and
 // files. Only a CheckedEndpoint can be planned as mounts (session/plan.h).
@@ -27,9 +29,12 @@ inline constexpr const char* kCertificateFiles[] = {"ca.pem", "client.pem", "cli
 // name for the session's socket.
 std::string SessionSocketDir(const std::string& profile_socket_dir, const std::string& session_id);
 
-// Where the broker keeps a session's certificates, /dev/shm/lazaret-<uid>/<id>
-// (a memory filesystem: /run and /tmp need not be one). For the plan and the
-// dry run; the directory the broker names is what is checked and mounted.
+// Where the broker keeps a session's certificates, as the plan and the dry
+// run show it before the broker is asked: /dev/shm/lazaret-<uid>.XXXXXX/<id>
+// (a memory filesystem: /run and /tmp need not be one). The XXXXXX is the
+// broker's random root (services/brokerd/tls/private_dir.h), so the path
+// is not predictable; the directory the broker names in its answer is what
+// is checked and mounted.
 std::string ExpectedCertsDir(uid_t uid, const std::string& session_id);
 
 // An endpoint whose directories passed CheckEndpoint.
@@ -55,8 +60,9 @@ class CheckedEndpoint {
 // Accepts `answer` only when: its session_id is `session_id`; its socket_dir
 // is `expected_socket_dir` exactly and is a real directory (not a symlink)
 // owned by `owner`, mode 0700, holding only escalate.sock, which is a
-// socket; its certs_dir is a clean absolute path to a real directory owned
-// by `owner`, mode 0700, on tmpfs or ramfs, holding ca.pem, client.pem and
+// socket; its certs_dir is a clean absolute path <root>/<session_id> where
+// root and certs_dir are real directories owned by `owner`, mode 0700, the
+// latter on tmpfs or ramfs, holding ca.pem, client.pem and
 // client.key as regular files owned by `owner` that nobody else may read.
 // The error says which of these failed.
 absl::StatusOr<CheckedEndpoint> CheckEndpoint(const ::lazaret::broker::v1::Endpoint& answer,

@@ -157,10 +157,26 @@ TEST_F(CheckEndpointTest, RefusesARelativeOrEmptyCertificateDirectory) {
   EXPECT_THAT(Refusal(), HasSubstr("not a clean absolute path"));
 }
 
+TEST_F(CheckEndpointTest, RefusesACertificateDirectoryNotNamedForTheSession) {
+  const std::string other = shm_ + "/ba9876543210";
+  MakeCertsDir(other);
+  answer_.set_certs_dir(other);
+  EXPECT_THAT(Refusal(), HasSubstr("ending in the session id"));
+}
+
+// A root others can enter (or another user's, like a squatted
+// /dev/shm/lazaret-<uid>) is never mounted from.
+TEST_F(CheckEndpointTest, RefusesACertificateRootOthersCanEnter) {
+  ASSERT_EQ(chmod(shm_.c_str(), 0755), 0);
+  EXPECT_THAT(Refusal(), HasSubstr("the certificate root"));
+  ASSERT_EQ(chmod(shm_.c_str(), 0700), 0);
+  EXPECT_TRUE(Check().ok()) << Check().status();
+}
+
 TEST(ExpectedPathsTest, SocketAndCertificateDirectoriesAreNamedBySession) {
   EXPECT_EQ(SessionSocketDir("/run/user/1000/lazaret/escalation", kId),
             "/run/user/1000/lazaret/escalation/0123456789ab");
-  EXPECT_EQ(ExpectedCertsDir(1000, kId), "/dev/shm/lazaret-1000/0123456789ab");
+  EXPECT_EQ(ExpectedCertsDir(1000, kId), "/dev/shm/lazaret-1000.XXXXXX/0123456789ab");
 }
 
 }  // namespace

@@ -325,8 +325,102 @@ TEST_F(EndpointTest, RefusesAnInvalidIdentity) {
   EXPECT_FALSE(Exists(sockets_));
 }
 
-TEST(PrivateDirTest, DefaultCertsRootIsInDevShmPerUid) {
-  EXPECT_EQ(DefaultCertsRoot(), "/dev/shm/lazaret-" + std::to_string(geteuid()));
+// CertsRoot::Claim with a scratch /dev/shm directory standing in for
+// /dev/shm and a private scratch runtime directory.
+class CertsRootTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    shm_ = testing::MakeScratchDir("/dev/shm", 01777);
+    runtime_ = testing::MakeScratchDir("/tmp");
+    other_runtime_ = testing::MakeScratchDir("/tmp");
+    ASSERT_FALSE(shm_.empty() || runtime_.empty() || other_runtime_.empty());
+    ASSERT_EQ(chmod(shm_.c_str(), 01777), 0);
+    prefix_ = shm_ + "/lazaret-" + std::to_string(geteuid());
+  }
+  void TearDown() override {
+    testing::RemoveScratchDir(shm_);
+    testing::RemoveScratchDir(runtime_);
+    testing::RemoveScratchDir(other_runtime_);
+  }
+  static std::string Slurp(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  static bool Exists(const std::string& path) {
+    struct stat st {};
+    return lstat(path.c_str(), &st) == 0;
+  }
+  std::string shm_, runtime_, other_runtime_, prefix_;
+};
+
+TEST_F(CertsRootTest, ARandomPrivateMemoryRootIsMadeAndRecorded) {
+  absl::StatusOr<CertsRoot> root = CertsRoot::Claim(shm_, runtime_);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_TRUE(absl::StartsWith(root->path(), prefix_ + ".")) << root->path();
+  EXPECT_EQ(root->path().size(), prefix_.size() + 7);
+  struct stat st {};
+  ASSERT_EQ(lstat(root->path().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, geteuid());
+  EXPECT_EQ(Slurp(runtime_ + "/" + kCertsRootRecord), root->path());
+}
+
+// What the attack of issue 20 did, and its other forms: the old
+// predictable name, and names of the new form planted in advance as a
+// directory and as a symlink. None of them is used or followed, and the
+// broker still gets a root.
+TEST_F(CertsRootTest, WhatAnotherUserPlantedIsNeitherUsedNorFollowed) {
+  const std::string victim_target = shm_ + "/target";
+  ASSERT_EQ(mkdir(victim_target.c_str(), 0777), 0);
+  ASSERT_EQ(mkdir(prefix_.c_str(), 0777), 0);
+  ASSERT_EQ(mkdir((prefix_ + ".AAAAAA").c_str(), 0777), 0);
+  ASSERT_EQ(symlink(victim_target.c_str(), (prefix_ + ".BBBBBB").c_str()), 0);
+  if (geteuid() == 0) {
+    for (const std::string& p : {prefix_, prefix_ + ".AAAAAA", victim_target}) {
+      ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0);
+    }
+    ASSERT_EQ(lchown((prefix_ + ".BBBBBB").c_str(), 65534, 65534), 0);
+  }
+  // A record that names the planted directory is not believed either.
+  std::ofstream(runtime_ + "/" + kCertsRootRecord) << prefix_ + ".AAAAAA";
+  absl::StatusOr<CertsRoot> root = CertsRoot::Claim(shm_, runtime_);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_NE(root->path(), prefix_);
+  EXPECT_NE(root->path(), prefix_ + ".AAAAAA");
+  EXPECT_NE(root->path(), prefix_ + ".BBBBBB");
+  EXPECT_EQ(Slurp(runtime_ + "/" + kCertsRootRecord), root->path());
+  // Left as they were (the symlink's target untouched).
+  EXPECT_TRUE(Exists(prefix_));
+  EXPECT_TRUE(Exists(prefix_ + ".BBBBBB"));
+  EXPECT_TRUE(Exists(victim_target));
+}
+
+TEST_F(CertsRootTest, ARestartedBrokerTakesItsRecordedRootBack) {
+  std::string first;
+  {
+    absl::StatusOr<CertsRoot> root = CertsRoot::Claim(shm_, runtime_);
+    ASSERT_TRUE(root.ok()) << root.status();
+    first = root->path();
+    ASSERT_EQ(mkdir((first + "/0123456789ab").c_str(), 0700), 0);
+  }
+  absl::StatusOr<CertsRoot> again = CertsRoot::Claim(shm_, runtime_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->path(), first);
+  EXPECT_TRUE(Exists(first + "/0123456789ab"));  // a live session's, adopted later
+}
+
+TEST_F(CertsRootTest, ALiveBrokersRootIsKeptAndAStaleOneRemoved) {
+  absl::StatusOr<CertsRoot> live = CertsRoot::Claim(shm_, runtime_);
+  ASSERT_TRUE(live.ok()) << live.status();
+  const std::string stale = prefix_ + ".ZZZZZZ";
+  ASSERT_EQ(mkdir(stale.c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((stale + "/ba9876543210").c_str(), 0700), 0);
+  absl::StatusOr<CertsRoot> second = CertsRoot::Claim(shm_, other_runtime_);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(second->path(), live->path());
+  EXPECT_TRUE(Exists(live->path()));
+  EXPECT_FALSE(Exists(stale));
 }
 
 TEST(LiveSerialsTest, RetiredSerialIsForgottenAtItsTime) {

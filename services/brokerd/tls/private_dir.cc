@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/common/fs/dir.h"
@@ -51,9 +53,106 @@ absl::StatusOr<fs::DirFd> OpenNoFollow(int at, const std::string& name, const st
   return dir;
 }
 
+absl::Status CheckMemoryBacked(const fs::DirFd& dir, const std::string& path) {
+  struct statfs sfs {};
+  if (fstatfs(dir.get(), &sfs) != 0) return ErrnoStatus(absl::StrCat("statfs ", path), errno);
+  if (sfs.f_type != TMPFS_MAGIC && sfs.f_type != RAMFS_MAGIC) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("certificates must live on a memory filesystem (tmpfs or ramfs): ", path,
+                     " is not on one; use a directory under /dev/shm"));
+  }
+  return absl::OkStatus();
+}
+
+// `name` in `parent`: a 0700 directory of ours on a memory filesystem,
+// opened without following, flock'ed (not held by another broker) and
+// still the one `parent` names once locked.
+absl::StatusOr<fs::DirFd> OpenAndLockRoot(const fs::DirFd& parent, const std::string& name,
+                                          const std::string& path) {
+  struct stat st {};
+  if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoStatus(absl::StrCat("stat ", path), errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is a symlink"));
+  }
+  LAZ_RETURN_IF_ERROR(CheckOwnedPrivate(st, path, "certificate root"));
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd dir,
+                       OpenNoFollow(parent.get(), name, path, "certificate root", st));
+  LAZ_RETURN_IF_ERROR(CheckMemoryBacked(dir, path));
+  if (flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+    return absl::UnavailableError(absl::StrCat(path, " is held by another lazaret-brokerd"));
+  }
+  struct stat again {};
+  if (fstatat(parent.get(), name.c_str(), &again, AT_SYMLINK_NOFOLLOW) != 0 ||
+      again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
+    return absl::AbortedError(absl::StrCat(path, " was removed or replaced while claimed"));
+  }
+  return dir;
+}
+
+bool IsRootName(const std::string& name, const std::string& prefix) {
+  if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) {
+    return false;
+  }
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    const char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-std::string DefaultCertsRoot() { return absl::StrCat("/dev/shm/lazaret-", geteuid()); }
+absl::StatusOr<CertsRoot> CertsRoot::Claim(const std::string& parent,
+                                           const std::string& runtime_dir) {
+  if (!fs::IsCleanAbsolutePath(parent) || !fs::IsCleanAbsolutePath(runtime_dir)) {
+    return absl::InvalidArgumentError(
+        "the certificate root's parent and the runtime directory "
+        "must be clean absolute paths");
+  }
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd parent_fd, fs::DirFd::Open(parent));
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd runtime_fd, fs::DirFd::Open(runtime_dir));
+  const std::string prefix = absl::StrCat("lazaret-", geteuid(), ".");
+  std::string name;
+  fs::DirFd dir;
+  // The root a previous broker recorded, when it is still a good one.
+  if (absl::StatusOr<std::string> recorded =
+          fs::ReadRegularFileAt(runtime_fd, kCertsRootRecord, 4096);
+      recorded.ok() && absl::StartsWith(*recorded, parent + "/") &&
+      IsRootName(recorded->substr(parent.size() + 1), prefix)) {
+    const std::string candidate = recorded->substr(parent.size() + 1);
+    if (absl::StatusOr<fs::DirFd> taken = OpenAndLockRoot(parent_fd, candidate, *recorded);
+        taken.ok()) {
+      name = candidate;
+      dir = *std::move(taken);
+    }
+  }
+  if (name.empty()) {
+    std::string templ = absl::StrCat(parent, "/", prefix, "XXXXXX");
+    if (mkdtemp(templ.data()) == nullptr) {
+      return ErrnoStatus(absl::StrCat("creating the certificate root ", templ), errno);
+    }
+    name = templ.substr(parent.size() + 1);
+    LAZ_ASSIGN_OR_RETURN(dir, OpenAndLockRoot(parent_fd, name, templ));
+    LAZ_RETURN_IF_ERROR(
+        fs::WriteFileAtomicAt(runtime_fd, kCertsRootRecord, templ, 0600, fs::Durability::kNoSync));
+  }
+  // Stale roots of ours: left by a broker that is gone (their flock is
+  // free). Others' entries are not touched.
+  if (absl::StatusOr<std::vector<std::string>> names = fs::ListNames(parent_fd); names.ok()) {
+    for (const std::string& other : *names) {
+      if (other == name || !IsRootName(other, prefix)) continue;
+      absl::StatusOr<fs::DirFd> stale =
+          OpenAndLockRoot(parent_fd, other, absl::StrCat(parent, "/", other));
+      if (!stale.ok()) continue;
+      (void)fs::RemoveTreeAt(parent_fd, other);
+    }
+  }
+  return CertsRoot(absl::StrCat(parent, "/", name), std::move(dir));
+}
 
 absl::StatusOr<fs::DirFd> OpenPrivateRoot(const std::string& path, const char* what,
                                           Backing backing) {
@@ -73,15 +172,7 @@ absl::StatusOr<fs::DirFd> OpenPrivateRoot(const std::string& path, const char* w
   }
   LAZ_RETURN_IF_ERROR(CheckOwnedPrivate(st, path, what));
   LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, OpenNoFollow(AT_FDCWD, path, path, what, st));
-  if (backing == Backing::kMemory) {
-    struct statfs sfs {};
-    if (fstatfs(dir.get(), &sfs) != 0) return ErrnoStatus(absl::StrCat("statfs ", path), errno);
-    if (sfs.f_type != TMPFS_MAGIC && sfs.f_type != RAMFS_MAGIC) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("certificates must live on a memory filesystem (tmpfs or ramfs): ", path,
-                       " is not on one; use a directory under /dev/shm"));
-    }
-  }
+  if (backing == Backing::kMemory) LAZ_RETURN_IF_ERROR(CheckMemoryBacked(dir, path));
   return dir;
 }
 

@@ -33,8 +33,34 @@ absl::StatusOr<fs::DirFd> OpenPrivateRoot(const std::string& path, const char* w
 absl::StatusOr<fs::DirFd> CreateSessionDir(const fs::DirFd& root, const std::string& root_path,
                                            const std::string& name, bool adopt_existing);
 
-// The certificate root for the broker's euid: /dev/shm/lazaret-<euid>.
-std::string DefaultCertsRoot();
+// Where the broker's certificate roots live: a memory filesystem every
+// user can write (sticky), so no name there is predictable.
+inline constexpr char kCertsRootParent[] = "/dev/shm";
+// The file in the runtime directory that names the broker's root.
+inline constexpr char kCertsRootRecord[] = "brokerd-certs-root";
+
+// The broker's certificate root: a directory with a random name,
+// <parent>/lazaret-<euid>.XXXXXX, made by mkdtemp (so nothing another
+// user created first can be it), opened O_NOFOLLOW, verified a 0700
+// directory of ours on tmpfs or ramfs, and flock'ed for the broker's
+// lifetime. Its path is recorded in the runtime directory, so that a
+// restarted broker takes back the root its live sessions have mounted; the
+// path reaches `lazaret run` in AttachSession's answer, never computed
+// there. At Claim, every other lazaret-<euid>.* of ours that no broker
+// holds (its flock is free) is a stale one and is removed; anything there
+// of another user is left alone and never used.
+class CertsRoot {
+ public:
+  // `parent` is kCertsRootParent outside tests; `runtime_dir` is the
+  // broker's (private, checked by service startup).
+  static absl::StatusOr<CertsRoot> Claim(const std::string& parent, const std::string& runtime_dir);
+  const std::string& path() const { return path_; }
+
+ private:
+  CertsRoot(std::string path, fs::DirFd dir) : path_(std::move(path)), dir_(std::move(dir)) {}
+  std::string path_;
+  fs::DirFd dir_;  // holds the flock
+};
 
 }  // namespace lazaret::brokerd::tls
 
