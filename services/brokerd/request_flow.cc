@@ -13,7 +13,9 @@
 #include "escalate/wire/messages.h"
 #include "services/brokerd/command/executor.h"
 #include "services/brokerd/command/matcher.h"
+#include "services/brokerd/command/operand_paths.h"
 #include "services/brokerd/command/text_scan.h"
+#include "services/brokerd/planted_check.h"
 #include "services/common/log.h"
 
 namespace lazaret::brokerd {
@@ -28,6 +30,20 @@ constexpr absl::Duration kDrainTime = absl::Seconds(2);
 
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+// Why a request waits for a human: the judgement's reason, or first what
+// the planted-code check found (planted_check.h).
+std::string ReasonNotAuto(const command::Judgement& judgement,
+                          const std::vector<std::string>& findings, bool git) {
+  if (findings.empty()) return judgement.reason_not_auto;
+  std::string reason =
+      absl::StrCat("aimed at code this session planted: ", absl::StrJoin(findings, "; "));
+  if (git) absl::StrAppend(&reason, "; git is never run there, so approving it will not run it");
+  if (!judgement.auto_approved && !judgement.reason_not_auto.empty()) {
+    absl::StrAppend(&reason, "; also: ", judgement.reason_not_auto);
+  }
+  return reason;
 }
 
 std::string Escaped(absl::string_view text, bool* any) {
@@ -60,6 +76,10 @@ class Exchange {
   // at most kDrainTime).
   void Drain();
   void Finish();
+  // The PHASE_STARTED record of what Execute is about to run.
+  Record StartRecord() const;
+  // Starts `command`, waits for it, answers (Execute, once it is audited).
+  void RunCommand(const command::CheckedCommand& command);
   apb::PendingRequest Describe(const command::CheckedCommand& checked,
                                const command::Judgement& judgement) const;
 
@@ -70,9 +90,22 @@ class Exchange {
   Record record_;
   std::optional<RequestHandle> handle_;
   bool expired_ = false;
-  bool audited_ = true;  // false: rate limited (reported in aggregate)
-  bool drain_ = false;   // the request frame was refused unread
+  bool audited_ = true;   // false: rate limited (reported in aggregate)
+  bool drain_ = false;    // the request frame was refused unread
+  bool started_ = false;  // its PHASE_STARTED record is on disk
   std::string out_, err_;
+  // The planted-code check (planted_check.h) when the request was judged,
+  // the reason it waits for a human, and what the check right before the
+  // run adds to the broker's environment (git only).
+  std::vector<std::string> findings_;
+  std::string reason_not_auto_;
+  std::vector<std::string> run_env_;
+  PlantedScope PlantedScopeOfSession() const {
+    return {session_.facts().record.workspace(), session_.facts().record.started_unix()};
+  }
+  // The check again, right before `command` starts: false (the request
+  // refused, the answer saying why) when it now finds what it must not run.
+  bool CheckPlantedBeforeRun(const command::CheckedCommand& command);
 };
 
 void Exchange::Run() {
@@ -147,12 +180,20 @@ void Exchange::Run() {
   }
   record_.set_binary(checked->binary().path);
   record_.set_cwd(checked->host_cwd());
+  // Operands are checked for paths beneath the directory the command
+  // will run in (the descriptor it will fchdir() to).
   const command::Judgement judgement =
-      command::Judge(request_.command(), checked->argv(), checked->binary(), session_.entries());
+      command::Judge(request_.command(), checked->argv(), checked->binary(), session_.entries(),
+                     command::OperandsBeneath(checked->cwd_fd()));
+  // Planted code: a request aimed at it is never auto-approved, and the
+  // human is told what was found.
+  findings_ = CheckPlanted(PlantedScopeOfSession(), *checked).findings;
+  reason_not_auto_ =
+      ReasonNotAuto(judgement, findings_, IsGitCommand(checked->binary(), checked->argv()));
   apb::PendingRequest pending = Describe(*checked, judgement);
   RequestBook& book = *session_.parts().book;
 
-  if (judgement.auto_approved) {
+  if (judgement.auto_approved && findings_.empty()) {
     absl::StatusOr<RequestHandle> handle = book.AddRunning(pending);
     if (!handle.ok()) {
       Refuse(Record::DECISION_REFUSED, std::string(handle.status().message()), false);
@@ -166,7 +207,7 @@ void Exchange::Run() {
   }
 
   // A human decides.
-  record_.set_reason(judgement.reason_not_auto);
+  record_.set_reason(reason_not_auto_);
   absl::StatusOr<RequestHandle> handle = book.Add(pending);
   if (!handle.ok()) {
     Refuse(Record::DECISION_REFUSED, std::string(handle.status().message()), false);
@@ -177,7 +218,7 @@ void Exchange::Run() {
   stream_.set_deadline(expiry + kAnswerSlack);
   epb::ServerFrame notice;
   notice.mutable_pending()->set_request_id(request_.request_id());
-  notice.mutable_pending()->set_reason(judgement.reason_not_auto);
+  notice.mutable_pending()->set_reason(reason_not_auto_);
   notice.mutable_pending()->set_deadline_unix(pending.deadline_unix());
   if (absl::Status st = escalation::WriteFrame(stream_, escalation::SerializeServerFrame(notice));
       !st.ok()) {
@@ -251,21 +292,71 @@ apb::PendingRequest Exchange::Describe(const command::CheckedCommand& checked,
   p.set_had_invisible(any);
   p.set_binary(checked.binary().path);
   p.set_cwd(checked.host_cwd());
-  p.set_reason_not_auto(judgement.reason_not_auto);
+  p.set_reason_not_auto(reason_not_auto_);
+  p.mutable_findings()->Assign(findings_.begin(), findings_.end());
   p.set_received_unix(absl::ToUnixSeconds(received_));
   const uint32_t timeout = session_.facts().profile.escalation().approval_timeout_seconds();
   p.set_deadline_unix(absl::ToUnixSeconds(received_) + (timeout == 0 ? 300 : timeout));
   return p;
 }
 
+bool Exchange::CheckPlantedBeforeRun(const command::CheckedCommand& command) {
+  const PlantedReport now = CheckPlanted(PlantedScopeOfSession(), command);
+  const bool git = IsGitCommand(command.binary(), command.argv());
+  if (git && !now.findings.empty()) {
+    Refuse(Record::DECISION_REFUSED,
+           absl::StrCat("not run: git takes orders from the repository it runs in, and here that "
+                        "is code this session planted: ",
+                        absl::StrJoin(now.findings, "; "),
+                        ". Inspect it on the host without running git in it"),
+           false);
+    return false;
+  }
+  if (const std::vector<std::string> fresh = NewFindings(findings_, now.findings); !fresh.empty()) {
+    Refuse(Record::DECISION_REFUSED,
+           absl::StrCat("not run: since the request was judged, the session planted code where it "
+                        "would run: ",
+                        absl::StrJoin(fresh, "; ")),
+           false);
+    return false;
+  }
+  // git, and anything a human approved at planted code (it may run git
+  // itself), gets the git protections; only git the pin.
+  run_env_.clear();
+  if (git || !now.findings.empty()) run_env_ = GitProtectionEnvironment();
+  if (git) run_env_.insert(run_env_.end(), now.git_pin_env.begin(), now.git_pin_env.end());
+  return true;
+}
+
 void Exchange::Execute(const command::CheckedCommand& command) {
+  if (!CheckPlantedBeforeRun(command)) return;
   record_.mutable_ran_argv()->Assign(command.argv().begin(), command.argv().end());
+  // No record on disk, no run: what runs on the host is always in the log,
+  // even when the broker or the host dies while it runs.
+  if (absl::Status st = AppendThenRun(*session_.parts().audit, StartRecord(),
+                                      [&] {
+                                        started_ = true;
+                                        RunCommand(command);
+                                      });
+      !st.ok()) {
+    LAZ_LOG_ERROR << "session " << session_.id() << ": request " << request_.request_id()
+                  << ": not run: the audit log: " << st.message();
+    Refuse(Record::DECISION_REFUSED,
+           absl::StrCat("the command was not run: the host's audit log could not be written (",
+                        st.message(),
+                        "); the user must make it writable again (free disk space, or remove "
+                        "what stands in its place: docs/operations.md, Audit)"),
+           false);
+  }
+}
+
+void Exchange::RunCommand(const command::CheckedCommand& command) {
   const uint32_t timeout_s = session_.facts().profile.escalation().command_timeout_seconds();
   command::ExecLimits limits;
   limits.timeout = absl::Seconds(timeout_s == 0 ? 60 : timeout_s);
   stream_.set_deadline(absl::Now() + limits.timeout + limits.kill_grace + kAnswerSlack);
   absl::StatusOr<std::unique_ptr<command::RunningCommand>> running =
-      command::RunningCommand::Start(command, limits);
+      command::RunningCommand::Start(command, limits, run_env_);
   if (!running.ok()) {
     Refuse(Record::DECISION_REFUSED,
            absl::StrCat("the command could not be started: ", running.status().message()), false);
@@ -345,10 +436,20 @@ void Exchange::Drain() {
   }
 }
 
+Record Exchange::StartRecord() const {
+  Record start = record_;
+  const absl::Time now = absl::Now();
+  start.set_time(Rfc3339(now));
+  start.set_duration_ms(absl::ToInt64Milliseconds(now - received_));
+  start.set_phase(Record::PHASE_STARTED);
+  return start;
+}
+
 void Exchange::Finish() {
   const absl::Time now = absl::Now();
   record_.set_time(Rfc3339(now));
   record_.set_duration_ms(absl::ToInt64Milliseconds(now - received_));
+  if (started_) record_.set_phase(Record::PHASE_FINISHED);
   if (audited_) {
     if (absl::Status st = session_.parts().audit->Append(record_); !st.ok()) {
       LAZ_LOG_ERROR << "session " << session_.id() << ": request " << request_.request_id()
@@ -423,7 +524,9 @@ approver::v1::ParseCommandResponse ParseForApprover(
   r.set_binary(binary->path);
   r.set_ok(true);
   if (entries != nullptr) {
-    const command::Judgement j = command::Judge(text, *words, *binary, *entries);
+    // No working directory here: a word after a prefix entry is not
+    // judged auto-approvable (Judge's empty path check).
+    const command::Judgement j = command::Judge(text, *words, *binary, *entries, {});
     r.set_auto_approved(j.auto_approved);
     r.set_reason_not_auto(j.reason_not_auto);
   }

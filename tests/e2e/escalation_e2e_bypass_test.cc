@@ -41,7 +41,9 @@ std::vector<Bypass> Corpus() {
       {"fullwidth", {}, fullwidth + "name -s"},
       {"tab", {}, "uname\t-s"},
       {"quoted", {}, "'uname' -s"},
-      {"shorter-than-entry", {"uname"}, ""},
+      {"shorter-than-entry", {"test", "-e"}, ""},
+      {"unlisted-option", {"uname", "-a"}, ""},
+      {"bundled-options", {"uname", "-sn"}, ""},
       {"longer-exact", {"test", "-e", "/nonexistent-lazaret-e2e", "-o", "-e", "/etc/passwd"}, ""},
   };
 }
@@ -90,7 +92,7 @@ TEST_F(EscE2eTest, BypassCorpusIsNeverAutoApproved) {
   }
 }
 
-TEST_F(EscE2eTest, ExtraArgumentsAfterAPrefixEntryAreAutoApproved) {
+TEST_F(EscE2eTest, ListedOptionsAfterAPrefixEntryAreAutoApproved) {
   net::NetSession* a = S(Slot::kA);
   ASSERT_NE(a, nullptr) << Why(Slot::kA);
   const std::string argv_id = NewId("prefix-");
@@ -112,7 +114,7 @@ TEST_F(EscE2eTest, ExtraArgumentsAfterAPrefixEntryAreAutoApproved) {
     std::vector<AuditRecord> rec = ByRequestId(records, id);
     ASSERT_EQ(rec.size(), 1u);
     EXPECT_EQ(DecisionName(rec[0]), "DECISION_AUTO_APPROVED");
-    EXPECT_EQ(rec[0].auto_approve_entry(), "uname -s");
+    EXPECT_EQ(rec[0].auto_approve_entry(), "uname");
   }
 }
 

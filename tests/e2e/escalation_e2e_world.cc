@@ -55,7 +55,8 @@ void EscWorld::Build() {
   scratch_ = std::make_unique<UserDir>("escscratch");
   config_ = config_dir_->Write(
       "esc.toml",
-      absl::StrCat("[escalation]\nenabled = true\nauto_approve = [\"uname -s\", { exact = \"",
+      absl::StrCat("[escalation]\nenabled = true\nauto_approve = [{ prefix = \"uname\", options = [\"-s\", \"-n\"] }, "
+                   "{ exact = \"",
                    kExactEntry, "\" }]\ncommand_timeout = ", kCommandTimeout,
                    "\napproval_timeout = ", kApprovalTimeout, "\n\n",
                    ProfileToml(kProfile, probe_dir_->path()),

@@ -16,8 +16,8 @@
 
 namespace lazaret::test::e2e::esc {
 
-// Profiles of config() (escalation on: auto_approve = ["uname -s",
-// { exact = "test -e /nonexistent-lazaret-e2e" }], command_timeout = 5,
+// Profiles of config() (escalation on: auto_approve = [{ prefix = "uname",
+// options = ["-s", "-n"] }, { exact = "test -e /nonexistent-lazaret-e2e" }], command_timeout = 5,
 // approval_timeout = 20, the default rate limit) and of off_config()
 // ([escalation] enabled = false).
 inline constexpr char kProfile[] = "esc";

@@ -1,7 +1,5 @@
-// Files editors and shells act on (editor_files.h), as the end scan lists
-// them.
-#include "clients/lazaret/workspace/editor_files.h"
-
+// Files editors and shells act on (services/common/workspace/
+// host_tool_files.h), as the end scan lists them.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -27,7 +27,8 @@
 // The parts: roots.h (the trees), walk.h (one walk), snapshot.h (the git
 // directories at the start), planted.h (finding, fingerprinting and
 // neutralising git directories), privileges.h (setuid/setgid bits and file
-// capabilities), ownership.h (the rootful hand-back), editor_files.h.
+// capabilities), ownership.h (the rootful hand-back), and the list of files
+// host tools act on (services/common/workspace/host_tool_files.h).
 #ifndef LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_
 #define LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_
 

@@ -10,11 +10,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/workspace/editor_files.h"
 #include "clients/lazaret/workspace/ownership.h"
 #include "clients/lazaret/workspace/privileges.h"
 #include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
+#include "services/common/workspace/host_tool_files.h"
 
 namespace lazaret::cli::workspace {
 
@@ -102,7 +102,7 @@ bool Walk::Dir(const DirFd& dir, const std::string& rel, int depth, bool in_prot
       }
     }
     if (purpose_ == Purpose::kEnd && changed && !in_protected_git && !protected_git &&
-        IsEditorActedOnName(name)) {
+        lazaret::workspace::IsHostToolActedOnName(name)) {
       editor_files_.push_back(absl::StrCat(Join(root_.path, crel), S_ISDIR(st.st_mode) ? "/" : ""));
     }
     any = any || changed;

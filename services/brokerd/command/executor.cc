@@ -81,8 +81,9 @@ RunningCommand::RunningCommand(pid_t pid, fs::UniqueFd out, fs::UniqueFd err, fs
       limits_(limits),
       start_(start) {}
 
-absl::StatusOr<std::unique_ptr<RunningCommand>> RunningCommand::Start(const CheckedCommand& command,
-                                                                      const ExecLimits& limits) {
+absl::StatusOr<std::unique_ptr<RunningCommand>> RunningCommand::Start(
+    const CheckedCommand& command, const ExecLimits& limits,
+    const std::vector<std::string>& extra_env) {
   if (limits.timeout <= absl::ZeroDuration() || limits.kill_grace < absl::ZeroDuration() ||
       limits.linger < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the command needs a positive timeout");
@@ -90,7 +91,8 @@ absl::StatusOr<std::unique_ptr<RunningCommand>> RunningCommand::Start(const Chec
   const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) return ErrnoStatus("eventfd", errno);
   fs::UniqueFd wake_fd(wake);
-  const std::vector<std::string> env = BrokerEnvironment();
+  std::vector<std::string> env = BrokerEnvironment();
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
   const absl::Time start = absl::Now();
   LAZ_ASSIGN_OR_RETURN(Spawned spawned, Spawn(command, env));
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, spawned.pid, 0));

@@ -2,7 +2,8 @@
 // lazaret-brokerd (no capabilities, the broker's uid); the command runs
 // with the broker's uid too. Only a CheckedCommand can be started, and
 // nothing of the request reaches the child but its argv: the environment is
-// the broker's fixed one, stdin is /dev/null, no descriptor but 0, 1 and 2
+// the broker's fixed one (plus, for git, the broker's own protections),
+// stdin is /dev/null, no descriptor but 0, 1 and 2
 // survives execve, the signal mask and dispositions are reset. The output
 // is the command's and trusted for nothing (kept as bytes, bounded).
 //
@@ -55,7 +56,8 @@ struct ExecResult {
   absl::Duration run_time;
 };
 
-// The environment every host command gets, and nothing else: PATH
+// The environment every host command gets, and nothing else but what the
+// broker adds for git (Start's extra_env): PATH
 // (kBrokerPath), HOME, USER and LOGNAME from the passwd entry of the
 // broker's euid (HOME=/ and the numeric uid when there is none), LANG=C.UTF-8.
 std::vector<std::string> BrokerEnvironment();
@@ -67,8 +69,12 @@ std::vector<std::string> BrokerEnvironment();
 // reaped. Wait() is called by one thread; Cancel() from any thread.
 class RunningCommand {
  public:
-  static absl::StatusOr<std::unique_ptr<RunningCommand>> Start(const CheckedCommand& command,
-                                                               const ExecLimits& limits);
+  // `extra_env`: NAME=value entries added after BrokerEnvironment() (the
+  // broker's own protections for git, planted_check.h); never from the
+  // request.
+  static absl::StatusOr<std::unique_ptr<RunningCommand>> Start(
+      const CheckedCommand& command, const ExecLimits& limits,
+      const std::vector<std::string>& extra_env = {});
   // Kills the group and reaps the command when Wait() has not.
   ~RunningCommand();
   RunningCommand(const RunningCommand&) = delete;
