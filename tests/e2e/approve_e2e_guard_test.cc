@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "tests/e2e/approve_e2e_fixture.h"
+#include "tests/support/approver_screen.h"
 
 namespace lazaret::test::e2e::esc {
 namespace {
@@ -71,7 +72,7 @@ TEST_F(ApproveE2eTest, APaddedTailIsShownWholeAt80x24AndReachableByKeysAt40x12) 
   ASSERT_TRUE(tmux().Resize("appr", 40, 12));
   ASSERT_TRUE(tmux().WaitForText("appr", "more below: j/Down/PgDn")) << Screen("appr");
   std::string first;
-  const std::string all = ap::ReadDetailByKeys(tmux(), "appr", 12, &first);
+  const std::string all = test::ReadApproverDetailByKeys(tmux(), "appr", 12, &first);
   EXPECT_THAT(all, HasSubstr("tail-n40[150spaces];touchpadded-marker")) << all;
   EXPECT_THAT(Screen("appr"), HasSubstr("time left")) << Screen("appr");
   ASSERT_TRUE(tmux().Keys("appr", {"d"}));

@@ -147,37 +147,6 @@ std::string ShownCode(const std::string& screen) {
   return TypeShownCode(tmux, window);
 }
 
-std::string ReadDetailByKeys(TmuxSession& tmux, const std::string& window, int height,
-                             std::string* first) {
-  std::string seen;
-  std::string before = tmux.Capture(window);
-  *first = before;
-  const auto value = [](absl::string_view row) {
-    return row.size() > 11 ? std::string(row.substr(11)) : std::string();
-  };
-  for (int i = 0; i < 400; ++i) {
-    std::vector<std::string> rows = absl::StrSplit(before, '\n');
-    rows.resize(static_cast<size_t>(height));
-    std::vector<std::string> body(rows.begin() + 1, rows.end() - 2);
-    while (!body.empty() && absl::StripTrailingAsciiWhitespace(body.back()).empty()) body.pop_back();
-    if (body.empty()) break;
-    if (!absl::StartsWith(body.back(), "more below")) {
-      for (const std::string& row : body) seen += value(row);
-      break;
-    }
-    seen += value(body.front());
-    if (!tmux.Keys(window, {"j"})) break;
-    std::string now;
-    test::WaitFor(
-        [&] {
-          now = tmux.Capture(window);
-          return now != before;
-        },
-        std::chrono::seconds(5));
-    before = now;
-  }
-  return absl::StrReplaceAll(seen, {{" ", ""}});
-}
 
 bool HasRow(const std::string& screen, const std::string& row) {
   for (absl::string_view r : absl::StrSplit(screen, '\n')) {

@@ -66,13 +66,6 @@ std::string ShownCode(const std::string& screen);
 // the guard to end, a, then the code and Enter.
 ::testing::AssertionResult ApproveSelected(TmuxSession& tmux, const std::string& window);
 
-// Reads the detail open in `window` (of `height` rows) as a person would:
-// j, one row at a time, until the screen no longer says there is more
-// below. Returns the value columns of every row seen, joined, spaces
-// removed (a wrapped row may end in one); `*first` is the first screen.
-std::string ReadDetailByKeys(TmuxSession& tmux, const std::string& window, int height,
-                             std::string* first);
-
 // True when a row of the screen is exactly `row` (trailing blanks aside).
 bool HasRow(const std::string& screen, const std::string& row);
 

@@ -39,16 +39,8 @@ using ::testing::HasSubstr;
 
 constexpr uid_t kOtherUid = 65534;  // nobody: a real local user, not the victim
 
-class AuditEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    EscWorld::Destroy();
-    EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)))
-        << "containers left behind";
-  }
-};
 ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new AuditEnvironment);
+    ::testing::AddGlobalTestEnvironment(new EscWorldEnvironment);
 
 std::string AuditPath() { return Env().home + "/.local/state/lazaret/audit.jsonl"; }
 

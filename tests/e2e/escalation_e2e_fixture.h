@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "tests/e2e/escalation_e2e_support.h"
 #include "tests/e2e/escalation_e2e_world.h"
+#include "tests/e2e/run_e2e_support.h"
+#include "tests/support/test_support.h"
 
 namespace lazaret::test::e2e::esc {
 
@@ -24,6 +27,17 @@ class EscE2eTest : public ::testing::Test {
   static EscWorld& W() { return EscWorld::Get(); }
   static net::NetSession* S(Slot slot) { return W().Session(slot); }
   static std::string Why(Slot slot) { return W().SessionError(slot); }
+};
+
+// Each escalation e2e binary registers this once: it tears the shared world
+// down after the last test and fails when a container outlives it.
+class EscWorldEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    EscWorld::Destroy();
+    EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)))
+        << "containers left behind";
+  }
 };
 
 // The audit records of a session; a failure to read them fails the test.

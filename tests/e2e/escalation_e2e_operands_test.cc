@@ -24,16 +24,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using Strings = std::vector<std::string>;
 
-class OperandsEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    EscWorld::Destroy();
-    EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)))
-        << "containers left behind";
-  }
-};
 ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new OperandsEnvironment);
+    ::testing::AddGlobalTestEnvironment(new EscWorldEnvironment);
 
 // The configuration, accepted with only the one-word warnings,
 // plus a date entry that lists options.

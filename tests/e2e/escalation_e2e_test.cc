@@ -29,16 +29,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using Strings = std::vector<std::string>;
 
-class EscEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    EscWorld::Destroy();
-    EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)))
-        << "containers left behind";
-  }
-};
 ::testing::Environment* const kEnvironment =
-    ::testing::AddGlobalTestEnvironment(new EscEnvironment);
+    ::testing::AddGlobalTestEnvironment(new EscWorldEnvironment);
 
 // The broker's fixed PATH, resolved as it resolves argv[0].
 std::string ResolveOnFixedPath(const std::string& name) {

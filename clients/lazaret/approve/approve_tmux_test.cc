@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/unix_server.h"
+#include "tests/support/approver_screen.h"
 #include "tests/support/test_support.h"
 #include "tests/support/tmux_session.h"
 
@@ -361,41 +362,6 @@ TEST_F(ApproveTmuxTest, QuitsOnQAtTheEmptyList) {
   EXPECT_TRUE(WaitPane("EXITED-0"));
 }
 
-// Reads the open detail as a person would: j, one row at a time, until the
-// screen no longer says there is more below. The value columns of the rows
-// seen, joined, without the spaces (a wrapped row may end in one).
-std::string ReadDetailByKeys(test::TmuxSession& tmux, const std::string& target, int height,
-                             std::string* first) {
-  std::string seen;
-  std::string before = tmux.Capture(target);
-  *first = before;
-  for (int i = 0; i < 400; ++i) {
-    std::vector<std::string> rows = absl::StrSplit(before, '\n');
-    rows.resize(static_cast<size_t>(height));
-    std::vector<std::string> body(rows.begin() + 1, rows.end() - 2);
-    while (!body.empty() && absl::StripTrailingAsciiWhitespace(body.back()).empty()) body.pop_back();
-    if (body.empty()) break;
-    const auto value = [](const std::string& row) {
-      return row.size() > 11 ? row.substr(11) : std::string();
-    };
-    if (!absl::StartsWith(body.back(), "more below")) {
-      for (const std::string& row : body) seen += value(row);
-      break;
-    }
-    seen += value(body.front());
-    if (!tmux.Keys(target, {"j"})) break;
-    std::string now;
-    test::WaitFor(
-        [&] {
-          now = tmux.Capture(target);
-          return now != before;
-        },
-        std::chrono::seconds(5));
-    before = now;
-  }
-  return absl::StrReplaceAll(seen, {{" ", ""}});
-}
-
 // `fits`: the whole detail is on the first screen (80x24); else it takes
 // scrolling (40x12).
 void PaddedTailIsReachable(test::TmuxSession& tmux, FakeApproverService& fake,
@@ -416,7 +382,7 @@ void PaddedTailIsReachable(test::TmuxSession& tmux, FakeApproverService& fake,
   ASSERT_TRUE(tmux.Keys(target, {"Enter"}));
   ASSERT_TRUE(tmux.WaitForText(target, "request    q1", std::chrono::seconds(10)));
   std::string first;
-  const std::string all = ReadDetailByKeys(tmux, target, height, &first);
+  const std::string all = test::ReadApproverDetailByKeys(tmux, target, height, &first);
   EXPECT_THAT(first, HasSubstr("holds a run of")) << first;
   EXPECT_THAT(all, HasSubstr("tail-n40[150spaces];touch/tmp/PWNED")) << all;
   EXPECT_THAT(all, HasSubstr("/home/u/proj/[1space]")) << all;

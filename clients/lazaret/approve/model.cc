@@ -182,7 +182,7 @@ int64_t Model::GuardLeftMs() const { return std::max<int64_t>(0, guard_until_ms_
 
 bool Model::TakeDiscard() { return std::exchange(discard_, false); }
 
-void Model::OnPromptOpen() {
+void Model::BackToList() {
   mode_ = Mode::kList;
   back_ = Mode::kList;
   view_.reset();
@@ -191,6 +191,10 @@ void Model::OnPromptOpen() {
   typed_.clear();
   parsed_.reset();
   parsing_ = false;
+}
+
+void Model::OnPromptOpen() {
+  BackToList();
   if (Selected() == nullptr) selected_ = queue_.empty() ? "" : KeyOf(queue_.front());
   StartGuard();
 }
@@ -271,14 +275,7 @@ std::vector<Action> Model::Decide(pb::DecideRequest request) {
   a.kind = Action::kDecide;
   a.decide = std::move(request);
   decided_here_.insert(KeyOf(r));
-  mode_ = Mode::kList;
-  back_ = Mode::kList;
-  view_.reset();
-  view_gone_.clear();
-  code_.clear();
-  typed_.clear();
-  parsed_.reset();
-  parsing_ = false;
+  BackToList();
   return {std::move(a)};
 }
 

@@ -170,6 +170,8 @@ class Model {
   // Why the request in view can no longer be decided; empty if it can.
   std::string ViewClosed() const;
   void CloseConfirm(Mode to, const std::string& why);
+  // The list, with no view, confirmation, edit or parse in progress.
+  void BackToList();
 
   std::vector<Line> Layout(size_t width, size_t height, std::optional<CursorPos>* cursor) const;
   std::vector<Line> Body(size_t width) const;
