@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,13 +94,11 @@ absl::StatusOr<fs::DirFd> OpenLowerDir(int root_fd, const std::string& rel,
   if (!fs::IsCleanAbsolutePath(rel) || rel == "/") {
     return absl::InvalidArgumentError(absl::StrCat("'", rel, "' is not a directory to persist"));
   }
-  open_how how{};
-  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const std::string inner = rel.substr(1);
-  const long fd = syscall(SYS_openat2, root_fd, inner.c_str(), &how, sizeof(how));
-  if (fd < 0) {
-    const int err = errno;
+  fs::OpenedBeneath opened =
+      fs::OpenBeneath(root_fd, rel.substr(1), O_RDONLY | O_DIRECTORY,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (!opened.fd.valid()) {
+    const int err = opened.error;
     if (err == ENOENT || err == ELOOP || err == ENOTDIR || err == EXDEV) {
       return absl::FailedPreconditionError(absl::StrCat(
           "image ", image_id.substr(0, 12), " has no directory ", rel,
@@ -110,7 +107,7 @@ absl::StatusOr<fs::DirFd> OpenLowerDir(int root_fd, const std::string& rel,
     }
     return ErrnoStatus(absl::StrCat("open ", rel, " in image ", image_id.substr(0, 12)), err);
   }
-  return fs::DirFd::Adopt(static_cast<int>(fd));
+  return fs::DirFd::Adopt(opened.fd.release());
 }
 
 }  // namespace lazaret::mounthelper

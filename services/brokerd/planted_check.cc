@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,13 +64,10 @@ std::string Show(absl::string_view rel) {
 // Opens `path` (relative to `root`) following symlinks only while they stay
 // below `root`, as O_PATH.
 absl::StatusOr<UniqueFd> OpenBeneath(const DirFd& root, const std::string& path) {
-  struct open_how how {};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  const long fd =
-      syscall(SYS_openat2, root.get(), path.empty() ? "." : path.c_str(), &how, sizeof(how));
-  if (fd < 0) return absl::NotFoundError(absl::StrCat("openat2: errno ", errno));
-  return UniqueFd(static_cast<int>(fd));
+  fs::OpenedBeneath opened =
+      fs::OpenBeneath(root.get(), path, O_PATH, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+  if (!opened.fd.valid()) return absl::NotFoundError(absl::StrCat("openat2: errno ", opened.error));
+  return std::move(opened.fd);
 }
 
 // The host path a descriptor was opened at.

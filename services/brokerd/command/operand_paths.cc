@@ -3,12 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/fs/fd.h"
 
 namespace lazaret::brokerd::command {
 namespace {
@@ -26,17 +25,11 @@ std::optional<std::string> OperandPathRefusal(int dir_fd, absl::string_view word
   // already refused an empty word; a NUL never reaches here).
   if (word.empty() || word.find('\0') != absl::string_view::npos) return std::nullopt;
   const std::string path(word);
-  struct open_how how;
-  std::memset(&how, 0, sizeof how);
   // O_PATH: opens nothing (a FIFO does not block, no device is touched).
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  const long fd = syscall(SYS_openat2, dir_fd, path.c_str(), &how, sizeof how);
-  if (fd >= 0) {
-    close(static_cast<int>(fd));
-    return std::nullopt;
-  }
-  const int err = errno;
+  const fs::OpenedBeneath opened =
+      fs::OpenBeneath(dir_fd, path, O_PATH, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+  if (opened.fd.valid()) return std::nullopt;
+  const int err = opened.error;
   switch (err) {
     case ENOENT:
     case ENOTDIR:

@@ -1,12 +1,14 @@
 #include "services/common/fs/dir.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "services/common/fs/fd.h"
 #include "services/common/fs/test_dir.h"
 
 namespace lazaret::fs {
@@ -28,6 +30,28 @@ TEST_F(DirTest, MakeDirsAtCreatesEveryMissingComponentWithTheMode) {
   EXPECT_TRUE(Exists("a/b/c/d"));
   // Again: existing components are fine.
   EXPECT_TRUE(MakeDirsAt(*base, "a/b/c", 0700).ok());
+}
+
+TEST_F(DirTest, OpenBeneathFollowsSymlinksOnlyWhileTheyStayInTheTree) {
+  ASSERT_EQ(mkdir(P("outside").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("tree").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("tree/in").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("in", P("tree/near").c_str()), 0);
+  ASSERT_EQ(symlink(P("outside").c_str(), P("tree/far").c_str()), 0);
+  auto tree = DirFd::Open(P("tree"));
+  ASSERT_TRUE(tree.ok());
+  constexpr uint64_t kBeneath = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  EXPECT_TRUE(OpenBeneath(tree->get(), "near", O_PATH, kBeneath).fd.valid());
+  EXPECT_TRUE(OpenBeneath(tree->get(), "", O_PATH, kBeneath).fd.valid());
+  const OpenedBeneath far = OpenBeneath(tree->get(), "far", O_PATH, kBeneath);
+  EXPECT_FALSE(far.fd.valid());
+  EXPECT_EQ(far.error, EXDEV);
+  EXPECT_EQ(OpenBeneath(tree->get(), "../outside", O_PATH, kBeneath).error, EXDEV);
+  EXPECT_EQ(OpenBeneath(tree->get(), "missing", O_PATH, kBeneath).error, ENOENT);
+  EXPECT_EQ(OpenBeneath(tree->get(), "near", O_PATH, kBeneath | RESOLVE_NO_SYMLINKS).error, ELOOP);
+  const OpenedBeneath dir = OpenBeneath(tree->get(), "in", O_RDONLY | O_DIRECTORY, kBeneath);
+  ASSERT_TRUE(dir.fd.valid());
+  EXPECT_NE(fcntl(dir.fd.get(), F_GETFD) & FD_CLOEXEC, 0);
 }
 
 TEST_F(DirTest, MakeDirsAtNeverFollowsASymlinkBelowTheBase) {

@@ -1,6 +1,8 @@
 #include "services/common/fs/fd.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +14,20 @@
 #include "services/common/status_util.h"
 
 namespace lazaret::fs {
+
+OpenedBeneath OpenBeneath(int dir_fd, const std::string& path, uint64_t flags, uint64_t resolve) {
+  struct open_how how {};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = resolve;
+  const long fd = syscall(SYS_openat2, dir_fd, path.empty() ? "." : path.c_str(), &how, sizeof how);
+  OpenedBeneath opened;
+  if (fd < 0) {
+    opened.error = errno;
+  } else {
+    opened.fd.reset(static_cast<int>(fd));
+  }
+  return opened;
+}
 namespace {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;

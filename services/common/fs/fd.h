@@ -7,6 +7,7 @@
 #ifndef LAZARET_SERVICES_COMMON_FS_FD_H_
 #define LAZARET_SERVICES_COMMON_FS_FD_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -71,6 +72,19 @@ class DirFd {
   explicit DirFd(int fd) : fd_(fd) {}
   UniqueFd fd_;
 };
+
+// The outcome of OpenBeneath: a descriptor, or the errno that refused it
+// (callers tell "not there", ENOENT, from "leaves the tree", EXDEV).
+struct OpenedBeneath {
+  UniqueFd fd;
+  int error = 0;
+};
+
+// openat2(2) of `path` (relative; several components, "" for `dir_fd`
+// itself) below `dir_fd`, with open `flags` (O_CLOEXEC is added) and
+// `resolve` (RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, ...), so the kernel, not
+// a string check, keeps the lookup inside the tree.
+OpenedBeneath OpenBeneath(int dir_fd, const std::string& path, uint64_t flags, uint64_t resolve);
 
 // Adds `bits` to the mode of what `fd` (an O_PATH or ordinary descriptor)
 // refers to, when the caller owns it and it is not a symlink; through the
