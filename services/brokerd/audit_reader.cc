@@ -1,7 +1,6 @@
 #include "services/brokerd/audit_reader.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/common/fs/fd.h"
+#include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::brokerd {
@@ -21,27 +21,12 @@ namespace {
 
 namespace pb = ::lazaret::approver::v1;
 
-std::string HomeDir() {
-  const char* home = getenv("HOME");
-  if (home != nullptr && home[0] == '/') return home;
-  passwd pw{};
-  passwd* found = nullptr;
-  std::string buf(16384, '\0');
-  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
-      found->pw_dir != nullptr) {
-    return found->pw_dir;
-  }
-  return "/";
-}
-
 }  // namespace
 
 std::string DefaultAuditPath() {
   const char* explicit_path = getenv("LAZARET_AUDIT_LOG");
   if (explicit_path != nullptr && explicit_path[0] != '\0') return explicit_path;
-  const char* state = getenv("XDG_STATE_HOME");
-  if (state != nullptr && state[0] == '/') return absl::StrCat(state, "/lazaret/audit.jsonl");
-  return absl::StrCat(HomeDir(), "/.local/state/lazaret/audit.jsonl");
+  return absl::StrCat(UserStateDir(), "/audit.jsonl");
 }
 
 absl::StatusOr<pb::AuditRecord> ParseAuditLine(const std::string& line) {

@@ -57,10 +57,14 @@ std::string DefaultRuntimeDir() {
   // user could create it first and so block or redirect every session.
   // Root's /run and the user's own home are writable by nobody else.
   if (geteuid() == 0) return "/run/lazaret";
+  return absl::StrCat(UserStateDir(), "/run");
+}
+
+std::string UserStateDir() {
   if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
-    return absl::StrCat(state, "/lazaret/run");
+    return absl::StrCat(state, "/lazaret");
   }
-  return absl::StrCat(HomeDir(), "/.local/state/lazaret/run");
+  return absl::StrCat(HomeDir(), "/.local/state/lazaret");
 }
 
 absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path) {

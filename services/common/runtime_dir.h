@@ -18,6 +18,12 @@ namespace lazaret {
 // other users can write. Does not create it.
 std::string DefaultRuntimeDir();
 
+// The user's Lazaret state directory (the audit log, the fallback runtime
+// directory): $XDG_STATE_HOME/lazaret when that is absolute, else
+// ~/.local/state/lazaret ($HOME, or the password database's home). Does not
+// create it.
+std::string UserStateDir();
+
 // Creates `path` with mode 0700 if missing (and its missing parents, 0700),
 // then verifies it is a
 // directory (not a symlink) owned by the effective uid with no group/other
