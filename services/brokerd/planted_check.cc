@@ -21,7 +21,7 @@
 #include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
 #include "services/common/fs/path.h"
-#include "services/common/workspace/host_tool_files.h"
+#include "services/common/workspace/catalogue.h"
 
 namespace lazaret::brokerd {
 namespace {

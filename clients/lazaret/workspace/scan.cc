@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/workspace/ownership.h"
@@ -17,6 +18,11 @@ using fs::DirFd;
 using fs::Dirname;
 
 constexpr size_t kMaxEditorFilesShown = 50;
+constexpr size_t kMaxSymlinksShown = 50;
+
+// A name or target the agent chose, shown with every byte visible: no
+// terminal control sequence reaches the developer's terminal.
+std::string Shown(const std::string& s) { return absl::CHexEscape(s); }
 
 }  // namespace
 
@@ -34,7 +40,8 @@ absl::StatusOr<ScanReport> ScanAtSessionEnd(const GitDirSnapshot& snap, const Sc
     }
     if (w.handed_back() > 0) report.handed_back[OwnerName(root)] += w.handed_back();
     for (auto& p : w.problems()) report.problems.push_back(std::move(p));
-    for (auto& e : w.editor_files()) report.editor_files.push_back(std::move(e));
+    for (auto& e : w.acted_on_files()) report.acted_on_files.push_back(std::move(e));
+    for (auto& l : w.outward_symlinks()) report.outward_symlinks.push_back(std::move(l));
 
     // Deepest first: a repository inside another's git directory is
     // neutralised before its container is renamed.
@@ -126,17 +133,34 @@ std::vector<std::string> ReportLines(const ScanReport& r) {
                                " file", r.stripped.size() == 1 ? "" : "s", ":"));
     for (const auto& s : r.stripped) out.push_back(absl::StrCat("  ", s));
   }
-  if (!r.editor_files.empty()) {
+  if (!r.acted_on_files.empty()) {
     out.push_back(absl::StrCat(
-        "the session created or changed ", r.editor_files.size(),
-        " file(s) that editors, shells or git act on when you open or enter the folder; look at "
-        "them before opening it in an editor or cd-ing there with direnv/mise/nvm:"));
-    for (size_t i = 0; i < r.editor_files.size() && i < kMaxEditorFilesShown; ++i) {
-      out.push_back(absl::StrCat("  ", r.editor_files[i]));
-    }
-    if (r.editor_files.size() > kMaxEditorFilesShown) {
+        "the session created or changed ", r.acted_on_files.size(),
+        " file(s) that editors, shells, build tools or coding agents act on by themselves; look "
+        "at them before opening the folder in an editor or agent, cd-ing there with "
+        "direnv/mise/nvm, or building there:"));
+    for (size_t i = 0; i < r.acted_on_files.size() && i < kMaxEditorFilesShown; ++i) {
       out.push_back(
-          absl::StrCat("  ... and ", r.editor_files.size() - kMaxEditorFilesShown, " more"));
+          absl::StrCat("  ", r.acted_on_files[i].tools, ": ", Shown(r.acted_on_files[i].path)));
+    }
+    if (r.acted_on_files.size() > kMaxEditorFilesShown) {
+      out.push_back(
+          absl::StrCat("  ... and ", r.acted_on_files.size() - kMaxEditorFilesShown, " more"));
+    }
+  }
+  if (!r.outward_symlinks.empty()) {
+    out.push_back(absl::StrCat(
+        "the session left ", r.outward_symlinks.size(), " symlink",
+        r.outward_symlinks.size() == 1 ? "" : "s",
+        " that point outside the folder (Lazaret followed none; a host program that opens one "
+        "reads or writes outside the folder):"));
+    for (size_t i = 0; i < r.outward_symlinks.size() && i < kMaxSymlinksShown; ++i) {
+      out.push_back(absl::StrCat("  ", Shown(r.outward_symlinks[i].path), " -> ",
+                                 Shown(r.outward_symlinks[i].target)));
+    }
+    if (r.outward_symlinks.size() > kMaxSymlinksShown) {
+      out.push_back(
+          absl::StrCat("  ... and ", r.outward_symlinks.size() - kMaxSymlinksShown, " more"));
     }
   }
   for (const auto& p : r.problems) out.push_back(absl::StrCat("WARNING: ", p));

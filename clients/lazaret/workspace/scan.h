@@ -27,8 +27,11 @@
 // The parts: roots.h (the trees), walk.h (one walk), snapshot.h (the git
 // directories at the start), planted.h (finding, fingerprinting and
 // neutralising git directories), privileges.h (setuid/setgid bits and file
-// capabilities), ownership.h (the rootful hand-back), and the list of files
-// host tools act on (services/common/workspace/host_tool_files.h).
+// capabilities), ownership.h (the rootful hand-back), and the catalogue of
+// files host programs act on (services/common/workspace/catalogue.h).
+// Catalogue paths of the workspace itself are held while the session runs
+// (docs/operations.md "Held changes"); the scan still names every one the
+// session wrote in any root, the profile's rw volumes included.
 #ifndef LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_
 #define LAZARET_CLIENTS_LAZARET_WORKSPACE_SCAN_H_
 
@@ -41,6 +44,7 @@
 #include "clients/lazaret/workspace/planted.h"
 #include "clients/lazaret/workspace/roots.h"
 #include "clients/lazaret/workspace/snapshot.h"
+#include "clients/lazaret/workspace/walk.h"
 
 namespace lazaret::cli::workspace {
 
@@ -48,10 +52,12 @@ struct ScanReport {
   std::vector<PlantedRepository> repositories;
   // "path: what was removed" for setuid/setgid bits and file capabilities.
   std::vector<std::string> stripped;
-  // Files and directories editors, shells and version managers act on when
-  // a folder is opened, created or changed by the session (absolute paths;
-  // directories end in '/').
-  std::vector<std::string> editor_files;
+  // Files and directories of the catalogue (editors, shells, build and hook
+  // managers, coding agents) the session created or changed, outermost
+  // only, with who acts on them.
+  std::vector<ActedOnFile> acted_on_files;
+  // Symlinks the session created or changed that lead out of their tree.
+  std::vector<OutwardSymlink> outward_symlinks;
   // Entries handed back to a root's owner (rootful), by owner ("alice (uid
   // 1000, gid 1000)").
   std::map<std::string, uint64_t> handed_back;
@@ -64,7 +70,8 @@ struct ScanReport {
 // bits and file capabilities from it, neutralises every git directory
 // that is not in the snapshot unchanged (unless the profile opted out, in
 // which case they are only reported), moves aside directories deeper than
-// the limit, and lists editor files. `snapshot.complete == false` makes
+// the limit, lists the catalogue files the session wrote and the symlinks
+// it left that lead out of the tree. `snapshot.complete == false` makes
 // every git directory that is not provably unchanged count as changed.
 absl::StatusOr<ScanReport> ScanAtSessionEnd(const GitDirSnapshot& snapshot,
                                             const ScanLimits& limits = {});

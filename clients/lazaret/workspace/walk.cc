@@ -1,20 +1,26 @@
 #include "clients/lazaret/workspace/walk.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "clients/lazaret/workspace/ownership.h"
 #include "clients/lazaret/workspace/privileges.h"
 #include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
-#include "services/common/workspace/host_tool_files.h"
+#include "services/common/workspace/catalogue.h"
 
 namespace lazaret::cli::workspace {
 
@@ -34,8 +40,62 @@ int AffordableDepth(int depth) {
   return std::max(16, static_cast<int>(rl.rlim_cur) - 256);
 }
 
+bool SymlinkLeavesTree(const DirFd& root, const std::string& link_rel, const std::string& target) {
+  if (target.empty()) return false;
+  if (target[0] == '/') return true;
+  constexpr int kMaxSymlinks = 40;  // the kernel's own limit (MAXSYMLINKS)
+  constexpr int kMaxComponents = 4096;
+  std::vector<std::string> at = absl::StrSplit(link_rel, '/', absl::SkipEmpty());
+  if (!at.empty()) at.pop_back();  // the link's directory
+  std::deque<std::string> pending;
+  for (absl::string_view c : absl::StrSplit(target, '/', absl::SkipEmpty())) {
+    pending.emplace_back(c);
+  }
+  int symlinks = 0;
+  int components = 0;
+  bool lexical = false;  // lookups ended: judge the rest by the names
+  while (!pending.empty()) {
+    if (++components > kMaxComponents) return true;
+    std::string c = std::move(pending.front());
+    pending.pop_front();
+    if (c == ".") continue;
+    if (c == "..") {
+      if (at.empty()) return true;
+      at.pop_back();
+      continue;
+    }
+    at.push_back(std::move(c));
+    if (lexical) continue;
+    fs::OpenedBeneath o = fs::OpenBeneath(root.get(), absl::StrJoin(at, "/"), O_PATH | O_NOFOLLOW,
+                                          RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+    struct stat st {};
+    if (!o.fd.valid() || fstat(o.fd.get(), &st) != 0) {
+      lexical = true;
+      continue;
+    }
+    if (!S_ISLNK(st.st_mode)) continue;
+    if (++symlinks > kMaxSymlinks) {
+      lexical = true;
+      continue;
+    }
+    char buf[PATH_MAX];
+    const ssize_t n = readlinkat(o.fd.get(), "", buf, sizeof buf);
+    if (n <= 0) {
+      lexical = true;
+      continue;
+    }
+    const std::string next(buf, static_cast<size_t>(n));
+    if (next[0] == '/') return true;
+    at.pop_back();  // the symlink is replaced by what it points to
+    std::vector<absl::string_view> parts = absl::StrSplit(next, '/', absl::SkipEmpty());
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) pending.emplace_front(*it);
+  }
+  return false;
+}
+
 absl::Status Walk::Run() {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root_.path));
+  root_dir_ = &dir;
   if (Strips() && HandsBackOwnership(root_)) {
     // The root itself: the agent can chown /workspace too.
     struct stat st {};
@@ -45,6 +105,7 @@ absl::Status Walk::Run() {
     }
   }
   (void)Dir(dir, "", 0, false);
+  root_dir_ = nullptr;
   return absl::OkStatus();
 }
 
@@ -101,9 +162,28 @@ bool Walk::Dir(const DirFd& dir, const std::string& rel, int depth, bool in_prot
         changed = true;
       }
     }
-    if (purpose_ == Purpose::kEnd && changed && !in_protected_git && !protected_git &&
-        lazaret::workspace::IsHostToolActedOnName(name)) {
-      editor_files_.push_back(absl::StrCat(Join(root_.path, crel), S_ISDIR(st.st_mode) ? "/" : ""));
+    if (purpose_ == Purpose::kEnd && changed && !in_protected_git && !protected_git) {
+      // The outermost catalogue instance only: a file inside .vscode/ is
+      // reported as .vscode/. A file entry's name on a directory (a
+      // virtualenv called .env) is not that file.
+      std::optional<lazaret::workspace::CatalogueMatch> m =
+          lazaret::workspace::MatchCatalogue(crel);
+      if (m.has_value() && m->rel == crel && (m->entry->directory || !S_ISDIR(st.st_mode))) {
+        acted_on_files_.push_back(
+            {absl::StrCat(Join(root_.path, crel), S_ISDIR(st.st_mode) ? "/" : ""),
+             std::string(m->entry->tools)});
+      }
+    }
+    if (purpose_ == Purpose::kEnd && S_ISLNK(st.st_mode) && NotBefore(st.st_ctim, since_) &&
+        !in_protected_git && root_dir_ != nullptr) {
+      char buf[PATH_MAX];
+      const ssize_t n = readlinkat(dir.get(), name.c_str(), buf, sizeof buf);
+      if (n > 0) {
+        std::string target(buf, static_cast<size_t>(n));
+        if (SymlinkLeavesTree(*root_dir_, crel, target)) {
+          outward_symlinks_.push_back({Join(root_.path, crel), std::move(target)});
+        }
+      }
     }
     any = any || changed;
   }

@@ -29,7 +29,8 @@ namespace lazaret::cli::workspace {
 int AffordableDepth(int depth);
 
 // What a walk is for: the snapshot finds git directories; the sweep
-// strips (and hands back); the end does both and lists editor files.
+// strips (and hands back); the end does both, lists the catalogue files the
+// session wrote and the symlinks it left that lead out of the tree.
 enum class Purpose { kSnapshot, kEnd, kStrip };
 
 // A directory that could not be checked: deeper than the limit, or not
@@ -39,6 +40,31 @@ struct Unchecked {
   std::string why;
   bool agent_made = false;
 };
+
+// A file or directory of the catalogue (services/common/workspace/
+// catalogue.h) the session created or changed.
+struct ActedOnFile {
+  std::string path;   // absolute; a directory ends in '/'
+  std::string tools;  // who acts on it: "Claude Code", "direnv"
+};
+
+// A symlink the session created or changed whose target leads out of the
+// tree it is in: an absolute target, or a relative one that climbs above
+// the root (resolved through the tree's own symlinks, never followed
+// outside it).
+struct OutwardSymlink {
+  std::string path;  // absolute
+  std::string target;
+};
+
+// Whether the symlink at `link_rel` below `root` with `target` leads out of
+// the tree: `target` is absolute, or a relative walk from the link's
+// directory, through the tree's symlinks (looked up beneath `root`, never
+// followed past it), climbs above `root`. Bounded: at most 40 symlinks and
+// 4096 components; a loop or a missing component ends the lookups (the
+// rest is judged lexically).
+bool SymlinkLeavesTree(const fs::DirFd& root, const std::string& link_rel,
+                       const std::string& target);
 
 // One walk of one root. Holds one descriptor per level.
 class Walk {
@@ -59,7 +85,8 @@ class Walk {
   bool complete() const { return complete_; }
   std::vector<FoundGitDir>& git_dirs() { return git_dirs_; }
   std::vector<Unchecked>& unchecked() { return unchecked_; }
-  std::vector<std::string>& editor_files() { return editor_files_; }
+  std::vector<ActedOnFile>& acted_on_files() { return acted_on_files_; }
+  std::vector<OutwardSymlink>& outward_symlinks() { return outward_symlinks_; }
   std::vector<std::string>& problems() { return problems_; }
 
  private:
@@ -82,7 +109,9 @@ class Walk {
   bool complete_ = true;
   std::vector<FoundGitDir> git_dirs_;
   std::vector<Unchecked> unchecked_;
-  std::vector<std::string> editor_files_;
+  std::vector<ActedOnFile> acted_on_files_;
+  std::vector<OutwardSymlink> outward_symlinks_;
+  const fs::DirFd* root_dir_ = nullptr;  // set for the length of Run()
   std::vector<std::string> problems_;
 };
 
