@@ -1,8 +1,12 @@
 // `lazaret state show [PROFILE] [--json]` and `lazaret state reset PROFILE
-// [DIR]`: a profile's persistent directories as lazaret-mount-helper
-// describes them, and emptying their upper layers (docs/persistence.md).
-// Runs in the user's terminal; what the sandbox wrote is escaped
-// (persist/state_format.h).
+// [DIR] [--yes]`, both with [--config FILE]: a profile's persistent directories as
+// lazaret-mount-helper describes them, and emptying their upper layers
+// (docs/persistence.md). The profile is the one `lazaret run` would use in
+// the current directory with that --config; the helper resolves it through
+// configd from these two paths. Runs in the user's terminal; what the
+// sandbox wrote is escaped (persist/state_format.h).
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,12 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/commands.h"
-#include "clients/lazaret/config/configd_client.h"
+#include "clients/lazaret/config/options.h"
 #include "clients/lazaret/config/terminal_text.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/persist/state_args.h"
 #include "clients/lazaret/persist/state_format.h"
-#include "lazaret/config/v1/config.grpc.pb.h"
 
 namespace lazaret::cli {
 namespace {
@@ -30,31 +33,65 @@ int Fail(const char* verb, const absl::Status& s) {
   return 1;
 }
 
-// The default profile of the user's own configuration (no workspace), as
-// lazaret-configd names it.
-absl::StatusOr<std::string> DefaultProfile(const Context& ctx) {
-  config::ConfigdClient configd(ctx.runtime_dir);
-  ::lazaret::config::v1::ListProfilesRequest req;
-  ::lazaret::config::v1::ListProfilesResponse resp;
-  const grpc::Status s = configd.ListProfiles(req, &resp);
-  if (!s.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "the default profile could not be read from lazaret-configd on ", configd.socket(), " (",
-        s.error_message(), "); name the profile, or start Lazaret: lazaret up"));
+// `path` with every symlink resolved; `path` itself when it cannot be.
+std::string RealPathOr(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (path.empty() || realpath(path.c_str(), resolved) == nullptr) return path;
+  return resolved;
+}
+
+// The current directory as `lazaret run` takes it for the workspace
+// (canonical); empty when it cannot be read (deleted, no permission): the
+// profile is then resolved from the user's own configuration alone.
+std::string Workspace() {
+  char resolved[PATH_MAX];
+  if (realpath(".", resolved) == nullptr) return "";
+  return resolved;
+}
+
+struct Described {
+  std::string workspace;  // the one the profile was resolved for; empty: none
+  std::string explicit_config;
+  mpb::DescribeStateResponse state;
+};
+
+// The state of the profile `lazaret run` in the current directory (with
+// --config FILE) would use. Where configd refuses the current directory as
+// a workspace (it is /, or holds the user's configuration or data_root),
+// the profile of the user's own configuration (and --config FILE) instead,
+// with a note: unlike `run`, `state` works from any directory.
+absl::StatusOr<Described> DescribeHere(persist::MountClient& client, const char* verb,
+                                       const StateArgs& a) {
+  Described d{Workspace(), RealPathOr(a.explicit_config), {}};
+  absl::StatusOr<mpb::DescribeStateResponse> s =
+      client.DescribeState(a.profile, d.workspace, d.explicit_config);
+  if (!s.ok() && !d.workspace.empty() && !absl::IsUnavailable(s.status()) &&
+      !absl::IsDeadlineExceeded(s.status()) && !absl::IsUnimplemented(s.status())) {
+    absl::StatusOr<mpb::DescribeStateResponse> own =
+        client.DescribeState(a.profile, "", d.explicit_config);
+    if (own.ok()) {
+      const std::string why(s.status().message());
+      std::fprintf(stderr,
+                   "lazaret state %s: note: %s is no workspace `lazaret run` accepts (%s); the "
+                   "profile is %s's from your own configuration%s\n",
+                   verb, config::EscapeForTerminal(d.workspace).c_str(),
+                   config::EscapeForTerminal(why.substr(0, why.find('\n'))).c_str(),
+                   config::EscapeForTerminal(own->profile()).c_str(),
+                   d.explicit_config.empty() ? "" : " and --config");
+      d.workspace.clear();
+      s = std::move(own);
+    }
   }
-  return resp.default_profile();
+  if (!s.ok()) return s.status();
+  d.state = std::move(*s);
+  return d;
 }
 
 int Show(const Context& ctx, const StateArgs& a) {
-  std::string profile = a.profile;
-  if (profile.empty()) {
-    absl::StatusOr<std::string> d = DefaultProfile(ctx);
-    if (!d.ok()) return Fail("show", d.status());
-    profile = *d;
-  }
   persist::MountClient client(persist::MountHelperSocket(ctx.runtime_dir));
-  absl::StatusOr<mpb::DescribeStateResponse> state = client.DescribeState(profile);
-  if (!state.ok()) return Fail("show", state.status());
+  absl::StatusOr<Described> d = DescribeHere(client, "show", a);
+  if (!d.ok()) return Fail("show", d.status());
+  const mpb::DescribeStateResponse* state = &d->state;
   if (a.json) {
     absl::StatusOr<std::string> j = persist::StateJson(*state);
     if (!j.ok()) return Fail("show", j.status());
@@ -77,15 +114,17 @@ bool Confirmed(const std::string& question) {
 
 int Reset(const Context& ctx, const StateArgs& a) {
   persist::MountClient client(persist::MountHelperSocket(ctx.runtime_dir));
+  if (!a.yes && isatty(STDIN_FILENO) != 1) {
+    std::fprintf(stderr,
+                 "lazaret state reset: not on a terminal, so nothing can be confirmed; to "
+                 "drop the changes without a question, add --yes\n");
+    return 2;
+  }
+  // Which workspace (if any) the profile is resolved for, as show does.
+  absl::StatusOr<Described> d = DescribeHere(client, "reset", a);
+  if (!d.ok()) return Fail("reset", d.status());
   if (!a.yes) {
-    if (isatty(STDIN_FILENO) != 1) {
-      std::fprintf(stderr,
-                   "lazaret state reset: not on a terminal, so nothing can be confirmed; to "
-                   "drop the changes without a question, add --yes\n");
-      return 2;
-    }
-    absl::StatusOr<mpb::DescribeStateResponse> state = client.DescribeState(a.profile);
-    if (!state.ok()) return Fail("reset", state.status());
+    const mpb::DescribeStateResponse* state = &d->state;
     bool known = a.directory.empty();
     for (const auto& d : state->directories()) known = known || d.directory() == a.directory;
     if (!known || state->directories().empty()) {
@@ -98,7 +137,8 @@ int Reset(const Context& ctx, const StateArgs& a) {
       return 1;
     }
   }
-  absl::StatusOr<mpb::ResetStateResponse> r = client.ResetState(a.profile, a.directory);
+  absl::StatusOr<mpb::ResetStateResponse> r =
+      client.ResetState(a.profile, a.directory, d->workspace, d->explicit_config);
   if (!r.ok()) return Fail("reset", r.status());
   if (r->reset().empty()) {
     std::printf("Nothing to reset: profile %s has no persistent directories.\n",
@@ -119,7 +159,7 @@ int CmdState(const Context& ctx, const std::vector<std::string>& args) {
     std::fputs(persist::kStateUsage, stdout);
     return 0;
   }
-  absl::StatusOr<StateArgs> a = persist::ParseStateArgs(args);
+  absl::StatusOr<StateArgs> a = persist::ParseStateArgs(args, config::Cwd());
   if (!a.ok()) {
     std::fprintf(stderr, "lazaret state: %s\n%s", std::string(a.status().message()).c_str(),
                  persist::kStateUsage);

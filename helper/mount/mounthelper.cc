@@ -62,7 +62,8 @@ class MountHelperServiceImpl final : public pb::MountHelperService::Service {
 
   grpc::Status DescribeState(grpc::ServerContext*, const pb::DescribeStateRequest* req,
                              pb::DescribeStateResponse* resp) override {
-    absl::StatusOr<ProfileState> s = manager_->Describe(req->profile());
+    absl::StatusOr<ProfileState> s =
+        manager_->Describe({req->profile(), req->workspace_dir(), req->explicit_config()});
     if (!s.ok()) return ToGrpcStatus(s.status());
     resp->set_profile(s->profile);
     resp->set_profile_dir(s->profile_dir);
@@ -76,6 +77,7 @@ class MountHelperServiceImpl final : public pb::MountHelperService::Service {
       for (const std::string& c : d.stats.deleted) o->add_deleted(c);
       o->set_changed_total(d.stats.changed_total);
       o->set_deleted_total(d.stats.deleted_total);
+      o->set_limit(d.stats.limit);
       o->set_mounted(d.mounted);
       o->set_overlay(d.overlay);
       for (const std::string& h : d.sessions) o->add_sessions(h);
@@ -85,7 +87,8 @@ class MountHelperServiceImpl final : public pb::MountHelperService::Service {
 
   grpc::Status ResetState(grpc::ServerContext*, const pb::ResetStateRequest* req,
                           pb::ResetStateResponse* resp) override {
-    absl::StatusOr<std::vector<std::string>> r = manager_->Reset(req->profile(), req->directory());
+    absl::StatusOr<std::vector<std::string>> r = manager_->Reset(
+        {req->profile(), req->workspace_dir(), req->explicit_config()}, req->directory());
     if (!r.ok()) return ToGrpcStatus(r.status());
     for (const std::string& d : *r) resp->add_reset(d);
     return grpc::Status::OK;

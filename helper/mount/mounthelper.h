@@ -33,8 +33,12 @@ inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_SYS_ADMIN};
 // the sandbox's file operations, which need to create files as their
 // owners (CHOWN), reach files of any owner (DAC_OVERRIDE, FOWNER) and keep
 // setgid bits (FSETID). Rootless these are capabilities of the user's own
-// user namespace, over its subuids only. The helper uses them for nothing
-// else.
+// user namespace, over its subuids only. Besides the overlay the helper
+// raises some of them (thread_caps.h), in the one thread and for the one
+// step, for exactly: giving the upper layer's root the image's owner, mode
+// and times (CHOWN, FOWNER: overlay_paths.h MatchRootToLower), opening that
+// root and walking the layer for `state show` (DAC_OVERRIDE), and removing
+// it for `state reset` (DAC_OVERRIDE, FOWNER: layer_stats.h).
 inline constexpr std::array<cap_value_t, 4> kDelegatedCapabilities = {CAP_CHOWN, CAP_DAC_OVERRIDE,
                                                                       CAP_FOWNER, CAP_FSETID};
 

@@ -86,6 +86,10 @@ absl::Status OverlayManager::MountLocked(const ProfileFacts& p, const std::strin
   LAZ_ASSIGN_OR_RETURN(OverlayDriver driver, ChooseDriver(recorded, directory));
   LAZ_ASSIGN_OR_RETURN(fs::DirFd root, ops_->MountImage(image_id));
   absl::StatusOr<fs::DirFd> lower = OpenLowerDir(root.get(), directory, image_id);
+  if (lower.ok()) {
+    absl::Status matched = MatchRootToLower(*lower, o);
+    if (!matched.ok()) lower = matched;
+  }
   absl::StatusOr<FuseProcess> proc =
       lower.ok() ? ops_->MountOverlay(*lower, o, driver)
                  : absl::StatusOr<FuseProcess>(lower.status());
@@ -259,7 +263,7 @@ absl::StatusOr<std::vector<Mounted>> OverlayManager::Cleanup() {
   return out;
 }
 
-absl::StatusOr<ProfileState> OverlayManager::Describe(const std::string& profile) {
+absl::StatusOr<ProfileState> OverlayManager::Describe(const ProfileQuery& profile) {
   LAZ_ASSIGN_OR_RETURN(ProfileFacts p, sessions_->Profile(profile));
   ProfileState out{p.name, p.profile_dir, {}};
   std::lock_guard<std::mutex> lock(mu_);
@@ -269,9 +273,9 @@ absl::StatusOr<ProfileState> OverlayManager::Describe(const std::string& profile
     ds.changes = PersistPathsFor(p.profile_dir, d).changes;
     absl::StatusOr<CheckedOverlay> o = CheckOverlay(p.data_root, p.profile_dir, d, owner_, false);
     if (o.ok()) {
-      LAZ_ASSIGN_OR_RETURN(ds.stats, StatLayer(o->changes));
       LAZ_ASSIGN_OR_RETURN(std::optional<OverlayDriver> driver,
                            ReadLayerDriver(o->profile, PersistName(d)));
+      LAZ_ASSIGN_OR_RETURN(ds.stats, StatLayer(o->changes, driver));
       if (driver) ds.overlay = std::string(DriverName(*driver));
     } else if (!absl::IsNotFound(o.status())) {
       return o.status();
@@ -285,7 +289,7 @@ absl::StatusOr<ProfileState> OverlayManager::Describe(const std::string& profile
   return out;
 }
 
-absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const std::string& profile,
+absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const ProfileQuery& profile,
                                                                const std::string& directory) {
   LAZ_ASSIGN_OR_RETURN(ProfileFacts p, sessions_->Profile(profile));
   std::vector<std::string> dirs;
@@ -319,9 +323,10 @@ absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const std::string
       continue;
     }
     if (!o.ok()) return o.status();
-    LAZ_RETURN_IF_ERROR(fs::RemoveContents(o->changes));
-    LAZ_RETURN_IF_ERROR(fs::RemoveContents(o->work));
+    LAZ_RETURN_IF_ERROR(RemoveLayerContents(o->changes));
+    LAZ_RETURN_IF_ERROR(RemoveLayerContents(o->work));
     LAZ_RETURN_IF_ERROR(RemoveLayerDriver(o->profile, PersistName(d)));
+    LAZ_RETURN_IF_ERROR(RemoveRootRecord(o->profile, PersistName(d)));
     LAZ_LOG_INFO << "reset " << d << " of profile " << p.name;
     out.push_back(d);
   }

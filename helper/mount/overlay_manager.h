@@ -66,9 +66,9 @@ class OverlayManager {
   // unmounts every overlay nobody holds.
   absl::StatusOr<std::vector<Mounted>> Cleanup();
 
-  absl::StatusOr<ProfileState> Describe(const std::string& profile);
+  absl::StatusOr<ProfileState> Describe(const ProfileQuery& profile);
   // The directories emptied.
-  absl::StatusOr<std::vector<std::string>> Reset(const std::string& profile,
+  absl::StatusOr<std::vector<std::string>> Reset(const ProfileQuery& profile,
                                                  const std::string& directory);
 
  private:

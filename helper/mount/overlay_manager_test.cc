@@ -28,7 +28,11 @@ class FakeSessions final : public SessionSource {
     return profile;
   }
   absl::StatusOr<bool> IsLive(const std::string& id) override { return live.count(id) > 0; }
-  absl::StatusOr<ProfileFacts> Profile(const std::string&) override { return profile; }
+  absl::StatusOr<ProfileFacts> Profile(const ProfileQuery& q) override {
+    queries.push_back(q);
+    return profile;
+  }
+  std::vector<ProfileQuery> queries;
   ProfileFacts profile;
   std::set<std::string> live;
 };
@@ -235,12 +239,12 @@ TEST_F(OverlayManagerTest, ResetRefusedWhileHeldThenEmptiesTheLayers) {
   ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
   Write("data/prof/usr_changes/poisoned", "x");
   Write("data/prof/etc_changes/keep", "x");
-  absl::Status s = manager_->Reset("prof", "/usr").status();
+  absl::Status s = manager_->Reset({"prof", "", ""}, "/usr").status();
   EXPECT_TRUE(absl::IsFailedPrecondition(s));
   EXPECT_NE(s.message().find(kA), std::string::npos);
   ASSERT_TRUE(manager_->Detach(kA).ok());
-  EXPECT_TRUE(absl::IsInvalidArgument(manager_->Reset("prof", "/var").status()));
-  absl::StatusOr<std::vector<std::string>> r = manager_->Reset("prof", "/usr");
+  EXPECT_TRUE(absl::IsInvalidArgument(manager_->Reset({"prof", "", ""}, "/var").status()));
+  absl::StatusOr<std::vector<std::string>> r = manager_->Reset({"prof", "", ""}, "/usr");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, std::vector<std::string>{"/usr"});
   EXPECT_FALSE(Exists("data/prof/usr_changes/poisoned"));
@@ -256,7 +260,7 @@ TEST_F(OverlayManagerTest, ResetDoesNotFollowASymlinkOutOfTheLayer) {
   ASSERT_EQ(mkdir(P("precious").c_str(), 0700), 0);
   Write("precious/file", "x");
   ASSERT_EQ(symlink(P("precious").c_str(), P("data/prof/usr_changes/link").c_str()), 0);
-  ASSERT_TRUE(manager_->Reset("prof", "/usr").ok());
+  ASSERT_TRUE(manager_->Reset({"prof", "", ""}, "/usr").ok());
   EXPECT_TRUE(Exists("precious/file"));
   EXPECT_FALSE(Exists("data/prof/usr_changes/link"));
 }
@@ -264,13 +268,26 @@ TEST_F(OverlayManagerTest, ResetDoesNotFollowASymlinkOutOfTheLayer) {
 TEST_F(OverlayManagerTest, DescribeReportsChangesAndHolders) {
   ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
   Write("data/prof/usr_changes/newfile", "abc");
-  absl::StatusOr<ProfileState> s = manager_->Describe("prof");
+  absl::StatusOr<ProfileState> s = manager_->Describe({"prof", "", ""});
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->directories.size(), 2u);
   EXPECT_EQ(s->directories[0].stats.changed, std::vector<std::string>{"newfile"});
   EXPECT_EQ(s->directories[0].stats.bytes, 3u);
   EXPECT_TRUE(s->directories[0].mounted);
   EXPECT_EQ(s->directories[0].sessions, std::vector<std::string>{kA});
+}
+
+// `lazaret state --config FILE` in a workspace: the profile is looked up
+// as `lazaret run` there would look it up.
+TEST_F(OverlayManagerTest, StateCommandsPassTheWorkspaceAndConfigToTheLookup) {
+  ASSERT_TRUE(manager_->Describe({"prof", "/home/u/ws", "/home/u/alt.toml"}).ok());
+  ASSERT_TRUE(manager_->Reset({"prof", "/home/u/ws2", "/home/u/alt2.toml"}, "").ok());
+  ASSERT_EQ(sessions_.queries.size(), 2u);
+  EXPECT_EQ(sessions_.queries[0].name, "prof");
+  EXPECT_EQ(sessions_.queries[0].workspace, "/home/u/ws");
+  EXPECT_EQ(sessions_.queries[0].explicit_config, "/home/u/alt.toml");
+  EXPECT_EQ(sessions_.queries[1].workspace, "/home/u/ws2");
+  EXPECT_EQ(sessions_.queries[1].explicit_config, "/home/u/alt2.toml");
 }
 
 }  // namespace
@@ -294,7 +311,7 @@ TEST_F(OverlayManagerTest, KernelOverlayByDefaultAndRecordedPerLayer) {
   ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
   EXPECT_EQ(ops_->drivers, std::vector<OverlayDriver>{OverlayDriver::kKernel});
   EXPECT_EQ(Record(P("data/prof/usr_layer")), "kernel\n");
-  absl::StatusOr<ProfileState> st = manager_->Describe("prof");
+  absl::StatusOr<ProfileState> st = manager_->Describe({"prof", "", ""});
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_EQ(st->directories[0].overlay, "kernel");
 }
@@ -334,7 +351,7 @@ TEST_F(OverlayManagerTest, ALayerIsNeverMountedByTheOtherDriver) {
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   EXPECT_NE(s.message().find("written by kernel"), std::string::npos) << s;
   // A reset drops the record with the layer: the next mount decides anew.
-  ASSERT_TRUE(fuse_only.Reset("prof", "/usr").ok());
+  ASSERT_TRUE(fuse_only.Reset({"prof", "", ""}, "/usr").ok());
   EXPECT_EQ(Record(P("data/prof/usr_layer")), "(none)");
   ASSERT_TRUE(fuse_only.Attach(kA, kImg1).ok());
   EXPECT_EQ(Record(P("data/prof/usr_layer")), "fuse-overlayfs\n");

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "helper/mount/mounthelper.h"
+#include "helper/mount/thread_caps.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 
@@ -168,34 +169,6 @@ bool WaitGone(pid_t pid, uint64_t start_time, std::chrono::milliseconds timeout)
   return false;
 }
 
-// The calling thread's delegated file capabilities (mounthelper.h) made
-// effective for as long as it lives, then permitted only again. The
-// kernel's overlayfs acts on the upper layer with the credentials of the
-// thread that created it (copy-up sets owners and modes, reads files of any
-// owner), so they must be in effect then, and only then. Capabilities are
-// per thread: no other thread of the helper gains them meanwhile.
-class DelegatedCapsInEffect {
- public:
-  DelegatedCapsInEffect() {
-    if (syscall(SYS_capget, &hdr_, saved_) != 0) return;
-    __user_cap_data_struct raised[2] = {saved_[0], saved_[1]};
-    for (cap_value_t c : kDelegatedCapabilities) {
-      if (raised[0].permitted & (1u << c)) raised[0].effective |= 1u << c;
-    }
-    raised_ = syscall(SYS_capset, &hdr_, raised) == 0;
-  }
-  ~DelegatedCapsInEffect() {
-    if (raised_) (void)syscall(SYS_capset, &hdr_, saved_);
-  }
-  DelegatedCapsInEffect(const DelegatedCapsInEffect&) = delete;
-  DelegatedCapsInEffect& operator=(const DelegatedCapsInEffect&) = delete;
-
- private:
-  __user_cap_header_struct hdr_{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct saved_[2]{};
-  bool raised_ = false;
-};
-
 // The messages the kernel left in a file system context (fsopen(2)): "e
 // overlay: ..." lines, joined.
 std::string ContextMessages(int fs_fd) {
@@ -251,7 +224,10 @@ absl::Status MountKernelOverlay(const fs::DirFd& lower, const CheckedOverlay& o)
     return KernelOverlayError("userxattr", fs_fd.get(), errno);
   }
   {
-    DelegatedCapsInEffect caps;
+    // The kernel's overlayfs acts on the upper layer with the credentials
+    // of the thread that creates it (copy-up sets owners and modes, reads
+    // files of any owner), so they must be in effect then, and only then.
+    ThreadCapsInEffect caps(kDelegatedCapabilities);
     if (fsconfig(fs_fd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
       return KernelOverlayError(absl::StrCat("creating the overlay of ", o.directory),
                                 fs_fd.get(), errno);

@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "helper/mount/thread_caps.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/path.h"
 #include "services/common/status_util.h"
@@ -15,10 +19,15 @@
 namespace lazaret::mounthelper {
 namespace {
 
+constexpr size_t kMaxRootRecord = 128;
+
+std::string RootRecordName(const std::string& base) { return absl::StrCat(base, "_root"); }
+
 // Opens (creating when asked) the directory `name` below `parent` without
-// following a symlink, and checks its owner.
-absl::StatusOr<fs::DirFd> OpenOwnedChild(const fs::DirFd& parent, const std::string& where,
-                                         const std::string& name, uid_t owner, bool create) {
+// following a symlink, and checks its owner unless `owner` is nullopt.
+absl::StatusOr<fs::DirFd> OpenChild(const fs::DirFd& parent, const std::string& where,
+                                    const std::string& name, std::optional<uid_t> owner,
+                                    bool create) {
   const std::string path = absl::StrCat(where, "/", name);
   if (create && mkdirat(parent.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
     return ErrnoStatus(absl::StrCat("create ", path), errno);
@@ -41,15 +50,128 @@ absl::StatusOr<fs::DirFd> OpenOwnedChild(const fs::DirFd& parent, const std::str
   fs::DirFd dir = fs::DirFd::Adopt(fd);
   struct stat st {};
   if (fstat(dir.get(), &st) != 0) return ErrnoStatus(absl::StrCat("stat ", path), errno);
-  if (st.st_uid != owner) {
+  if (owner && st.st_uid != *owner) {
     return absl::FailedPreconditionError(absl::StrCat(
-        path, " belongs to uid ", st.st_uid, ", not to uid ", owner,
+        path, " belongs to uid ", st.st_uid, ", not to uid ", *owner,
         " (the mount helper's user); profile state must be the user's own. Fix its owner"));
   }
   return dir;
 }
 
+// What the helper last gave the upper layer's root: mode (permission
+// bits), owner, group and mtime. Kept so that a later mount can tell
+// whether the sandbox changed them since.
+struct RootRecord {
+  uint32_t mode = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  int64_t mtime_sec = 0;
+  int64_t mtime_nsec = 0;
+};
+
+absl::StatusOr<std::optional<RootRecord>> ReadRootRecord(const fs::DirFd& profile,
+                                                         const std::string& name) {
+  const int fd = openat(profile.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    return ErrnoStatus(absl::StrCat("opening the root record ", name), errno);
+  }
+  fs::UniqueFd file(fd);
+  struct stat st {};
+  if (fstat(file.get(), &st) != 0) return ErrnoStatus(absl::StrCat("stat ", name), errno);
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the root record ", name, " is not a regular file of the mount helper's user; remove it"));
+  }
+  char buf[kMaxRootRecord];
+  const ssize_t n = read(file.get(), buf, sizeof(buf));
+  if (n < 0) return ErrnoStatus(absl::StrCat("reading ", name), errno);
+  std::vector<absl::string_view> f = absl::StrSplit(
+      absl::string_view(buf, static_cast<size_t>(n)), absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  RootRecord r;
+  if (f.size() != 5 || !absl::SimpleAtoi(f[0], &r.mode) || !absl::SimpleAtoi(f[1], &r.uid) ||
+      !absl::SimpleAtoi(f[2], &r.gid) || !absl::SimpleAtoi(f[3], &r.mtime_sec) ||
+      !absl::SimpleAtoi(f[4], &r.mtime_nsec)) {
+    // Not the helper's writing: treated as absent, so the image's
+    // attributes are given again.
+    return std::nullopt;
+  }
+  return r;
+}
+
+absl::Status WriteRootRecord(const fs::DirFd& profile, const std::string& name,
+                             const struct stat& st) {
+  const std::string tmp = absl::StrCat(".", name, ".tmp");
+  (void)unlinkat(profile.get(), tmp.c_str(), 0);
+  const int fd = openat(profile.get(), tmp.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("creating the root record ", name), errno);
+  fs::UniqueFd file(fd);
+  const std::string text = absl::StrCat(st.st_mode & 07777, " ", st.st_uid, " ", st.st_gid, " ",
+                                        st.st_mtim.tv_sec, " ", st.st_mtim.tv_nsec, "\n");
+  if (write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      fsync(file.get()) != 0 ||
+      renameat(profile.get(), tmp.c_str(), profile.get(), name.c_str()) != 0) {
+    const int err = errno;
+    (void)unlinkat(profile.get(), tmp.c_str(), 0);
+    return ErrnoStatus(absl::StrCat("writing the root record ", name), err);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status MatchRootToLower(const fs::DirFd& lower, const CheckedOverlay& o) {
+  const std::string name = RootRecordName(PersistName(o.directory));
+  LAZ_ASSIGN_OR_RETURN(std::optional<RootRecord> rec, ReadRootRecord(o.profile, name));
+  struct stat image {};
+  struct stat upper {};
+  if (fstat(lower.get(), &image) != 0) {
+    return ErrnoStatus(absl::StrCat("stat ", o.directory, " of the image"), errno);
+  }
+  if (fstat(o.changes.get(), &upper) != 0) {
+    return ErrnoStatus(absl::StrCat("stat ", o.paths.changes), errno);
+  }
+  const bool same_owner_mode = rec && rec->mode == (upper.st_mode & 07777) &&
+                               rec->uid == upper.st_uid && rec->gid == upper.st_gid;
+  const bool same_mtime = rec && rec->mtime_sec == upper.st_mtim.tv_sec &&
+                          rec->mtime_nsec == upper.st_mtim.tv_nsec;
+  {
+    // Another owner than the helper's user, and that owner's mode and
+    // times: CHOWN and FOWNER, for these three calls on the layer's root.
+    ThreadCapsInEffect caps({CAP_CHOWN, CAP_FOWNER});
+    if (!rec || same_owner_mode) {
+      // Owner first: a chown may clear setgid bits the mode then restores.
+      if (fchown(o.changes.get(), image.st_uid, image.st_gid) != 0 ||
+          fchmod(o.changes.get(), image.st_mode & 07777) != 0) {
+        return ErrnoStatus(
+            absl::StrCat("giving ", o.paths.changes, " the owner and mode of the image's ",
+                         o.directory),
+            errno);
+      }
+    }
+    if (!rec || same_mtime) {
+      const struct timespec times[2] = {image.st_atim, image.st_mtim};
+      if (futimens(o.changes.get(), times) != 0) {
+        return ErrnoStatus(
+            absl::StrCat("giving ", o.paths.changes, " the times of the image's ", o.directory),
+            errno);
+      }
+    }
+  }
+  if (fstat(o.changes.get(), &upper) != 0) {
+    return ErrnoStatus(absl::StrCat("stat ", o.paths.changes), errno);
+  }
+  return WriteRootRecord(o.profile, name, upper);
+}
+
+absl::Status RemoveRootRecord(const fs::DirFd& profile, const std::string& base) {
+  const std::string name = RootRecordName(base);
+  if (unlinkat(profile.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return ErrnoStatus(absl::StrCat("removing the root record ", name), errno);
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
                                             const std::string& profile_dir,
@@ -74,18 +196,26 @@ absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
   // run (a symlinked ~/.local stays usable), opened as it is otherwise.
   LAZ_ASSIGN_OR_RETURN(fs::DirFd root, create ? fs::MakeDirs(data_root, 0700)
                                               : fs::DirFd::OpenTrusted(data_root));
-  LAZ_ASSIGN_OR_RETURN(c.profile, OpenOwnedChild(root, data_root, name, owner, create));
+  LAZ_ASSIGN_OR_RETURN(c.profile, OpenChild(root, data_root, name, owner, create));
   const std::string base = PersistName(directory);
   if (base.size() + 8 > 255) {
     return absl::InvalidArgumentError(
         absl::StrCat("persistent directory '", directory, "' escapes to a file name too long"));
   }
-  LAZ_ASSIGN_OR_RETURN(c.changes, OpenOwnedChild(c.profile, profile_dir,
-                                                 absl::StrCat(base, "_changes"), owner, create));
+  {
+    // The upper layer's root is D's root as the sandbox sees it: its owner
+    // and mode are the image's (MatchRootToLower) or whatever the sandbox
+    // made them - 0000 or another uid's included - so it is opened with
+    // DAC_OVERRIDE and its owner is not checked. What keeps others out is
+    // the 0700 profile directory above it, checked above.
+    ThreadCapsInEffect caps({CAP_DAC_OVERRIDE});
+    LAZ_ASSIGN_OR_RETURN(c.changes, OpenChild(c.profile, profile_dir,
+                                              absl::StrCat(base, "_changes"), std::nullopt, create));
+  }
   LAZ_ASSIGN_OR_RETURN(
-      c.work, OpenOwnedChild(c.profile, profile_dir, absl::StrCat(base, "_work"), owner, create));
-  LAZ_ASSIGN_OR_RETURN(c.merged, OpenOwnedChild(c.profile, profile_dir,
-                                                absl::StrCat(base, "_merged"), owner, create));
+      c.work, OpenChild(c.profile, profile_dir, absl::StrCat(base, "_work"), owner, create));
+  LAZ_ASSIGN_OR_RETURN(c.merged, OpenChild(c.profile, profile_dir,
+                                           absl::StrCat(base, "_merged"), owner, create));
   return c;
 }
 

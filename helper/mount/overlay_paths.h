@@ -19,7 +19,9 @@
 namespace lazaret::mounthelper {
 
 // A persistent directory whose profile, upper, work and merged directories
-// are open (O_DIRECTORY|O_NOFOLLOW) and were checked to be owned by `owner`.
+// are open (O_DIRECTORY|O_NOFOLLOW) and, all but the upper layer's root,
+// were checked to be owned by `owner`. The upper layer's root is D's root
+// inside the sandbox: its owner and mode are the image's or the sandbox's.
 struct CheckedOverlay {
   std::string directory;  // D, inside the container
   std::string profile_dir;
@@ -35,10 +37,21 @@ struct CheckedOverlay {
 // symlinks followed; made like mkdir -p, mode 0700, when `create`) and below it, without following any symlink, the
 // profile directory and its <name>_changes, _work and _merged, creating
 // missing ones with mode 0700 when `create` (else NOT_FOUND). Each must be
-// a directory owned by `owner`.
+// a directory owned by `owner`, except <name>_changes (see CheckedOverlay).
 absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
                                             const std::string& profile_dir,
                                             const std::string& directory, uid_t owner, bool create);
+
+// Gives the upper layer's root (the root of D in the sandbox: an overlay
+// shows its upper root's attributes) the mode, owner, group and times of
+// the image's D, `lower`, so a persistent /usr is the image's 0755 root:root
+// and not the 0700 directory the helper made. Attributes the sandbox
+// changed since the helper last set them (recorded in <name>_root) stay the
+// sandbox's: owner and mode together, the times on their own (creating an
+// entry in D changes its mtime). Call before mounting.
+absl::Status MatchRootToLower(const fs::DirFd& lower, const CheckedOverlay& o);
+// Drops <name>_root (a reset: the next mount gives the image's again).
+absl::Status RemoveRootRecord(const fs::DirFd& profile, const std::string& base);
 
 // Opens `rel` (a clean absolute path inside the image, "/usr") below the
 // image's root `root_fd` with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS: the lower

@@ -94,6 +94,93 @@ TEST_F(OverlayPathsTest, ForeignOwnerRefused) {
   EXPECT_NE(c.status().message().find("belongs to uid 12345"), std::string::npos);
 }
 
+// The upper layer's root is what the sandbox sees as D's root: whatever
+// owner the sandbox gave it (another uid, mode 0000), it is still opened,
+// so show and reset reach it.
+TEST_F(OverlayPathsTest, UpperRootOfAnyOwnerAndModeIsOpened) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+  ASSERT_TRUE(Check("/usr").ok());
+  ASSERT_EQ(chown(P("data/prof/usr_changes").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(chmod(P("data/prof/usr_changes").c_str(), 0), 0);
+  absl::StatusOr<CheckedOverlay> c = Check("/usr", false);
+  EXPECT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(chown(P("data/prof/usr_work").c_str(), 4242, 4242), 0);
+  EXPECT_FALSE(Check("/usr", false).ok()) << "the work directory is the helper's alone";
+}
+
+struct Attrs {
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+  time_t mtime;
+};
+
+Attrs AttrsOf(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;
+  return {st.st_mode & 07777, st.st_uid, st.st_gid, st.st_mtim.tv_sec};
+}
+
+TEST_F(OverlayPathsTest, UpperRootTakesTheImagesModeOwnerAndTimesUnlessTheSandboxChangedThem) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+  ASSERT_EQ(mkdir(P("image").c_str(), 0700), 0);
+  ASSERT_EQ(chmod(P("image").c_str(), 02755), 0);
+  ASSERT_EQ(chown(P("image").c_str(), 0, 50), 0);
+  const struct timespec old_times[2] = {{1577836800, 0}, {1577836800, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, P("image").c_str(), old_times, 0), 0);
+  absl::StatusOr<fs::DirFd> lower = fs::DirFd::Open(P("image"));
+  ASSERT_TRUE(lower.ok());
+  const std::string upper = P("data/prof/usr_changes");
+  {
+    absl::StatusOr<CheckedOverlay> c = Check("/usr");
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(AttrsOf(upper).mode, 0700u);
+    ASSERT_TRUE(MatchRootToLower(*lower, *c).ok());
+  }
+  Attrs a = AttrsOf(upper);
+  EXPECT_EQ(a.mode, 02755u);
+  EXPECT_EQ(a.uid, 0u);
+  EXPECT_EQ(a.gid, 50u);
+  EXPECT_EQ(a.mtime, 1577836800);
+
+  // An image update: unchanged attributes follow the image.
+  ASSERT_EQ(chmod(P("image").c_str(), 0775), 0);
+  {
+    absl::StatusOr<CheckedOverlay> c = Check("/usr", false);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(MatchRootToLower(*lower, *c).ok());
+  }
+  EXPECT_EQ(AttrsOf(upper).mode, 0775u);
+
+  // The sandbox's chown/chmod of D and a new entry in it (its mtime) stay.
+  ASSERT_EQ(chown(upper.c_str(), 4242, 4242), 0);
+  ASSERT_EQ(chmod(upper.c_str(), 0711), 0);
+  Write("data/prof/usr_changes/new", "x");
+  const time_t touched = AttrsOf(upper).mtime;
+  {
+    absl::StatusOr<CheckedOverlay> c = Check("/usr", false);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(MatchRootToLower(*lower, *c).ok());
+  }
+  a = AttrsOf(upper);
+  EXPECT_EQ(a.mode, 0711u);
+  EXPECT_EQ(a.uid, 4242u);
+  EXPECT_EQ(a.mtime, touched);
+
+  // After a reset (the record dropped) the image's are given again.
+  {
+    absl::StatusOr<CheckedOverlay> c = Check("/usr", false);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(RemoveRootRecord(c->profile, "usr").ok());
+    ASSERT_TRUE(MatchRootToLower(*lower, *c).ok());
+  }
+  a = AttrsOf(upper);
+  EXPECT_EQ(a.mode, 0775u);
+  EXPECT_EQ(a.uid, 0u);
+  EXPECT_EQ(a.gid, 50u);
+  EXPECT_EQ(a.mtime, 1577836800);
+}
+
 TEST_F(OverlayPathsTest, CraftedDirectoryNamesRefused) {
   for (const std::string& d :
        {std::string(".."), std::string("%2E"), std::string("/usr/../etc"), std::string("/"),

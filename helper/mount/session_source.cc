@@ -1,6 +1,7 @@
 #include "helper/mount/session_source.h"
 
 #include "absl/strings/str_cat.h"
+#include "services/common/fs/path.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/session_client.h"
 #include "services/common/status_util.h"
@@ -41,16 +42,29 @@ class RegistrySessionSource final : public SessionSource {
     return IsLiveSessionState(info->state());
   }
 
-  absl::StatusOr<ProfileFacts> Profile(const std::string& name) override {
-    // configd resolves a profile only for an absolute workspace. The user's
-    // own layers alone: the helper's private directory, which holds no
-    // lazaret.toml (nothing but the helper writes there) and contains
-    // neither data_root nor a socket directory.
-    LAZ_ASSIGN_OR_RETURN(std::string private_dir,
-                         EnsurePrivateDir(absl::StrCat(runtime_dir_, "/mount-helper")));
+  absl::StatusOr<ProfileFacts> Profile(const ProfileQuery& q) override {
+    for (const std::string* path : {&q.workspace, &q.explicit_config}) {
+      if (!path->empty() && !fs::IsCleanAbsolutePath(*path)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", path->substr(0, 256), "' is not a clean absolute path (workspace or --config)"));
+      }
+    }
     lazaret::common::v1::SessionRecord record;
-    record.set_profile(name);
-    record.set_workspace(private_dir);
+    record.set_profile(q.name);
+    record.set_explicit_config(q.explicit_config);
+    if (!q.workspace.empty()) {
+      // The same layers as a session in that workspace (its lazaret.toml
+      // counts only when trusted: configd's rule, as for `lazaret run`).
+      record.set_workspace(q.workspace);
+    } else {
+      // configd resolves a profile only for an absolute workspace. The
+      // user's own layers alone: the helper's private directory, which
+      // holds no lazaret.toml (nothing but the helper writes there) and
+      // contains neither data_root nor a socket directory.
+      LAZ_ASSIGN_OR_RETURN(std::string private_dir,
+                           EnsurePrivateDir(absl::StrCat(runtime_dir_, "/mount-helper")));
+      record.set_workspace(private_dir);
+    }
     LAZ_ASSIGN_OR_RETURN(cfg::ResolvedProfile p, ResolveSessionProfile(runtime_dir_, record));
     return FactsOf(p);
   }

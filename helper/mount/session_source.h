@@ -15,6 +15,15 @@
 
 namespace lazaret::mounthelper {
 
+// Which profile, resolved as `lazaret run` in `workspace` with --config
+// `explicit_config` resolves it (an empty name: the default profile; an
+// empty workspace: the user's own configuration layers only).
+struct ProfileQuery {
+  std::string name;
+  std::string workspace;        // absolute, or empty
+  std::string explicit_config;  // absolute, or empty
+};
+
 struct ProfileFacts {
   std::string name;
   std::string data_root;
@@ -31,9 +40,9 @@ class SessionSource {
   // false when the registry no longer has the session or is reaping it; an
   // error when the registry cannot be asked.
   virtual absl::StatusOr<bool> IsLive(const std::string& session_id) = 0;
-  // The profile resolved from the user's own configuration layers (no
-  // workspace, no --config); empty: the default profile.
-  virtual absl::StatusOr<ProfileFacts> Profile(const std::string& name) = 0;
+  // The profile `query` names; INVALID_ARGUMENT for a path that is not
+  // absolute and clean.
+  virtual absl::StatusOr<ProfileFacts> Profile(const ProfileQuery& query) = 0;
 };
 
 // Over <runtime_dir>/supervisor.sock and configd.sock.

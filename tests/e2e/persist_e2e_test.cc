@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -164,12 +165,198 @@ TEST_P(PersistDriverE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
   EXPECT_THAT(gone.out, Not(HasSubstr("/usr/bin/laz-hello")));
 }
 
+// Issue 22: each persistent directory's root shows the image's own mode,
+// owner, group and mtime (not the 0700 directory the helper made), in the
+// first session and the next, and a non-root user inside reads it.
+TEST_P(PersistDriverE2eTest, RootsShowTheImagesModeOwnerAndTimesAndNobodyReadsThem) {
+  const char* modes = GetParam() == "kernel" ? kModes : kModesFuse;
+  if (GetParam() != "kernel") {
+    ASSERT_EQ(world->RecordLayers(modes, {"usr%2Flocal", "etc"}, GetParam()), "");
+  }
+  const std::string probe =
+      "stat -c %n:%a:%u:%g /usr/local /etc; stat -c mtime:%Y /usr/local; "
+      "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "
+      "'ls /usr/local/bin >/dev/null && ls /etc >/dev/null && cat /etc/passwd >/dev/null' "
+      "&& echo nobody-reads";
+  CommandResult image = RunIn(ws_->path(), kNoEtc, probe);
+  ASSERT_EQ(image.exit_code, 0) << image.err;
+  ASSERT_THAT(image.out, HasSubstr("/usr/local:755:0:0")) << image.out;
+  ASSERT_THAT(image.out, HasSubstr("nobody-reads")) << image.out;
+  for (const char* round : {"first", "next"}) {
+    SCOPED_TRACE(round);
+    CommandResult persisted = RunIn(ws_->path(), modes, probe);
+    ASSERT_EQ(persisted.exit_code, 0) << persisted.err;
+    EXPECT_EQ(persisted.out, image.out);
+    EXPECT_THAT(MountsUnder(world->ProfileDir(modes)), IsEmpty());
+  }
+  // On the host the layers stay behind the 0700 profile directory.
+  struct stat st {};
+  ASSERT_EQ(lstat(world->ProfileDir(modes).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+// Issue 22: what the agent does to hide a poisoned binary in a persistent
+// /usr/local from `state show` and `state reset`: the binary, then its
+// directory given to another uid with mode 0711; a 0000 directory holding
+// a file, a 0000 file, a file named like a whiteout, a tree deeper than
+// 512 levels, and an attempt at the immutable flag. Show names them all,
+// reset removes them all, and the next session runs the image's git.
+TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
+  const char* poison = GetParam() == "kernel" ? kPoison : kPoisonFuse;
+  if (GetParam() != "kernel") {
+    ASSERT_EQ(world->RecordLayers(poison, {"usr%2Flocal"}, GetParam()), "");
+  }
+  std::string deep = "/usr/local/zdeep";
+  for (int i = 0; i < 600; ++i) deep += "/d";
+  const std::string plant = absl::StrCat(
+      "set -e; printf '#!/bin/sh\\necho poisoned-git\\n' > /usr/local/bin/git; "
+      "chmod 0755 /usr/local/bin/git; "
+      "mkdir -p /usr/local/share/hide/deep; echo x > /usr/local/share/hide/deep/f; "
+      "chmod 000 /usr/local/share/hide/deep /usr/local/share/hide; "
+      "echo y > /usr/local/nomode; chmod 000 /usr/local/nomode; "
+      "mkdir -p ", deep, "; echo bottom > ", deep, "/f; "
+      "(echo z > /usr/local/.wh.decoy && echo decoy-made) || echo decoy-refused; "
+      "perl -e 'open(F, \"<\", \"/usr/local/nomode\") or die \"open: $!\"; "
+      "my $f = pack(\"L\", 0x10); ioctl(F, 0x40086602, $f) or die \"immutable: $!\\n\"; "
+      "print \"immutable-set\\n\"' "
+      "|| true; "
+      "chown 4242:4242 /usr/local/bin; chmod 0711 /usr/local/bin; git; ls -ld /usr/local/bin");
+  CommandResult planted = RunIn(ws_->path(), poison, plant);
+  ASSERT_EQ(planted.exit_code, 0) << planted.out << planted.err;
+  EXPECT_THAT(planted.out, HasSubstr("poisoned-git"));
+  // gVisor refuses FS_IOC_SETFLAGS: no immutable file reset cannot remove.
+  EXPECT_THAT(planted.out, Not(HasSubstr("immutable-set"))) << planted.err;
+  EXPECT_THAT(planted.err, HasSubstr("immutable: ")) << "perl's ioctl did not run";
+  RecordProperty("immutable_attempt", planted.err);
+  // fuse-overlayfs refuses whiteout-shaped names through its mount.
+  EXPECT_THAT(planted.out, HasSubstr(GetParam() == "kernel" ? "decoy-made" : "decoy-refused"));
+
+  const std::string json = StateJson(poison);
+  for (const char* path : {"\"bin/git\"", "\"nomode\"", "\"share/hide/deep/f\""}) {
+    EXPECT_THAT(json, HasSubstr(path)) << json;
+  }
+  EXPECT_THAT(json, HasSubstr(absl::StrCat(deep.substr(strlen("/usr/local/")), "/f\"")));
+  EXPECT_THAT(json, HasSubstr("\"limit\": \"\""));
+  if (GetParam() == "kernel") {
+    // A file named like a whiteout is a file (fuse-overlayfs's own
+    // bookkeeping may add whiteouts of names the image never had).
+    EXPECT_THAT(json, HasSubstr("\".wh.decoy\""));
+    EXPECT_THAT(json, HasSubstr("\"deleted_total\": \"0\"")) << "nothing was deleted";
+  }
+  CommandResult text = Lazaret("/", {"state", "show", poison});
+  EXPECT_THAT(text.out, Not(HasSubstr("no changes"))) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("bin/git")) << text.out;
+
+  CommandResult reset = Lazaret("/", {"state", "reset", poison, "--yes"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  CommandResult left = test::Run(
+      {"find", world->ProfileDir(poison) + "/usr%2Flocal_changes", "-mindepth", "1"});
+  EXPECT_EQ(left.out, "") << "left in the upper layer after the reset";
+  CommandResult next = RunIn(ws_->path(), poison,
+                             "test -e /usr/local/bin/git && echo poison-left; git --version; "
+                             "stat -c %a:%u:%g /usr/local/bin");
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_THAT(next.out, Not(HasSubstr("poison")));
+  EXPECT_THAT(next.out, HasSubstr("git version"));
+  EXPECT_THAT(next.out, HasSubstr("755:0:0"));
+  ASSERT_EQ(Lazaret("/", {"state", "reset", poison, "--yes"}).exit_code, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Drivers, PersistDriverE2eTest,
                          ::testing::Values("kernel", "fuse-overlayfs"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            return p.param == "kernel" ? std::string("Kernel")
                                                       : std::string("FuseOverlayfs");
                          });
+
+// Issue 22: apt from Debian's real mirror in a profile persisting /usr with
+// dpkg's and apt's databases. apt verifies the mirror's signature as _apt
+// (uid 42), so this fails whenever a persistent root is closed to non-root
+// users. The package stays for the next session (where apt-get update runs
+// again and the package runs as nobody) and is gone after a reset.
+TEST_F(PersistE2eTest, AptInstallsFromTheMirrorAndThePackageStaysUntilReset) {
+  CommandResult reach =
+      RunIn(ws_->path(), kNoEtc,
+            "timeout 20 bash -c 'exec 3<>/dev/tcp/deb.debian.org/80' && echo mirror-reachable");
+  if (reach.out.find("mirror-reachable") == std::string::npos) {
+    GTEST_SKIP() << "deb.debian.org:80 cannot be reached from a sandbox here: " << reach.out
+                 << reach.err;
+  }
+  const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  CommandResult install = RunIn(
+      ws_->path(), kApt,
+      absl::StrCat("apt-get update && apt-get install -y --no-install-recommends hello && ",
+                   as_nobody, "hello"));
+  ASSERT_EQ(install.exit_code, 0) << install.out << install.err;
+  EXPECT_THAT(install.out, HasSubstr("Hello, world!"));
+  EXPECT_THAT(install.out + install.err, Not(HasSubstr("not signed")));
+  ExpectNothingMounted(kApt);
+
+  CommandResult again = RunIn(ws_->path(), kApt,
+                              absl::StrCat("dpkg -s hello | grep '^Status'; ", as_nobody,
+                                           "hello && apt-get update && echo updated-again"));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_THAT(again.out, HasSubstr("Status: install ok installed"));
+  EXPECT_THAT(again.out, HasSubstr("Hello, world!"));
+  EXPECT_THAT(again.out, HasSubstr("updated-again"));
+
+  CommandResult reset = Lazaret("/", {"state", "reset", kApt, "--yes"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  CommandResult gone = RunIn(ws_->path(), kApt,
+                             "command -v hello || echo no-hello; dpkg -s hello || echo no-status");
+  EXPECT_THAT(gone.out, HasSubstr("no-hello")) << gone.out << gone.err;
+  EXPECT_THAT(gone.out, HasSubstr("no-status"));
+}
+
+// Issue 22: `lazaret state show|reset --config FILE` resolve the profile
+// as `lazaret run --config FILE` does (here one only that file defines),
+// and `lazaret state show` without a profile works in a workspace and
+// outside one.
+TEST_F(PersistE2eTest, StateTakesConfigLikeRunAndShowWorksFromAnyDirectory) {
+  UserDir outside("pcfgstate");
+  const std::string cfg = outside.Write(
+      "extra.toml", absl::StrCat("[profiles.p3cfgonly]\nimage = \"", kBaseImage,
+                                 "\"\npersistent_dirs = [\"/root\"]\n"));
+  CommandResult wrote =
+      Lazaret(ws_->path(), {"run", "--config", cfg, "p3cfgonly", "--", "sh", "-c",
+                            "echo cfg > /root/laz-cfg-marker"});
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
+  const std::string marker = world->data_root() + "/p3cfgonly/root_changes/laz-cfg-marker";
+  ASSERT_TRUE(Exists(marker));
+
+  CommandResult without = Lazaret(ws_->path(), {"state", "show", "p3cfgonly"});
+  EXPECT_NE(without.exit_code, 0) << "the profile exists only in " << cfg;
+  CommandResult with =
+      Lazaret(ws_->path(), {"state", "show", "p3cfgonly", "--config", cfg, "--json"});
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_THAT(with.out, HasSubstr("\"laz-cfg-marker\""));
+  // --config=FILE, relative to the current directory, as run takes it.
+  const std::string rel = "--config=../" + outside.path().substr(outside.path().rfind('/') + 1) +
+                          "/extra.toml";
+  CommandResult relative = Lazaret(ws_->path(), {"state", "show", rel, "p3cfgonly"});
+  EXPECT_EQ(relative.exit_code, 0) << relative.err;
+  EXPECT_THAT(relative.out, HasSubstr("laz-cfg-marker"));
+
+  // / is no workspace `lazaret run` accepts (it holds the configuration);
+  // show still answers, from the user's own configuration, and says so.
+  for (const std::string& dir : {ws_->path(), std::string("/")}) {
+    CommandResult show = Lazaret(dir, {"state", "show"});
+    EXPECT_EQ(show.exit_code, 0) << dir << ": " << show.err;
+    EXPECT_THAT(show.out, HasSubstr("Profile ")) << dir;
+    EXPECT_THAT(show.err, Not(HasSubstr("must be an absolute path")));
+    if (dir == "/") {
+      EXPECT_THAT(show.err, HasSubstr("no workspace"));
+    }
+  }
+  CommandResult from_root = Lazaret("/", {"state", "show", "p3cfgonly", "--config", cfg});
+  EXPECT_EQ(from_root.exit_code, 0) << from_root.err;
+  EXPECT_THAT(from_root.out, HasSubstr("laz-cfg-marker"));
+
+  CommandResult reset =
+      Lazaret(ws_->path(), {"state", "reset", "p3cfgonly", "--config", cfg, "--yes"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_FALSE(Exists(marker));
+}
 
 // 4: `lazaret state reset` asks on a terminal (typed in tmux, as a person
 // does): "n" keeps the layer, "y" drops it; without a terminal it needs

@@ -37,7 +37,12 @@ PersistWorld::PersistWorld() {
       Profile(kEtc, kBaseImage, all), Profile(kNoEtc, kBaseImage, "[\"/root\"]"),
       Profile(kReset, kBaseImage, "[\"/root\"]"),
       Profile(kLink, kBaseImage, "[\"/usr\"]"), Profile(kBench, kBaseImage, "[\"/root\"]"),
-      Profile(kBenchFuse, kBaseImage, "[\"/root\"]"));
+      Profile(kBenchFuse, kBaseImage, "[\"/root\"]"),
+      Profile(kModes, kBaseImage, "[\"/usr/local\", \"/etc\"]"),
+      Profile(kModesFuse, kBaseImage, "[\"/usr/local\", \"/etc\"]"),
+      Profile(kPoison, kBaseImage, "[\"/usr/local\"]"),
+      Profile(kPoisonFuse, kBaseImage, "[\"/usr/local\"]"),
+      Profile(kApt, kBaseImage, "[\"/usr\", \"/var/lib/dpkg\", \"/var/lib/apt\"]"));
   user_config_ = std::make_unique<UserConfig>(kMarker, config);
   if (!user_config_->error().empty()) {
     error_ = user_config_->error();
@@ -49,7 +54,8 @@ PersistWorld::PersistWorld() {
 PersistWorld::~PersistWorld() {
   // Every profile's overlays go before their directories do.
   for (const char* p :
-       {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kReset, kLink, kBench, kBenchFuse}) {
+       {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kReset, kLink, kBench, kBenchFuse, kModes,
+        kModesFuse, kPoison, kPoisonFuse, kApt}) {
     Lazaret("/", {"state", "reset", p, "--yes"});
   }
   user_config_.reset();

@@ -23,7 +23,8 @@ inline constexpr char kOwnImage[] = "localhost/lazaret-persist-e2e:current";
 
 // The profiles written into the user's config.toml (so that `lazaret state`
 // finds them too), each with persistent_dirs /usr, /etc and /root except
-// kNoEtc, kReset, kBench and kBenchFuse (/root only).
+// kNoEtc, kReset, kBench and kBenchFuse (/root only) and those whose
+// comment says otherwise.
 inline constexpr char kPkg[] = "p3pkg";          // on kOwnImage
 inline constexpr char kPkgFuse[] = "p3pkgfuse";  // on kOwnImage, its layers fuse-overlayfs's
 inline constexpr char kShared[] = "p3shared";
@@ -34,6 +35,16 @@ inline constexpr char kLink[] = "p3link";  // for the symlink attacks
 inline constexpr char kReset[] = "p3reset";  // for the reset's question on a terminal
 inline constexpr char kBench[] = "p3bench";
 inline constexpr char kBenchFuse[] = "p3benchfuse";  // its layer recorded as fuse-overlayfs's
+// /usr/local and /etc, for the image's own modes at the roots (kModesFuse:
+// its layers recorded as fuse-overlayfs's).
+inline constexpr char kModes[] = "p3modes";
+inline constexpr char kModesFuse[] = "p3modesfuse";
+// /usr/local, for what the agent hides from `state show` and `state reset`.
+inline constexpr char kPoison[] = "p3poison";
+inline constexpr char kPoisonFuse[] = "p3poisonfuse";
+// /usr with dpkg's and apt's databases (/var/lib/dpkg, /var/lib/apt): the
+// coherent set for apt.
+inline constexpr char kApt[] = "p3apt";
 
 class PersistWorld {
  public:

@@ -63,9 +63,12 @@ absl::StatusOr<pb::ListMountsResponse> MountClient::ListMounts() {
   return resp;
 }
 
-absl::StatusOr<pb::DescribeStateResponse> MountClient::DescribeState(const std::string& profile) {
+absl::StatusOr<pb::DescribeStateResponse> MountClient::DescribeState(
+    const std::string& profile, const std::string& workspace, const std::string& explicit_config) {
   pb::DescribeStateRequest req;
   req.set_profile(profile);
+  req.set_workspace_dir(workspace);
+  req.set_explicit_config(explicit_config);
   pb::DescribeStateResponse resp;
   grpc::ClientContext cc;
   SetDeadline(&cc, kQueryTimeout);
@@ -74,11 +77,14 @@ absl::StatusOr<pb::DescribeStateResponse> MountClient::DescribeState(const std::
   return resp;
 }
 
-absl::StatusOr<pb::ResetStateResponse> MountClient::ResetState(const std::string& profile,
-                                                               const std::string& directory) {
+absl::StatusOr<pb::ResetStateResponse> MountClient::ResetState(
+    const std::string& profile, const std::string& directory, const std::string& workspace,
+    const std::string& explicit_config) {
   pb::ResetStateRequest req;
   req.set_profile(profile);
   req.set_directory(directory);
+  req.set_workspace_dir(workspace);
+  req.set_explicit_config(explicit_config);
   pb::ResetStateResponse resp;
   grpc::ClientContext cc;
   SetDeadline(&cc, kQueryTimeout);

@@ -51,10 +51,14 @@ class MountClient {
   absl::StatusOr<::lazaret::mounthelper::v1::DetachSessionResponse> DetachSession(
       const std::string& session, std::chrono::seconds timeout = kDetachTimeout);
   absl::StatusOr<::lazaret::mounthelper::v1::ListMountsResponse> ListMounts();
+  // `workspace` and `explicit_config` (absolute, or empty): where the
+  // profile is resolved, as `lazaret run` there with --config would.
   absl::StatusOr<::lazaret::mounthelper::v1::DescribeStateResponse> DescribeState(
-      const std::string& profile);
+      const std::string& profile, const std::string& workspace = "",
+      const std::string& explicit_config = "");
   absl::StatusOr<::lazaret::mounthelper::v1::ResetStateResponse> ResetState(
-      const std::string& profile, const std::string& directory);
+      const std::string& profile, const std::string& directory,
+      const std::string& workspace = "", const std::string& explicit_config = "");
   absl::StatusOr<::lazaret::mounthelper::v1::CleanupResponse> Cleanup();
 
  private:

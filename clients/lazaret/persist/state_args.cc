@@ -1,11 +1,14 @@
 #include "clients/lazaret/persist/state_args.h"
 
+#include <cstring>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace lazaret::cli::persist {
 
-absl::StatusOr<StateArgs> ParseStateArgs(const std::vector<std::string>& args) {
+absl::StatusOr<StateArgs> ParseStateArgs(const std::vector<std::string>& args,
+                                         const std::string& cwd) {
   if (args.empty()) return absl::InvalidArgumentError("missing show or reset");
   StateArgs out;
   if (args[0] == "show") {
@@ -23,6 +26,24 @@ absl::StatusOr<StateArgs> ParseStateArgs(const std::vector<std::string>& args) {
       out.json = true;
     } else if (!show && a == "--yes") {
       out.yes = true;
+    } else if (a == "--config" || absl::StartsWith(a, "--config=")) {
+      if (a == "--config") {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError("--config needs a FILE");
+        out.explicit_config = args[++i];
+      } else {
+        out.explicit_config = a.substr(strlen("--config="));
+      }
+      if (out.explicit_config.empty()) {
+        return absl::InvalidArgumentError("--config needs a FILE");
+      }
+      if (out.explicit_config[0] != '/') {
+        if (cwd.empty()) {
+          return absl::InvalidArgumentError(
+              "--config FILE is relative and the current directory cannot be read; give its "
+              "absolute path");
+        }
+        out.explicit_config = absl::StrCat(cwd, "/", out.explicit_config);
+      }
     } else if (a == "--") {
       positional.insert(positional.end(), args.begin() + static_cast<long>(i) + 1, args.end());
       break;

@@ -56,7 +56,11 @@ std::string StateText(const pb::DescribeStateResponse& s) {
                     d.overlay().empty() ? ""
                                         : absl::StrCat(" (", EscapeForTerminal(d.overlay()), ")"),
                     "\n");
-    if (d.changed_total() == 0 && d.deleted_total() == 0) {
+    if (!d.limit().empty()) {
+      absl::StrAppend(&out, "    NOT WALKED IN FULL, the counts are lower bounds: ",
+                      EscapeForTerminal(d.limit()),
+                      "\n    (lazaret state reset removes all of it)\n");
+    } else if (d.changed_total() == 0 && d.deleted_total() == 0) {
       absl::StrAppend(&out, "    no changes: the image's own content\n");
     }
     AppendSample(&out, "changed", d.changed_total(), d.changed());

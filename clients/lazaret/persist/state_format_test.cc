@@ -52,6 +52,16 @@ TEST(StateTextTest, EachDirectoryWithSizesSamplesAndSessions) {
   EXPECT_THAT(t, Not(HasSubstr("\x1b")));
 }
 
+TEST(StateTextTest, ALimitIsShownLoudlyAndNeverAsNoChanges) {
+  pb::DescribeStateResponse s = State();
+  s.mutable_directories(1)->set_limit("directories deeper than 4096 levels were not walked\n");
+  const std::string t = StateText(s);
+  EXPECT_THAT(t, HasSubstr("  /etc: 0 B, 0 files changed in /d/p1/etc_changes\n"
+                           "    NOT WALKED IN FULL, the counts are lower bounds: directories "
+                           "deeper than 4096 levels were not walked\\x0a\n"));
+  EXPECT_THAT(t, Not(HasSubstr("no changes")));
+}
+
 TEST(StateTextTest, NoPersistentDirectories) {
   pb::DescribeStateResponse s;
   s.set_profile("p2");
