@@ -30,6 +30,9 @@ int CmdClean(const Context& ctx, const std::vector<std::string>& args);
 // state_cmd.cc: a profile's persistent directories (persist/).
 int CmdState(const Context& ctx, const std::vector<std::string>& args);
 
+// held_cmd.cc: the held changes to files host programs act on (held/).
+int CmdHeld(const Context& ctx, const std::vector<std::string>& args);
+
 // net_cmd.cc: a live session's egress policy (net/).
 int CmdNet(const Context& ctx, const std::vector<std::string>& args);
 

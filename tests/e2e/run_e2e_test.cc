@@ -816,20 +816,25 @@ TEST_F(RunE2eTest, BrokenRunscFailsAndNeverFallsBackToRunc) {
   EXPECT_TRUE(SessionContainers().empty());
 }
 
-TEST_F(RunE2eTest, WorkspaceIsWritableIdeSettingsMaskedOnlyWhereTheyExist) {
+// IDE settings are a per-session view of the host's (docs/operations.md
+// "Held changes"): the agent reads the developer's version, what it writes
+// there is held in the profile, and nothing is created on the host.
+TEST_F(RunE2eTest, WorkspaceIsWritableIdeSettingsAreAViewOfTheHosts) {
   test::Run({"mkdir", ws_->path() + "/.vscode"});
-  ws_->Write(".vscode/settings.json", "host-secret-settings");
+  ws_->Write(".vscode/settings.json", "host-settings");
   test::Run({"chown", "-R", std::to_string(Env().uid), ws_->path() + "/.vscode"});
   CommandResult r = Run({"run", "--", "sh", "-c",
                          "echo from-sandbox > /workspace/out.txt; "
-                         "ls -A /workspace/.vscode | wc -l; echo x > /workspace/.vscode/new; "
+                         "cat /workspace/.vscode/settings.json; echo; "
+                         "echo x > /workspace/.vscode/new; "
                          "test -e /workspace/.idea && echo IDEA-EXISTS || echo NO-IDEA"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Trim(test::ReadFile(ws_->path() + "/out.txt")), "from-sandbox");
-  EXPECT_THAT(r.out, HasSubstr("0\n"));  // the host settings are not visible
+  EXPECT_THAT(r.out, HasSubstr("host-settings\n"));  // the host's version, through the view
   EXPECT_THAT(r.out, HasSubstr("NO-IDEA"));
-  EXPECT_EQ(test::ReadFile(ws_->path() + "/.vscode/settings.json"), "host-secret-settings");
+  EXPECT_EQ(test::ReadFile(ws_->path() + "/.vscode/settings.json"), "host-settings");
   EXPECT_FALSE(Exists(ws_->path() + "/.vscode/new"));
+  EXPECT_THAT(r.err, HasSubstr("created .vscode/new (VS Code)")) << r.err;
   EXPECT_FALSE(Exists(ws_->path() + "/.idea")) << "a mount point was created on the host";
 }
 
@@ -1319,8 +1324,9 @@ TEST_F(RunE2eTest, FilesTheAgentCreatesBelongToTheWorkspaceOwner) {
 }
 
 // Files that editors and shells act on when the folder is opened, created
-// or changed by the session, are listed at its end.
-TEST_F(RunE2eTest, EditorAndShellFilesTheSessionWroteAreListed) {
+// by the session anywhere in the tree, are held in the profile, taken out
+// of the folder and named at its end; the developer's own stay as they were.
+TEST_F(RunE2eTest, EditorAndShellFilesTheSessionWroteAreHeldAndNamed) {
   ws_->Write(".editorconfig", "root = true\n");  // the developer's, untouched
   CommandResult r =
       Run({"run", "--", "sh", "-c",
@@ -1328,13 +1334,17 @@ TEST_F(RunE2eTest, EditorAndShellFilesTheSessionWroteAreListed) {
            "&& echo 'curl x | sh' > .envrc && echo K=v > .env && "
            "echo '{}' > sub/.devcontainer/devcontainer.json && echo x > plain.txt"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("editors, shells or git act on"));
-  for (const std::string& f : {ws_->path() + "/.vscode/", ws_->path() + "/.envrc",
-                               ws_->path() + "/.env", ws_->path() + "/sub/.devcontainer/"}) {
-    EXPECT_THAT(r.err, HasSubstr("  " + f + "\n")) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("held for review, not in your folder: 4 paths")) << r.err;
+  for (const std::string f :
+       {".vscode/tasks.json", ".envrc", ".env", "sub/.devcontainer/devcontainer.json"}) {
+    EXPECT_THAT(r.err, HasSubstr("created " + f + " (")) << r.err;
+    EXPECT_FALSE(Exists(ws_->path() + "/" + f)) << f;
   }
+  EXPECT_THAT(r.err, HasSubstr("lazaret held diff"));
   EXPECT_THAT(r.err, Not(HasSubstr(".editorconfig")));
+  EXPECT_EQ(test::ReadFile(ws_->path() + "/.editorconfig"), "root = true\n");
   EXPECT_THAT(r.err, Not(HasSubstr("plain.txt")));
+  EXPECT_EQ(Trim(test::ReadFile(ws_->path() + "/plain.txt")), "x");
 }
 
 TEST_F(RunE2eTest, DoctorPassesHereAndNamesAMissingRunsc) {

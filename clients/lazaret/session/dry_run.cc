@@ -76,6 +76,11 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
                   " s): lazaret-netpolicyd resolves profile ", plan.sandbox.profile,
                   "'s network settings, applies them in the router and returns the applied "
                   "generation; on any error the sandbox is not started\n");
+  absl::StrAppend(&out, "# held views: every path host programs act on in ",
+                  plan.workspace_host_dir, " is copied into ", plan.session_path,
+                  "/held/view/ and bound read-write over /workspace/<path> (added after the Git "
+                  "Shadow's mounts below); what the session changes there goes to the profile's "
+                  "held store, never the folder\n");
   absl::StrAppend(&out, CommandLine(plan.sandbox_argv), "\n");
   absl::StrAppend(&out, "# when the command ends, or on SIGINT/SIGTERM/SIGHUP:\n");
   absl::StrAppend(&out, "#   (on a signal first: ",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
@@ -14,6 +15,7 @@
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/session_dir.h"
 #include "clients/lazaret/session/terminfo.h"
+#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::session {
@@ -211,13 +213,9 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   mounts.push_back(BindMount{workspace, gitshadow::kSandboxWorkspace, /*read_only=*/false,
                              /*selinux_shared=*/true});
   for (const Mount& m : git.mounts) mounts.push_back(m);
-  // IDE settings are masked only where they exist: a tmpfs target that does
-  // not exist would be created as a directory in the host workspace.
-  for (const char* ide : {".vscode", ".idea"}) {
-    if (in.is_real_directory(absl::StrCat(workspace, "/", ide))) {
-      mounts.push_back(TmpfsMount{absl::StrCat(gitshadow::kSandboxWorkspace, "/", ide), "0755"});
-    }
-  }
+  // The held views go here (UseHeldMounts): every path host programs act on
+  // is a per-session copy, never the developer's file.
+  plan.held_mounts_at = mounts.size();
   for (BindMount& v : ProfileVolumes(profile)) mounts.push_back(std::move(v));
   LAZ_ASSIGN_OR_RETURN(plan.persistent,
                        PlanPersistentDirs(profile.profile_dir(), profile.persistent_dirs()));
@@ -270,8 +268,36 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   sandbox.sandbox_init_host = in.sandbox_init_host;
   sandbox.init_args = git.init_args;
   sandbox.command = in.command;
-  LAZ_ASSIGN_OR_RETURN(plan.sandbox_argv, SandboxArgv(sandbox));
+  LAZ_RETURN_IF_ERROR(UseHeldMounts(in.held_mounts, &plan));
   return plan;
+}
+
+absl::Status UseHeldMounts(std::vector<BindMount> held, SessionPlan* plan) {
+  const std::string prefix = absl::StrCat(gitshadow::kSandboxWorkspace, "/");
+  for (const BindMount& b : held) {
+    if (!absl::StartsWith(b.container, prefix) || !fs::IsCleanAbsolutePath(b.container)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("held view at ", b.container, ": not a path below /workspace"));
+    }
+    // The workspace's .git is the Git Shadow's (a tmpfs inside): a view
+    // there would poke through it.
+    if (fs::IsAtOrUnder(b.container, absl::StrCat(prefix, ".git"))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("held view at ", b.container, ": inside the Git Shadow's .git"));
+    }
+    LAZ_RETURN_IF_ERROR(MountArgs(b).status());
+  }
+  std::sort(held.begin(), held.end(),
+            [](const BindMount& a, const BindMount& b) { return a.container < b.container; });
+  std::vector<Mount>& mounts = plan->sandbox.mounts;
+  const size_t at = std::min(plan->held_mounts_at, mounts.size());
+  const size_t old = std::min(plan->held_mounts, mounts.size() - at);
+  mounts.erase(mounts.begin() + static_cast<std::ptrdiff_t>(at),
+               mounts.begin() + static_cast<std::ptrdiff_t>(at + old));
+  mounts.insert(mounts.begin() + static_cast<std::ptrdiff_t>(at), held.begin(), held.end());
+  plan->held_mounts = held.size();
+  LAZ_ASSIGN_OR_RETURN(plan->sandbox_argv, SandboxArgv(plan->sandbox));
+  return absl::OkStatus();
 }
 
 absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, SessionPlan* plan) {

@@ -157,9 +157,11 @@ struct PlanInputs {
   std::string escalate_client_host;  // <libexec>/lazaret-escalate
   std::string escalation_certs_dir;  // escalation::ExpectedCertsDir
   std::vector<std::string> command;
-  // Whether a host path is a directory (not a symlink to one): IDE
-  // settings are masked only where they exist. IsRealDirectory (mounts.h).
-  std::function<bool(const std::string&)> is_real_directory;
+  // The held views (clients/lazaret/held/view.h): each acted-on path's view
+  // bound read-write (or its host entry read-only) at /workspace/<rel>.
+  // Built on the host once the session directory exists (UseHeldMounts);
+  // empty for a dry run.
+  std::vector<BindMount> held_mounts;
 };
 
 struct SessionPlan {
@@ -173,6 +175,10 @@ struct SessionPlan {
   // the profile's order (also in sandbox.mounts); lazaret-mount-helper
   // mounts them before the sandbox starts.
   std::vector<BindMount> persistent;
+  // Where in sandbox.mounts the held views go: after the workspace and the
+  // Git Shadow's mounts (UseHeldMounts).
+  size_t held_mounts_at = 0;
+  size_t held_mounts = 0;  // how many of them there are
   SidecarSpec sidecar;
   SandboxSpec sandbox;  // sandbox.mounts: the complete list, in order
   std::vector<std::string> sidecar_argv;
@@ -181,8 +187,8 @@ struct SessionPlan {
 
 // The whole session. The sandbox's mounts, in the order of SPEC 4.1's
 // table: the workspace (the Git Shadow's worktree in --worktree mode) at
-// /workspace, the Git Shadow's mounts, a tmpfs over each IDE settings
-// directory the workspace has (.vscode, .idea), the profile's volumes, its
+// /workspace, the Git Shadow's mounts, the held views (inputs.held_mounts,
+// a parent before a child), the profile's volumes, its
 // persistent directories, the host's terminfo entry (read-only); then
 // SandboxArgv adds the escalation mounts (when the profile enables
 // escalation; its socket directory goes to the sidecar) and
@@ -199,6 +205,12 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
 // Refuses a plan without escalation and an endpoint of another session or
 // socket directory.
 absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, SessionPlan* plan);
+
+// The held views (clients/lazaret/held/view.h) into the plan, replacing any
+// planned before, after the workspace and Git Shadow mounts, sorted so a
+// parent precedes a child; the sandbox's command line is rebuilt. Refuses
+// a bind that is not at /workspace/<rel> or that podman cannot carry.
+absl::Status UseHeldMounts(std::vector<BindMount> mounts, SessionPlan* plan);
 
 // The sandbox image's full id (64 lowercase hex digits, as `podman image
 // inspect --format {{.Id}}` prints it) into the plan: the sandbox runs by

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/session/dry_run.h"
@@ -224,9 +225,14 @@ TEST(PlanSessionTest, WorkspaceWithoutARepositoryIsTheOnlyMountBesidesSandboxIni
 
 TEST(PlanSessionTest, CompleteMountListInTableOrder) {
   PlanInputs in = Inputs();
-  // Only .vscode exists in the workspace: .idea gets no tmpfs (it would be
-  // created in the host workspace).
-  in.is_real_directory = [](const std::string& p) { return p == "/home/dev/proj/.vscode"; };
+  // Two held views (out of order: the plan sorts them) and a unit too large
+  // to copy, bound read-only from the host.
+  in.held_mounts = {
+      BindMount{"/rt/sessions/0123456789ab/held/view/sub/.envrc", "/workspace/sub/.envrc", false,
+                false},
+      BindMount{"/rt/sessions/0123456789ab/held/view/.claude", "/workspace/.claude", false, false},
+      BindMount{"/home/dev/proj/.direnv", "/workspace/.direnv", true, false},
+  };
   in.terminal.tty = true;
   in.terminal.term = "xterm-kitty";
   in.terminal.terminfo = TerminfoEntry{"xterm-kitty", "/usr/share/terminfo/x/xterm-kitty",
@@ -242,8 +248,11 @@ TEST(PlanSessionTest, CompleteMountListInTableOrder) {
           "--volume=/home/dev/proj/.git:/run/lazaret/git:ro,z",
           "--volume=/data/p1/git/k/session:/run/lazaret/git-session:rw,z",
           "--volume=/data/p1/git/k/objects:/workspace/.git/objects:rw,z",
-          // IDE settings that exist, masked.
-          "--mount=type=tmpfs,destination=/workspace/.vscode,tmpfs-mode=0755",
+          // The held views, a parent before a child, never the host's file
+          // read-write.
+          "--volume=/rt/sessions/0123456789ab/held/view/.claude:/workspace/.claude:rw",
+          "--volume=/home/dev/proj/.direnv:/workspace/.direnv:ro",
+          "--volume=/rt/sessions/0123456789ab/held/view/sub/.envrc:/workspace/sub/.envrc:rw",
           // The profile's volumes with their access and SELinux label.
           "--volume=/srv/datasets:/data:ro,z", "--volume=/home/dev/cache:/cache:rw,Z",
           // Its persistent directories.
@@ -267,19 +276,40 @@ TEST(PlanSessionTest, WorktreeModeMountsTheAgentWorktreeAtWorkspace) {
   gitshadow::GitShadowPlan git = RepoGitPlan();
   git.workspace_host_dir = "/data/p1/git/k/worktrees/agent";
   PlanInputs in = Inputs();
-  std::vector<std::string> asked;
-  in.is_real_directory = [&](const std::string& p) {
-    asked.push_back(p);
-    return false;
-  };
   auto plan = PlanSession(in, PlainProfile(), git);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->workspace_host_dir, "/data/p1/git/k/worktrees/agent");
   EXPECT_EQ(MountFlags(plan->sandbox_argv)[0],
             "--volume=/data/p1/git/k/worktrees/agent:/workspace:rw,z");
-  // The IDE directories are looked for in what is mounted, not in the cwd.
-  EXPECT_THAT(asked, ElementsAre("/data/p1/git/k/worktrees/agent/.vscode",
-                                 "/data/p1/git/k/worktrees/agent/.idea"));
+  // No IDE directory is masked any more: the held views replace the masks.
+  for (const std::string& f : MountFlags(plan->sandbox_argv)) {
+    EXPECT_FALSE(absl::StrContains(f, "/workspace/.vscode") ||
+                 absl::StrContains(f, "/workspace/.idea"))
+        << f;
+  }
+}
+
+TEST(PlanSessionTest, HeldViewsReplaceEarlierOnesAfterTheGitShadowMounts) {
+  auto plan = PlanSession(Inputs(), PlainProfile(), RepoGitPlan());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const size_t before = MountFlags(plan->sandbox_argv).size();
+  ASSERT_TRUE(UseHeldMounts({BindMount{"/rt/v/.vscode", "/workspace/.vscode", false, false},
+                             BindMount{"/rt/v/.envrc", "/workspace/.envrc", false, false}},
+                            &*plan)
+                  .ok());
+  ASSERT_TRUE(
+      UseHeldMounts({BindMount{"/rt/v/.claude", "/workspace/.claude", false, false}}, &*plan)
+          .ok());
+  std::vector<std::string> flags = MountFlags(plan->sandbox_argv);
+  ASSERT_EQ(flags.size(), before + 1);
+  EXPECT_EQ(flags[5], "--volume=/rt/v/.claude:/workspace/.claude:rw");
+  EXPECT_FALSE(Has(plan->sandbox_argv, "--volume=/rt/v/.vscode:/workspace/.vscode:rw"));
+  // Only below /workspace, and only what podman's -v can carry.
+  EXPECT_FALSE(UseHeldMounts({BindMount{"/rt/v/x", "/etc/x", false, false}}, &*plan).ok());
+  EXPECT_FALSE(
+      UseHeldMounts({BindMount{"/rt/v/h", "/workspace/.git/hooks", false, false}}, &*plan).ok());
+  EXPECT_FALSE(
+      UseHeldMounts({BindMount{"/rt/v/a:b", "/workspace/a:b", false, false}}, &*plan).ok());
 }
 
 TEST(PlanSessionTest, EnvFileOrderIsTerminalProfileThenGitShadow) {

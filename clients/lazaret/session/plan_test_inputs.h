@@ -46,7 +46,6 @@ inline PlanInputs Inputs(const std::string& workspace = "/home/dev/proj") {
   in.rootless = false;
   in.sandbox_init_host = kInit;
   in.command = {"make", "test"};
-  in.is_real_directory = [](const std::string&) { return false; };
   return in;
 }
 

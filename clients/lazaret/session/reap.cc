@@ -8,8 +8,10 @@
 #include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/gitshadow/state.h"
 #include "clients/lazaret/gitshadow/sync.h"
+#include "clients/lazaret/held/view.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/persist/mount_client.h"
+#include "clients/lazaret/podman/host.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/workspace/scan.h"
@@ -82,6 +84,22 @@ void ScanWorkspace(const SessionView& v, const std::optional<workspace::GitDirSn
     out(absl::StrCat("  workspace: ", line));
 }
 
+// The held views the dead session never captured (held/view.h): the
+// agent's changes to the paths host programs act on go to the profile's
+// held store, its new catalogue entries are held and removed from the
+// folder, and its placeholders go.
+void HoldViews(const std::string& session_path, const LineSink& out) {
+  absl::StatusOr<held::SessionViews> views = held::SessionViews::Load(session_path, Rootless());
+  if (absl::IsNotFound(views.status())) return;
+  if (!views.ok()) {
+    out(absl::StrCat("  WARNING: the session's held views could not be read (",
+                     views.status().message(),
+                     "); what it wrote to editor, shell and agent settings was not held"));
+    return;
+  }
+  for (const std::string& line : held::HeldReportLines(views->End())) out(absl::StrCat("  ", line));
+}
+
 }  // namespace
 
 // Its containers (by name, so a reap needs no listing: the sidecar with
@@ -127,6 +145,7 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
     ReportWriteBacks(gitshadow::WriteBackAll(v.dir->record.git_state_dir), out);
   }
   if (ok) {
+    HoldViews(v.dir->path, out);
     ScanWorkspace(v, ReadSnapshot(v.dir->path, out), out);
   } else {
     out("  workspace scan not run while the session's containers may remain; run lazaret "

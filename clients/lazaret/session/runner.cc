@@ -91,7 +91,6 @@ absl::Status Plan(const SessionOptions& o, LiveSession* s) {
   in.workspace_dir = o.workspace_dir;
   in.rootless = Rootless();
   in.command = o.args.command;
-  in.is_real_directory = IsRealDirectory;
   LAZ_ASSIGN_OR_RETURN(s->plan, PlanSession(in, s->profile, git));
   s->writes.set_git(std::move(git));
   return absl::OkStatus();

@@ -108,6 +108,24 @@ void SandboxWrites::SweepPrivilegeBits() {
   }
 }
 
+void SandboxWrites::CheckHeldPaths() {
+  if (views_.has_value()) views_->Tick();
+}
+
+void SandboxWrites::SweepHeldPaths() {
+  if (!views_.has_value() || Clock::now() < next_held_sweep_) return;
+  const auto start = Clock::now();
+  views_->Sweep();
+  next_held_sweep_ = Clock::now() + (Clock::now() - start) * kSweepDuty;
+}
+
+void SandboxWrites::EndHeldPaths() {
+  if (!views_.has_value()) return;
+  const held::HeldReport report = views_->End();
+  views_.reset();
+  for (const std::string& line : held::HeldReportLines(report)) Say(line);
+}
+
 // At session end (the sandbox is gone): what the session wrote handed back
 // to the workspace owner (rootful), setuid/setgid bits and file
 // capabilities stripped, git directories the session planted or changed

@@ -3,7 +3,10 @@
 // sandbox runs and once at the end; gitshadow/sync.h) and the workspace scan
 // of the trees it could write (a snapshot of the git directories before
 // the sandbox starts, a setuid/capability sweep every few ticks, and at
-// the end the neutralising of planted repositories; workspace/scan.h).
+// the end the neutralising of planted repositories; workspace/scan.h), and
+// the held views of the paths host programs act on (held/view.h: new
+// catalogue entries held and removed every tick and sweep, the views
+// captured at the end).
 // Runs in the `lazaret` CLI on the host, as the developer (root for rootful
 // podman). Everything read here was written by the agent and is read only
 // through those two, which both distrust it.
@@ -23,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "clients/lazaret/gitshadow/plan.h"
 #include "clients/lazaret/gitshadow/sync.h"
+#include "clients/lazaret/held/view.h"
 #include "clients/lazaret/workspace/snapshot.h"
 #include "lazaret/config/v1/config.pb.h"
 
@@ -71,6 +75,19 @@ class SandboxWrites {
   // The end-of-session workspace scan (the sandbox is gone).
   void ScanWorkspaceAtEnd();
 
+  // The held views (held/view.h), built once the session directory exists
+  // and before the sandbox starts; their binds are in the plan.
+  void set_views(held::SessionViews views) { views_.emplace(std::move(views)); }
+  // Every tick: new catalogue entries at the workspace root and the watched
+  // paths, held and removed from the folder.
+  void CheckHeldPaths();
+  // The whole tree, within the same duty cycle as the privilege sweep.
+  void SweepHeldPaths();
+  // At the end (the sandbox is gone, or never started): every view
+  // captured into the held store, placeholders removed, the report printed.
+  // Once; later calls do nothing.
+  void EndHeldPaths();
+
   const WriteBackLog& write_back_log() const { return write_back_log_; }
 
  private:
@@ -84,6 +101,8 @@ class SandboxWrites {
   std::map<std::string, uint64_t> handed_back_;
   std::chrono::steady_clock::time_point next_sweep_{};
   bool sweep_error_reported_ = false;
+  std::optional<held::SessionViews> views_;
+  std::chrono::steady_clock::time_point next_held_sweep_{};
 };
 
 }  // namespace lazaret::cli::session

@@ -10,6 +10,7 @@
 //     env           0600, the sandbox environment (podman --env-file)
 //     workspace-scan the git directories before the sandbox started
 //                   (workspace/snapshot.h), for `lazaret clean`
+//     held/         0700, the held views (held/view.h): units, view/, base/
 //     router/       0700, bind-mounted into the sidecar at /run/lazaret/router
 //       router.sock the sidecar's gRPC socket (grpc.health.v1, NetRouterService)
 #ifndef LAZARET_CLIENTS_LAZARET_SESSION_SESSION_DIR_H_

@@ -215,6 +215,33 @@ void StartInlineApprover(LiveSession* s) {
   s->inline_approver = std::move(*a);
 }
 
+// The held views (held/view.h): every path host programs act on in the
+// mounted workspace is shown through a per-session copy, so nothing the
+// agent writes there reaches the developer's folder. Built once the
+// session directory exists (a reap finds them there), right before the
+// sandbox, and their binds replace the plan's.
+absl::Status BuildHeldViews(LiveSession* s) {
+  held::ViewRequest req;
+  req.session_id = s->plan.id;
+  req.workspace = s->plan.workspace_host_dir;
+  req.profile_dir = s->profile.profile_dir();
+  const char* home = std::getenv("HOME");
+  req.home = home == nullptr ? "" : home;
+  req.session_dir = s->dir->path();
+  req.rootless = s->plan.sandbox.rootless;
+  std::vector<std::string> notices;
+  absl::StatusOr<held::SessionViews> views = held::SessionViews::Build(req, &notices);
+  if (!views.ok()) {
+    return absl::Status(views.status().code(),
+                        absl::StrCat("the paths host programs act on could not be held in views: ",
+                                     views.status().message(), "; the sandbox was not started"));
+  }
+  for (const std::string& n : notices) Say(n);
+  std::vector<BindMount> mounts = views->Mounts();
+  s->writes.set_views(*std::move(views));
+  return UseHeldMounts(std::move(mounts), &s->plan);
+}
+
 // A termination signal that is pending ends the start.
 absl::Status CheckNotStopped(LiveSession* s) {
   if (int sig = PendingTermination(); sig != 0) {
@@ -269,6 +296,10 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   // the profile directory).
   LAZ_RETURN_IF_ERROR(
       RecheckProfileHostPaths(s->profile, s->runtime_dir, s->workspace_dir, s->explicit_config));
+  // The held views first: their placeholders are Lazaret's, older than
+  // the snapshot, so no sweep takes them for the agent's.
+  LAZ_RETURN_IF_ERROR(BuildHeldViews(s));
+  Trace("held views built");
   if (absl::Status st = s->writes.Snapshot(s->plan.id, s->plan.workspace_host_dir,
                                            s->plan.sandbox.rootless, s->profile, s->dir->path());
       !st.ok()) {

@@ -49,7 +49,13 @@ int Supervise(LiveSession* s, pid_t sandbox_pid) {
         InterruptibleBySignals interruptible;
         s->writes.WriteBackNow(/*final_attempt=*/false);
       }
-      if (++ticks % kPrivilegeSweepTicks == 0) s->writes.SweepPrivilegeBits();
+      // New catalogue entries at the workspace root: held and removed
+      // every tick; deeper ones by the sweep.
+      s->writes.CheckHeldPaths();
+      if (++ticks % kPrivilegeSweepTicks == 0) {
+        s->writes.SweepPrivilegeBits();
+        s->writes.SweepHeldPaths();
+      }
       if (s->router.Exited(0)) {
         s->sidecar_lost = true;
         return kRunFailed;

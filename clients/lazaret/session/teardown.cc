@@ -84,6 +84,9 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
     s->persistence_attached = false;
   }
   if (s->dir != nullptr && !keep_session_dir) {
+    // A start cut short still removes its placeholders (the views live in
+    // the session directory).
+    s->writes.EndHeldPaths();
     if (absl::Status st = s->dir->Remove(); !st.ok()) Say(std::string(st.message()));
     s->dir.reset();
   }
@@ -123,6 +126,10 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   s->writes.WriteBackNow(/*final_attempt=*/true);
   s->writes.write_back_log().Print();
   Trace("written back");
+  // What the agent wrote to the paths host programs act on: into the
+  // profile's held store, never the folder; then the lines saying so.
+  s->writes.EndHeldPaths();
+  Trace("held paths captured");
   s->writes.ScanWorkspaceAtEnd();
   Trace("workspace scanned");
   ReleaseSession(s);
