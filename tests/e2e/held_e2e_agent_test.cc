@@ -93,7 +93,7 @@ TEST_F(HeldAgentCliE2eTest, ClaudeCodeProjectMcpServerWorksInsideAndIsHeld) {
       " || { tail -20 /tmp/apt.log; exit 72; }\n"
       "fi\n"
       "if ! command -v npm >/dev/null; then\n"
-      "  timeout 300 node -e ", Quote(absl::StrCat(
+      "  timeout 300 node -e ", ShellQuote(absl::StrCat(
           "(async () => { const r = await fetch('", kNpmTarball, "'); ",
           "if (!r.ok) throw new Error('HTTP ' + r.status); ",
           "require('fs').writeFileSync('/tmp/npm.tgz', Buffer.from(await r.arrayBuffer())); ",

@@ -176,15 +176,15 @@ const Carrier& TheCarrier() {
               "set -e; git init -q . && git config core.hooksPath .githooks && "
               "git config include.path ../.gitconfig-shared && "
               "mkdir -p .claude .vscode .githooks sub .github/workflows scripts && "
-              "printf %s ", Quote(kHostSettings), " > .claude/settings.json && ",
-              "printf %s ", Quote(kHostFormat), " > scripts/format.sh && chmod 755 scripts/format.sh && ",
-              "printf %s ", Quote(kHostFormat), " > scripts/build.sh && chmod 755 scripts/build.sh && ",
-              "printf %s ", Quote(kHostSharedConfig), " > .gitconfig-shared && ",
-              "printf %s ", Quote(kHostTasks), " > .vscode/tasks.json && ",
-              "printf %s ", Quote(dev_hook), " > .githooks/post-commit && chmod 755 .githooks/post-commit && ",
+              "printf %s ", ShellQuote(kHostSettings), " > .claude/settings.json && ",
+              "printf %s ", ShellQuote(kHostFormat), " > scripts/format.sh && chmod 755 scripts/format.sh && ",
+              "printf %s ", ShellQuote(kHostFormat), " > scripts/build.sh && chmod 755 scripts/build.sh && ",
+              "printf %s ", ShellQuote(kHostSharedConfig), " > .gitconfig-shared && ",
+              "printf %s ", ShellQuote(kHostTasks), " > .vscode/tasks.json && ",
+              "printf %s ", ShellQuote(dev_hook), " > .githooks/post-commit && chmod 755 .githooks/post-commit && ",
               "echo readme > sub/readme.txt && echo 'on: push' > .github/workflows/ci.yml && "
               "echo one > a.txt && git add -A && git commit -q -m init && rm -f ",
-              Quote(c.markers->path() + "/DEV-HOOK-RAN")));
+              ShellQuote(c.markers->path() + "/DEV-HOOK-RAN")));
   if (made.exit_code != 0) {
     c.error = "making the repository: " + made.err;
     return c;
@@ -460,8 +460,8 @@ TEST_F(HeldE2eTest, SymlinkRenameHardLinkAndDeletionTricksAreHeldOrRefused) {
       "mv .vscode moved-vscode 2>/dev/null && echo MV-VSCODE-DONE || echo MV-VSCODE-REFUSED\n",
       "mv evil.sh .envrc 2>/dev/null && echo MV-ONTO-ENVRC-DONE || echo MV-ONTO-ENVRC-REFUSED\n",
       "rm .cursor/rules/gone.mdc && echo RM-INSIDE-DONE\n",
-      "ln -s ", Quote(outside.path()), " .gemini && echo LN-ABS-DONE\n",
-      "ln -s ../../", Quote(outside_name), " sub/.vscode && echo LN-REL-DONE\n",
+      "ln -s ", ShellQuote(outside.path()), " .gemini && echo LN-ABS-DONE\n",
+      "ln -s ../../", ShellQuote(outside_name), " sub/.vscode && echo LN-REL-DONE\n",
       "mv notes .claude && echo MV-DIR-DONE\n",
       "mv plain2.txt AGENTS.md && echo MV-FILE-DONE\n",
       "ln plain.txt sub/.envrc && echo LN-HARD-DONE\n",
@@ -548,12 +548,12 @@ TEST_F(HeldE2eTest, SymlinkRenameHardLinkAndDeletionTricksAreHeldOrRefused) {
 
   // Apply through a parent the host replaced by a symlink out of the folder:
   // refused, the directory outside untouched, still held.
-  ASSERT_EQ(UserSh(ws, "mv sub sub-real && ln -s " + Quote(outside_apply.path()) + " sub").exit_code,
+  ASSERT_EQ(UserSh(ws, "mv sub sub-real && ln -s " + ShellQuote(outside_apply.path()) + " sub").exit_code,
             0);
   CommandResult through = Held(ws, {"apply", "sub/.envrc", "--yes"});
   EXPECT_NE(through.exit_code, 0) << through.out;
   EXPECT_THAT(through.err, HasSubstr("sub")) << through.err;
-  ASSERT_EQ(UserSh(ws, "ln -s " + Quote(outside_apply.path()) + " .claude").exit_code, 0);
+  ASSERT_EQ(UserSh(ws, "ln -s " + ShellQuote(outside_apply.path()) + " .claude").exit_code, 0);
   CommandResult through2 = Held(ws, {"apply", ".claude/settings.json", "--yes"});
   EXPECT_NE(through2.exit_code, 0) << through2.out;
   EXPECT_EQ(TreeDiff(outside_apply_before, TreeState(outside_apply.path())), "")
@@ -596,14 +596,7 @@ TEST_F(HeldE2eTest, DevelopersSymlinkedSettingsAreHeldAtTheirTargets) {
                                                    {"tools/claude/commands/x.md", "created"},
                                                    {".gemini/real.json", "changed"},
                                                    {"AGENTS.md", "changed"}};
-  for (const auto& [rel, change] : want) {
-    auto it = held.paths.find(rel);
-    if (it == held.paths.end()) {
-      ADD_FAILURE() << rel << " is not held: " << held.raw;
-    } else {
-      EXPECT_EQ(it->second.change, change) << rel;
-    }
-  }
+  ExpectHeld(held, want);
 }
 
 // A linked worktree as the workspace. The host repository's config names
@@ -621,12 +614,12 @@ TEST_F(HeldE2eTest, LinkedWorktreeHooksNamedByHostConfigAreHeld) {
                    absl::StrCat("set -e; git init -q . && git config core.hooksPath ci/git-hooks && "
                                 "git config alias.lint '!tools/lint.sh' && "
                                 "mkdir -p ci/git-hooks tools && printf %s ",
-                                Quote(dev_hook),
+                                ShellQuote(dev_hook),
                                 " > ci/git-hooks/post-commit && chmod 755 ci/git-hooks/post-commit && "
                                 "echo tools > tools/README && echo one > a.txt && git add -A && "
                                 "git commit -q -m init && rm -f ",
-                                Quote(markers.path() + "/DEV-HOOK-RAN"),
-                                " && git worktree add -q ", Quote(wt), " -b feature"))
+                                ShellQuote(markers.path() + "/DEV-HOOK-RAN"),
+                                " && git worktree add -q ", ShellQuote(wt), " -b feature"))
                 .exit_code,
             0);
   const std::string touch = "touch " + markers.path() + "/PWNED";
@@ -700,14 +693,7 @@ TEST_F(HeldE2eTest, WorktreeModeHoldsChangesInTheAgentWorktree) {
   ASSERT_EQ(held.error, "");
   const std::map<std::string, std::string> want = {{".envrc", "created"},
                                                    {".claude/settings.json", "changed"}};
-  for (const auto& [rel, change] : want) {
-    auto it = held.paths.find(rel);
-    if (it == held.paths.end()) {
-      ADD_FAILURE() << rel << " is not held: " << held.raw;
-    } else {
-      EXPECT_EQ(it->second.change, change) << rel;
-    }
-  }
+  ExpectHeld(held, want);
 }
 
 // `lazaret run` killed (-9) mid-session: the supervisor's reap (`lazaret
@@ -756,14 +742,7 @@ TEST_F(HeldE2eTest, KilledRunIsReapedWithItsHeldChangesCaptured) {
                                                    {".envrc", "created"},
                                                    {"sub/a/CLAUDE.md", "created"},
                                                    {"sub/.tool-versions", "created"}};
-  for (const auto& [rel, change] : want) {
-    auto it = held.paths.find(rel);
-    if (it == held.paths.end()) {
-      ADD_FAILURE() << rel << " is not held after the reap: " << held.raw;
-    } else {
-      EXPECT_EQ(it->second.change, change) << rel;
-    }
-  }
+  ExpectHeld(held, want, " after the reap");
 }
 
 // A rename of an old directory (ordinary content an earlier session left

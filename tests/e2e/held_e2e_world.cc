@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -222,18 +223,6 @@ std::string TreeDiff(const std::map<std::string, std::string>& before,
   return out;
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string WriteFunction() {
   return "w() { for try in 1 2 3; do mkdir -p \"$(dirname \"$1\")\" 2>/dev/null; "
          "printf %s \"$2\" | base64 -d > \"$1\" 2>/dev/null && "
@@ -242,7 +231,19 @@ std::string WriteFunction() {
 }
 
 std::string WriteCommand(const std::string& rel, const std::string& content) {
-  return absl::StrCat("w ", Quote(rel), " ", absl::Base64Escape(content), "\n");
+  return absl::StrCat("w ", ShellQuote(rel), " ", absl::Base64Escape(content), "\n");
+}
+
+void ExpectHeld(const HeldListing& held, const std::map<std::string, std::string>& want,
+                const std::string& when) {
+  for (const auto& [rel, change] : want) {
+    auto it = held.paths.find(rel);
+    if (it == held.paths.end()) {
+      ADD_FAILURE() << rel << " is not held" << when << ": " << held.raw;
+    } else {
+      EXPECT_EQ(it->second.change, change) << rel;
+    }
+  }
 }
 
 }  // namespace lazaret::test::e2e::held

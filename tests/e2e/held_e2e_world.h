@@ -77,6 +77,10 @@ HeldListing ListHeld(const std::string& ws, const std::string& profile = "");
 // The same for another folder: `lazaret held list --workspace FOLDER --json`
 // run in `cwd`.
 HeldListing ListHeldIn(const std::string& cwd, const std::string& folder);
+// Adds a test failure for each path of `want` (path -> change) that
+// `held` does not hold with that change; `when` ends the message.
+void ExpectHeld(const HeldListing& held, const std::map<std::string, std::string>& want,
+                const std::string& when = "");
 
 // Every entry below `root` (not following symlinks; `skip` names entries at
 // the top to leave out, such as ".git"), each as one comparable text: its
@@ -90,9 +94,6 @@ std::string TreeDiff(const std::map<std::string, std::string>& before,
 
 // `rel` for a message: a very deep one shortened to its ends.
 std::string Short(const std::string& rel);
-
-// `s` quoted for a POSIX shell.
-std::string Quote(const std::string& s);
 
 // A shell function `w PATH BASE64` for the sandbox scripts: writes the
 // decoded bytes to PATH (making its parent), reads them back, and prints

@@ -17,17 +17,7 @@
 namespace lazaret::test::e2e::net {
 namespace {
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+using ::lazaret::test::ShellQuote;
 
 // A dns probe names its server: the router unless the test chose one.
 std::vector<std::string> WithServer(std::vector<std::string> args) {

@@ -11,9 +11,6 @@
 
 namespace lazaret::test {
 
-// `s` quoted for a POSIX shell.
-std::string ShellQuote(const std::string& s);
-
 // `s` without trailing newlines and spaces.
 std::string TrimTrailing(std::string s);
 

@@ -147,4 +147,10 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace lazaret::test

@@ -60,6 +60,9 @@ void ReapOrphans();
 
 std::string ReadFile(const std::string& path);
 
+// `s` quoted for a POSIX shell.
+std::string ShellQuote(const std::string& s);
+
 }  // namespace lazaret::test
 
 #endif  // LAZARET_TESTS_SUPPORT_TEST_SUPPORT_H_
