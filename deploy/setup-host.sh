@@ -35,6 +35,8 @@ PACKAGES=(
     containers-storage mmdebstrap debian-archive-keyring
     # tools used by the orchestrator and the tests
     iproute2 procps util-linux ca-certificates
+    # the agent-CLI e2e probes the npm registry and the Debian mirror first
+    curl
 )
 
 changed=0

@@ -61,9 +61,8 @@ class HeldAgentCliE2eTest : public ::testing::Test {
 HeldWorld* HeldAgentCliE2eTest::world = nullptr;
 
 TEST_F(HeldAgentCliE2eTest, ClaudeCodeProjectMcpServerWorksInsideAndIsHeld) {
-  if (test::Run({"sh", "-c", "command -v curl"}).exit_code != 0) {
-    GTEST_SKIP() << "curl is not installed on the host, so the npm registry cannot be probed";
-  }
+  ASSERT_EQ(test::Run({"sh", "-c", "command -v curl"}).exit_code, 0)
+      << "curl is not installed on the host (deploy/setup-host.sh installs it)";
   for (const char* url : {"https://registry.npmjs.org/@anthropic-ai%2fclaude-code", kNpmTarball,
                           "http://deb.debian.org/debian/dists/trixie/InRelease"}) {
     const std::string why = Unreachable(url);
