@@ -84,10 +84,9 @@ absl::StatusOr<Side> ReadSide(const std::string& root, const std::string& rel,
   struct stat st {};
   if (fstat(node.get(), &st) != 0) return ErrnoStatus("inspecting", errno);
   if (S_ISLNK(st.st_mode)) {
-    char buf[PATH_MAX + 1];
-    const ssize_t n = readlinkat(node.get(), "", buf, sizeof(buf));
-    if (n < 0) return ErrnoStatus("reading a symlink", errno);
-    side.text = SymlinkText(absl::string_view(buf, static_cast<size_t>(n)));
+    LAZ_ASSIGN_OR_RETURN(const std::string target,
+                         fs::ReadLinkAt(node.get(), "", ShowName(rel, false)));
+    side.text = SymlinkText(target);
     return side;
   }
   if (!S_ISREG(st.st_mode)) {

@@ -386,14 +386,7 @@ absl::Status Store::Hold(const fs::DirFd& from, const std::string& rel, Change c
   std::string symlink_target;
   fs::UniqueFd content;
   if (S_ISLNK(st.st_mode)) {
-    char buf[PATH_MAX + 1];
-    const ssize_t n = readlinkat(src.get(), "", buf, sizeof(buf));
-    if (n < 0) return ErrnoStatus(absl::StrCat("reading the symlink ", Quoted(rel)), errno);
-    if (static_cast<size_t>(n) > PATH_MAX) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the symlink ", Quoted(rel), " has a target over ", PATH_MAX, " bytes"));
-    }
-    symlink_target.assign(buf, static_cast<size_t>(n));
+    LAZ_ASSIGN_OR_RETURN(symlink_target, fs::ReadLinkAt(src.get(), "", Quoted(rel)));
   } else if (S_ISREG(st.st_mode)) {
     if (static_cast<uint64_t>(st.st_size) > kMaxHeldFileBytes) {
       return absl::ResourceExhaustedError(
@@ -628,13 +621,8 @@ absl::Status Store::Apply(const std::string& rel) {
                        OpenParentBeneath(files.get(), rel, "the held store"));
   const std::string tmp = TempName();
   if (entry.kind() == pb::KIND_SYMLINK) {
-    char buf[PATH_MAX + 1];
-    const ssize_t n = readlinkat(held_parent.get(), base.c_str(), buf, sizeof(buf));
-    if (n < 0 || static_cast<size_t>(n) > PATH_MAX) {
-      return ErrnoStatus(absl::StrCat("reading the held symlink ", Quoted(rel)),
-                         n < 0 ? errno : ENAMETOOLONG);
-    }
-    const std::string link(buf, static_cast<size_t>(n));
+    LAZ_ASSIGN_OR_RETURN(const std::string link,
+                         fs::ReadLinkAt(held_parent.get(), base, "held as " + Quoted(rel)));
     if (symlinkat(link.c_str(), parent.get(), tmp.c_str()) != 0) {
       return ErrnoStatus(absl::StrCat("creating the symlink ", Quoted(rel), " in ", workspace_),
                          errno);

@@ -98,13 +98,7 @@ absl::StatusOr<std::string> ReadHostFile(const fs::DirFd& dir, const std::string
 }
 
 absl::StatusOr<std::string> ReadLinkAt(const fs::DirFd& dir, const std::string& name) {
-  char buf[4097];
-  const ssize_t n = readlinkat(dir.get(), name.c_str(), buf, sizeof(buf));
-  if (n < 0) return ErrnoStatus(absl::StrCat("reading the symlink ", name), errno);
-  if (static_cast<size_t>(n) >= sizeof(buf)) {
-    return absl::ResourceExhaustedError(absl::StrCat("the symlink ", name, " is too long"));
-  }
-  return std::string(buf, static_cast<size_t>(n));
+  return fs::ReadLinkAt(dir.get(), name, name);
 }
 
 pb::SessionViews::Identity IdentityOf(const struct stat& st) {

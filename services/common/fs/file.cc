@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/fs/path.h"
@@ -209,6 +210,18 @@ std::optional<std::string> RegularFileFingerprint(const DirFd& dir, const std::s
   }
   return absl::StrCat(st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, " ",
                       st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec, " ", st.st_ino);
+}
+
+absl::StatusOr<std::string> ReadLinkAt(int dirfd, const std::string& name,
+                                       const std::string& what) {
+  char buf[PATH_MAX + 1];
+  const ssize_t n = readlinkat(dirfd, name.c_str(), buf, sizeof(buf));
+  if (n < 0) return ErrnoStatus(absl::StrCat("reading the symlink ", what), errno);
+  if (static_cast<size_t>(n) > PATH_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the symlink ", what, " has a target over ", PATH_MAX, " bytes"));
+  }
+  return std::string(buf, static_cast<size_t>(n));
 }
 
 }  // namespace lazaret::fs

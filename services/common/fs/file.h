@@ -92,6 +92,13 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
 // moves the ctime, which it cannot set.
 std::optional<std::string> RegularFileFingerprint(const DirFd& dir, const std::string& name);
 
+// The target text of the symlink `name` in the directory `dirfd` (with
+// name "", of `dirfd` itself: an O_PATH|O_NOFOLLOW descriptor of the
+// link), never followed. A target longer than PATH_MAX is refused.
+// `what` names the link in messages.
+absl::StatusOr<std::string> ReadLinkAt(int dirfd, const std::string& name,
+                                       const std::string& what);
+
 // The name of the temporary file WriteFileAtomicAt uses for `name`.
 std::string TemporaryNameFor(const std::string& name);
 

@@ -148,6 +148,20 @@ TEST_F(FileTest, CopyReplacesTheTargetWithTheModeAndOnlyCopiesRegularFiles) {
   EXPECT_FALSE(Exists(TemporaryNameFor("out")));
 }
 
+TEST_F(FileTest, ReadLinkAtGivesTheTargetTextOfALinkOrOfAnOPathDescriptor) {
+  ASSERT_EQ(symlink("../../etc/passwd", P("link").c_str()), 0);
+  Write("f", "x");
+  auto d = DirFd::Open(base_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(ReadLinkAt(d->get(), "link", "link").value_or(""), "../../etc/passwd");
+  UniqueFd path(openat(d->get(), "link", O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  ASSERT_TRUE(path.valid());
+  EXPECT_EQ(ReadLinkAt(path.get(), "", "link").value_or(""), "../../etc/passwd");
+  absl::StatusOr<std::string> not_link = ReadLinkAt(d->get(), "f", "f");
+  EXPECT_FALSE(not_link.ok());
+  EXPECT_NE(not_link.status().message().find("reading the symlink f"), std::string::npos);
+}
+
 TEST_F(FileTest, WriteAllWritesEverything) {
   const std::string big(1 << 20, 'x');
   const int fd = open(P("big").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
