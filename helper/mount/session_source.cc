@@ -16,7 +16,8 @@ ProfileFacts FactsOf(const cfg::ResolvedProfile& p) {
   return ProfileFacts{p.name(),
                       p.data_root(),
                       p.profile_dir(),
-                      {p.persistent_dirs().begin(), p.persistent_dirs().end()}};
+                      {p.persistent_dirs().begin(), p.persistent_dirs().end()},
+                      p.persistent_cap_bytes()};
 }
 
 class RegistrySessionSource final : public SessionSource {

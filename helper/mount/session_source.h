@@ -7,6 +7,7 @@
 #ifndef LAZARET_HELPER_MOUNT_SESSION_SOURCE_H_
 #define LAZARET_HELPER_MOUNT_SESSION_SOURCE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct ProfileFacts {
   std::string data_root;
   std::string profile_dir;
   std::vector<std::string> persistent_dirs;
+  // The size cap of the profile's persistent data (configd's
+  // persistent_cap_bytes, the default already applied).
+  uint64_t persistent_cap_bytes = 0;
 };
 
 class SessionSource {

@@ -16,6 +16,7 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/narrowing.cc
   ${CMAKE_CURRENT_LIST_DIR}/network_narrowing.cc
+  ${CMAKE_CURRENT_LIST_DIR}/persist_coherence.cc
   ${CMAKE_CURRENT_LIST_DIR}/resolve.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema.cc
   ${CMAKE_CURRENT_LIST_DIR}/schema_values.cc

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "services/configd/embedded_default.h"
 #include "services/configd/narrowing.h"
+#include "services/configd/persist_coherence.h"
 #include "services/configd/resolve.h"
 
 namespace lazaret::config {
@@ -52,6 +53,7 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.volumes, p.volumes);
       Take(mp.keep_planted_repositories, p.keep_planted_repositories);
       Take(mp.command_timeout, p.command_timeout);
+      Take(mp.persistent_cap, p.persistent_cap);
     }
   }
   return m;
@@ -153,6 +155,11 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
   for (const auto& [name, pl] : merged.profiles) {
     std::optional<ResolvedProfile> p = ResolveProfile(merged, name, pl, g, diags);
     if (!p) continue;
+    if (pl.persistent_dirs) {
+      for (CoherenceWarning& w : CheckPersistCoherence(p->persistent_dirs)) {
+        diags.Warning(pl.persistent_dirs->origin, std::move(w.message), std::move(w.hint));
+      }
+    }
     if (socket_dir) p->socket_dir = *socket_dir;
     profiles.emplace(name, *std::move(p));
   }

@@ -72,6 +72,8 @@ struct ResolvedProfile {
   std::string data_root;
   std::string profile_dir;  // <data_root>/<name>
   std::vector<std::string> persistent_dirs;
+  // profiles.<name>.persistent_cap, else kDefaultPersistentCapBytes.
+  uint64_t persistent_cap_bytes = 0;
   // Each network entry with the place it was written. allow: the
   // profile's default_allow (else network.default_allow), then its
   // allow_egress; deny: network.default_deny; allow_domains:

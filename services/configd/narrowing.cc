@@ -160,6 +160,22 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
     CheckLonger(wp.command_timeout, cp.command_timeout ? cp.command_timeout : c.command_timeout,
                 cp.command_timeout ? base + ".command_timeout" : "escalation.command_timeout", hint,
                 diags);
+    if (wp.persistent_cap) {
+      const uint64_t granted =
+          cp.persistent_cap ? cp.persistent_cap->value : kDefaultPersistentCapBytes;
+      if (wp.persistent_cap->value > granted) {
+        diags.Widening(
+            wp.persistent_cap->origin,
+            absl::StrCat("raises the persistent data cap to ",
+                         Q(FormatByteSize(wp.persistent_cap->value)), "; ",
+                         cp.persistent_cap
+                             ? absl::StrCat(base, ".persistent_cap of your configuration is ")
+                             : absl::StrCat("your configuration leaves ", base,
+                                            ".persistent_cap at its default, "),
+                         Q(FormatByteSize(granted)), " (a workspace may only lower it)"),
+            hint);
+      }
+    }
     if (wp.persistent_dirs) {
       for (const Setting<std::string>& d : wp.persistent_dirs->value) {
         const bool granted =

@@ -55,6 +55,7 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   out->set_data_root(p.data_root);
   for (const std::string& d : p.persistent_dirs) out->add_persistent_dirs(d);
   out->set_keep_planted_repositories(p.keep_planted_repositories);
+  out->set_persistent_cap_bytes(p.persistent_cap_bytes);
   pb::NetworkPolicy* net = out->mutable_network();
   for (const Setting<Cidr>& c : p.allow) ToProto(c, net->add_allow());
   for (const Setting<Cidr>& c : p.deny) ToProto(c, net->add_deny());

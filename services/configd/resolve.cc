@@ -228,6 +228,11 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     }
     AddSource(p, base + ".persistent_dirs", pl.persistent_dirs->origin);
   }
+  p.persistent_cap_bytes = kDefaultPersistentCapBytes;
+  if (pl.persistent_cap) {
+    p.persistent_cap_bytes = pl.persistent_cap->value;
+    AddSource(p, base + ".persistent_cap", pl.persistent_cap->origin);
+  }
   if (pl.keep_planted_repositories) {
     p.keep_planted_repositories = pl.keep_planted_repositories->value;
     AddSource(p, base + ".keep_planted_repositories", pl.keep_planted_repositories->origin);

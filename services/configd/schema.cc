@@ -25,11 +25,11 @@ const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_do
 const KeyList kEscalationKeys = {"enabled",         "socket_dir",       "auto_approve",
                                  "command_timeout", "approval_timeout", "rate_limit",
                                  "approver"};
-const KeyList kProfileKeys = {"image",          "persistent_dirs",
-                              "allow_egress",   "default_allow",
-                              "allow_domains",  "env",
-                              "volumes",        "keep_planted_repositories",
-                              "command_timeout"};
+const KeyList kProfileKeys = {"image",           "persistent_dirs",
+                              "allow_egress",    "default_allow",
+                              "allow_domains",   "env",
+                              "volumes",         "keep_planted_repositories",
+                              "command_timeout", "persistent_cap"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 
 // Where each known key lives, for "belongs in [section]" hints.
@@ -339,6 +339,10 @@ class LayerParser {
     if (const toml::node* n = t.get("command_timeout")) {
       p.command_timeout = r_.Seconds(*n, absl::StrCat(path, ".command_timeout"), kMinTimeoutSeconds,
                                      kMaxTimeoutSeconds);
+    }
+    if (const toml::node* n = t.get("persistent_cap")) {
+      p.persistent_cap = r_.ByteSize(*n, absl::StrCat(path, ".persistent_cap"),
+                                     kMinPersistentCapBytes, kMaxPersistentCapBytes);
     }
     if (const toml::node* n = t.get("volumes")) {
       const std::string kp = absl::StrCat(path, ".volumes");

@@ -34,6 +34,12 @@ inline constexpr int64_t kMaxTimeoutSeconds = 86400;
 // escalation.rate_limit: requests per second one session may send.
 inline constexpr int64_t kMinRateLimit = 1;
 inline constexpr int64_t kMaxRateLimit = 100000;
+// profiles.<name>.persistent_cap: bytes a profile's persistent directories
+// may hold together. The lower bound leaves room for the filesystem's own
+// metadata; the upper one is far beyond any disk such data belongs on.
+inline constexpr uint64_t kMinPersistentCapBytes = uint64_t{32} << 20;
+inline constexpr uint64_t kMaxPersistentCapBytes = uint64_t{16} << 40;
+inline constexpr uint64_t kDefaultPersistentCapBytes = uint64_t{4} << 30;
 
 // A value with the place it was written.
 template <typename T>
@@ -80,6 +86,10 @@ struct ProfileLayer {
   // Replaces escalation.command_timeout for this profile. Higher is a
   // widening.
   std::optional<Setting<uint32_t>> command_timeout;
+  // The size cap of the profile's persistent data, in bytes
+  // (kDefaultPersistentCapBytes when no layer sets it). Higher is a
+  // widening.
+  std::optional<Setting<uint64_t>> persistent_cap;
 };
 
 // One layer, every key optional. The same type holds a merge of layers, in

@@ -1,6 +1,7 @@
 #include "services/configd/schema_values.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -112,6 +113,54 @@ absl::Status CheckImageReference(absl::string_view image, std::string* warning) 
   }
   if (warning != nullptr) *warning = absl::StrJoin(notes, "; ");
   return absl::OkStatus();
+}
+
+namespace {
+
+struct SizeUnit {
+  absl::string_view suffix;
+  int shift;
+};
+// Largest first, for FormatByteSize.
+constexpr SizeUnit kSizeUnits[] = {{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}};
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[digits]))) {
+    ++digits;
+  }
+  const absl::string_view suffix = text.substr(digits);
+  int shift = -1;
+  if (suffix.empty()) {
+    shift = 0;
+  } else {
+    for (const SizeUnit& u : kSizeUnits) {
+      if (suffix == u.suffix) shift = u.shift;
+    }
+  }
+  if (digits == 0 || shift < 0) {
+    return absl::InvalidArgumentError("not a whole number followed by KiB, MiB, GiB or TiB");
+  }
+  uint64_t n = 0;
+  for (char c : text.substr(0, digits)) {
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (n > (UINT64_MAX - d) / 10) return absl::OutOfRangeError("more bytes than 64 bits hold");
+    n = n * 10 + d;
+  }
+  if (shift > 0 && n > (UINT64_MAX >> shift)) {
+    return absl::OutOfRangeError("more bytes than 64 bits hold");
+  }
+  return n << shift;
+}
+
+std::string FormatByteSize(uint64_t bytes) {
+  for (const SizeUnit& u : kSizeUnits) {
+    const uint64_t unit = uint64_t{1} << u.shift;
+    if (bytes != 0 && bytes % unit == 0) return absl::StrCat(bytes / unit, u.suffix);
+  }
+  return absl::StrCat(bytes);
 }
 
 std::string SuggestKey(absl::string_view unknown, const std::vector<absl::string_view>& known) {

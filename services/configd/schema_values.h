@@ -6,10 +6,12 @@
 #ifndef LAZARET_SERVICES_CONFIGD_SCHEMA_VALUES_H_
 #define LAZARET_SERVICES_CONFIGD_SCHEMA_VALUES_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace lazaret::config {
@@ -32,6 +34,17 @@ absl::Status ParseVolumeMode(absl::string_view mode, Access* access, SelinuxLabe
 // read as an option); sets `warning` when the image is not pinned (no
 // digest and no tag or ":latest") or not fully qualified.
 absl::Status CheckImageReference(absl::string_view image, std::string* warning);
+
+// A size as written in the configuration: a whole number followed by KiB,
+// MiB, GiB or TiB (powers of 1024), or a whole number of bytes with no
+// unit ("4GiB", "512MiB", "1073741824"). InvalidArgument for any other
+// text (no sign, spaces, fractions or decimal units such as "GB");
+// OutOfRange when the number of bytes does not fit in 64 bits.
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+
+// `bytes` the way ParseByteSize reads it back, in the largest unit that
+// divides it exactly: 4 << 30 -> "4GiB", 1536 -> "1536", 3 << 10 -> "3KiB".
+std::string FormatByteSize(uint64_t bytes);
 
 // The known key closest to `unknown` within a small edit distance
 // (transpositions count once), or empty when none is close.

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,37 @@ TEST(SchemaValuesTest, ImagesShouldBePinnedAndQualified) {
   EXPECT_EQ(warning, "");
   EXPECT_TRUE(CheckImageReference("docker.io/library/node:latest@sha256:" + digest, &warning).ok());
   EXPECT_EQ(warning, "") << "a digest pins even a :latest tag";
+}
+
+TEST(SchemaValuesTest, SizesAreWholeNumbersWithBinaryUnits) {
+  EXPECT_EQ(*ParseByteSize("4GiB"), uint64_t{4} << 30);
+  EXPECT_EQ(*ParseByteSize("32MiB"), uint64_t{32} << 20);
+  EXPECT_EQ(*ParseByteSize("16TiB"), uint64_t{16} << 40);
+  EXPECT_EQ(*ParseByteSize("3KiB"), uint64_t{3} << 10);
+  EXPECT_EQ(*ParseByteSize("1073741824"), uint64_t{1} << 30);
+  EXPECT_EQ(*ParseByteSize("0"), 0u);
+  EXPECT_EQ(*ParseByteSize("18446744073709551615"), UINT64_MAX);
+  for (const char* bad : {"", "GiB", "4GB", "4G", "4 GiB", "4gib", "4.5GiB", "-4GiB", "+4GiB",
+                          "4GiB ", " 4GiB", "4GiBs", "0x10", "4MiB4", "1e9"}) {
+    EXPECT_EQ(ParseByteSize(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const char* huge :
+       {"18446744073709551616", "99999999999999999999999", "16777216TiB", "17179869184GiB"}) {
+    EXPECT_EQ(ParseByteSize(huge).status().code(), absl::StatusCode::kOutOfRange) << huge;
+  }
+  EXPECT_EQ(*ParseByteSize("16777215TiB"), uint64_t{16777215} << 40);
+}
+
+TEST(SchemaValuesTest, SizesAreShownInTheLargestExactUnit) {
+  EXPECT_EQ(FormatByteSize(uint64_t{4} << 30), "4GiB");
+  EXPECT_EQ(FormatByteSize(uint64_t{1536} << 20), "1536MiB");
+  EXPECT_EQ(FormatByteSize(uint64_t{16} << 40), "16TiB");
+  EXPECT_EQ(FormatByteSize(3072), "3KiB");
+  EXPECT_EQ(FormatByteSize(1536), "1536");
+  EXPECT_EQ(FormatByteSize(0), "0");
+  for (uint64_t b : {uint64_t{4} << 30, uint64_t{33554433}, uint64_t{5} << 40, UINT64_MAX}) {
+    EXPECT_EQ(*ParseByteSize(FormatByteSize(b)), b) << b;
+  }
 }
 
 TEST(SchemaValuesTest, SuggestKeyFindsCloseNames) {

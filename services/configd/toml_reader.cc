@@ -318,6 +318,47 @@ std::optional<Setting<uint32_t>> TomlReader::Seconds(const toml::node& n, const 
   return Count(n, path, min, max, "seconds", 60);
 }
 
+std::optional<Setting<uint64_t>> TomlReader::ByteSize(const toml::node& n, const std::string& path,
+                                                      uint64_t min, uint64_t max) {
+  const std::string key = path.substr(path.rfind('.') + 1);
+  const std::string range =
+      absl::StrCat("the value must be between ", QuoteValue(FormatByteSize(min)), " and ",
+                   QuoteValue(FormatByteSize(max)));
+  const std::string example = absl::StrCat("write, e.g., ", key, " = \"4GiB\"");
+  std::string shown;
+  absl::StatusOr<uint64_t> bytes;
+  if (const auto* i = n.as_integer()) {
+    shown = absl::StrCat(i->get(), " bytes");
+    if (i->get() < 0) {
+      bytes = absl::OutOfRangeError("negative");
+    } else {
+      bytes = static_cast<uint64_t>(i->get());
+    }
+  } else if (n.as_string() != nullptr) {
+    std::optional<Setting<std::string>> s = String(n, path);
+    if (!s) return std::nullopt;
+    shown = QuoteValue(s->value);
+    bytes = ParseByteSize(View(s->value));
+  } else {
+    diags_.Error(At(path, n), absl::StrCat("expected a size such as \"4GiB\", found ", TypeName(n)),
+                 example);
+    return std::nullopt;
+  }
+  if (!bytes.ok() && bytes.status().code() == absl::StatusCode::kInvalidArgument) {
+    diags_.Error(At(path, n),
+                 absl::StrCat(shown,
+                              " is not a size: write a whole number with KiB, MiB, GiB or TiB "
+                              "(powers of 1024), e.g. \"4GiB\""),
+                 example);
+    return std::nullopt;
+  }
+  if (!bytes.ok() || *bytes < min || *bytes > max) {
+    diags_.Error(At(path, n), absl::StrCat(shown, " is out of range: ", range), example);
+    return std::nullopt;
+  }
+  return Setting<uint64_t>{*bytes, At(path, n)};
+}
+
 std::optional<Setting<uint32_t>> TomlReader::Count(const toml::node& n, const std::string& path,
                                                    int64_t min, int64_t max,
                                                    const std::string& unit, int64_t example) {

@@ -61,6 +61,10 @@ class TomlReader {
   // An integer number of seconds in [min, max].
   std::optional<Setting<uint32_t>> Seconds(const toml::node& n, const std::string& path,
                                            int64_t min, int64_t max);
+  // A size in bytes in [min, max]: a string ParseByteSize accepts
+  // ("4GiB"), or an integer number of bytes.
+  std::optional<Setting<uint64_t>> ByteSize(const toml::node& n, const std::string& path,
+                                            uint64_t min, uint64_t max);
   // An integer in [min, max] counted in `unit` ("requests per second").
   std::optional<Setting<uint32_t>> Count(const toml::node& n, const std::string& path, int64_t min,
                                          int64_t max, const std::string& unit, int64_t example);

@@ -16,6 +16,7 @@
 #include "services/configd/domain_pattern.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/loader.h"
+#include "services/configd/schema_values.h"
 #include "services/configd/shell_words.h"
 
 namespace {
@@ -48,6 +49,7 @@ command_timeout = 120
 image = "docker.io/library/node:22.12.0"
 command_timeout = 30
 persistent_dirs = ["/root", "/usr/local"]
+persistent_cap = "8GiB"
 allow_egress = ["160.79.104.0/23", "10.20.0.0/16"]
 allow_domains = ["api.anthropic.com", "*.anthropic.com"]
 [profiles.names-only]
@@ -86,6 +88,7 @@ void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
   }
   Check(narrow.command_timeout_seconds <= wide.command_timeout_seconds);
   Check(narrow.approval_timeout_seconds <= wide.approval_timeout_seconds);
+  Check(narrow.persistent_cap_bytes <= wide.persistent_cap_bytes);
   for (const Setting<Cidr>& d : wide.deny) {
     bool kept = false;
     for (const Setting<Cidr>& n : narrow.deny) kept |= n.value == d.value;
@@ -138,6 +141,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Canonical forms are fixed points.
     absl::StatusOr<std::string> again = CheckDomainPattern(*name);
     Check(again.ok() && *again == *name && DomainCovers(*name, *name));
+  }
+  if (absl::StatusOr<uint64_t> size = ParseByteSize(text); size.ok()) {
+    absl::StatusOr<uint64_t> again = ParseByteSize(FormatByteSize(*size));
+    Check(again.ok() && *again == *size);
   }
   if (absl::StatusOr<std::string> up = CheckDnsUpstream(text); up.ok()) {
     absl::StatusOr<std::string> again = CheckDnsUpstream(*up);

@@ -539,6 +539,97 @@ TEST_F(ConfigApiTest, ExampleTomlPassesConfigCheckAndResolvesEveryProfile) {
   }
 }
 
+TEST_F(ConfigApiTest, PersistentCapResolvesWithItsDefaultAndAWorkspaceMayOnlyLowerIt) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  WriteFile(cfg, std::string(kUserConfig) + "persistent_cap = \"8GiB\"\n");
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  EXPECT_EQ(resp.profile().persistent_cap_bytes(), uint64_t{8} << 30);
+  resp.Clear();
+  ASSERT_TRUE(Resolve("default", &resp).ok());
+  EXPECT_EQ(resp.profile().persistent_cap_bytes(), uint64_t{4} << 30) << "the default applies";
+
+  CommandResult r = Lazaret({"config", "show", "--profile", "claude-code"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("persistent_cap   8GiB   [user: " + cfg + "]"));
+  r = Lazaret({"config", "show", "--profile", "default"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("persistent_cap   4GiB   [built-in default]"));
+  r = Lazaret({"config", "show", "--profile", "claude-code", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"persistent_cap_bytes\":\"8589934592\""));
+
+  // A workspace may lower the cap; raising it is refused until trusted.
+  WriteFile(ws_ + "/lazaret.toml", "[profiles.claude-code]\npersistent_cap = \"512MiB\"\n");
+  resp.Clear();
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  EXPECT_EQ(resp.profile().persistent_cap_bytes(), uint64_t{512} << 20);
+  WriteFile(ws_ + "/lazaret.toml", "[profiles.claude-code]\npersistent_cap = \"9GiB\"\n");
+  grpc::Status s = Resolve("claude-code", &resp);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr(ws_ + "/lazaret.toml:2:18: profiles.claude-code.persistent_cap: raises "
+                              "the persistent data cap to \"9GiB\"; "
+                              "profiles.claude-code.persistent_cap of your configuration is "
+                              "\"8GiB\""));
+  CommandResult trust = Lazaret({"trust", "--sha256", WorkspaceSha256()});
+  ASSERT_EQ(trust.exit_code, 0) << trust.out << trust.err;
+  resp.Clear();
+  ASSERT_TRUE(Resolve("claude-code", &resp).ok());
+  EXPECT_EQ(resp.profile().persistent_cap_bytes(), uint64_t{9} << 30);
+
+  // A value that is not a size is an error naming the key and the fix.
+  WriteFile(ws_ + "/lazaret.toml", "");
+  WriteFile(cfg, std::string(kUserConfig) + "persistent_cap = \"4GB\"\n");
+  r = Lazaret({"config", "check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("profiles.claude-code.persistent_cap: \"4GB\" is not a size: "
+                               "write a whole number with KiB, MiB, GiB or TiB (powers of 1024), "
+                               "e.g. \"4GiB\""));
+}
+
+TEST_F(ConfigApiTest, ConfigCheckWarnsAboutAPackageManagerPersistedWithoutItsDatabase) {
+  const std::string file = dir_.path() + "/apt.toml";
+  WriteFile(file, R"([profiles.half-apt]
+image = "localhost/lazaret-sandbox:trixie"
+persistent_dirs = ["/usr", "/root"]
+[profiles.db-only]
+image = "localhost/lazaret-sandbox:trixie"
+persistent_dirs = ["/var/lib/dpkg"]
+[profiles.npm-half]
+image = "localhost/lazaret-sandbox:trixie"
+persistent_dirs = ["/usr/local/lib/node_modules"]
+[profiles.apt]
+image = "localhost/lazaret-sandbox:trixie"
+persistent_dirs = ["/usr", "/var/lib/dpkg", "/var/lib/apt"]
+)");
+  CommandResult r = Lazaret({"config", "check", "--config", file});
+  EXPECT_EQ(r.exit_code, 0) << "a warning, not an error\n" << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("The configuration is valid."));
+  EXPECT_THAT(r.out, HasSubstr("warning: " + file +
+                               ":3:19: profiles.half-apt.persistent_dirs: persists the files dpkg "
+                               "and apt install (\"/usr\") without dpkg's database of installed "
+                               "packages \"/var/lib/dpkg\""));
+  EXPECT_THAT(r.out, HasSubstr("fix: add \"/var/lib/dpkg\" and \"/var/lib/apt\" to "
+                               "persistent_dirs"));
+  EXPECT_THAT(r.out, HasSubstr(":6:19: profiles.db-only.persistent_dirs: persists dpkg's database "
+                               "of installed packages (\"/var/lib/dpkg\") without the files"));
+  EXPECT_THAT(r.out, HasSubstr(":9:19: profiles.npm-half.persistent_dirs: persists the packages "
+                               "`npm install -g` installs"));
+  EXPECT_THAT(r.out, HasSubstr("fix: persist \"/usr/local\" instead: it holds both"));
+  EXPECT_THAT(r.out, Not(HasSubstr("profiles.apt.persistent_dirs")));
+  EXPECT_THAT(r.out, Not(HasSubstr("profiles.claude-code.persistent_dirs")));
+
+  // The run path sees the same advice with the profile it resolves.
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("half-apt", &resp, file).ok());
+  bool warned = false;
+  for (const pb::Diagnostic& d : resp.warnings()) {
+    warned |= d.key_path() == "profiles.half-apt.persistent_dirs";
+  }
+  EXPECT_TRUE(warned);
+}
+
 TEST_F(ConfigApiTest, ConfigShowPrintsEnvNamesAndSourcesButNeverValues) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"config", "show", "--profile", "claude-code"},

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/config/terminal_text.h"
 #include "services/configd/diagnostics.h"
+#include "services/configd/schema_values.h"
 
 namespace lazaret::cli::config {
 namespace {
@@ -136,6 +137,15 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
   row("persistent_dirs",
       p.persistent_dirs().empty() ? "(none)" : absl::StrJoin(p.persistent_dirs(), " "),
       p.persistent_dirs().empty() ? "" : base + "persistent_dirs");
+  if (from.count(base + "persistent_cap") != 0) {
+    row("persistent_cap", ::lazaret::config::FormatByteSize(p.persistent_cap_bytes()),
+        base + "persistent_cap");
+  } else {
+    row("persistent_cap",
+        absl::StrCat(::lazaret::config::FormatByteSize(p.persistent_cap_bytes()),
+                     "   [built-in default]"),
+        "");
+  }
   PrintNetwork(p.network(), from);
   if (p.env().empty()) row("env", "(none)", "");
   for (int i = 0; i < p.env_size(); ++i) {
