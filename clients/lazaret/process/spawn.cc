@@ -129,6 +129,10 @@ std::vector<char*> CArray(std::vector<std::string>& strings) {
     Fail(fail_fd, Step::kTerminal, errno);
   }
   if (cwd != nullptr && chdir(cwd) != 0) Fail(fail_fd, Step::kChdir, errno);
+  // Only the planned stdio reaches the program: a descriptor the caller
+  // inherited without close-on-exec (a shell's redirection, a lock held by
+  // whoever started `lazaret`) would otherwise live on in a daemon.
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) Fail(fail_fd, Step::kStdio, errno);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);

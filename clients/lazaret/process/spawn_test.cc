@@ -146,6 +146,28 @@ TEST_F(SpawnTest, StdoutAndStderrGoToOneLogFileAndStdinIsDevNull) {
   EXPECT_EQ(Slurp(log), "out\nerr\n");
 }
 
+TEST_F(SpawnTest, OnlyThePlannedStdioIsInherited) {
+  // A descriptor without close-on-exec, as a shell's redirection or
+  // `flock FILE lazaret up` leaves one, never reaches the program.
+  const int leaked = open("/dev/null", O_RDONLY);
+  ASSERT_GE(leaked, 3);
+  const std::string log = dir_ + "/log";
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ChildSpec spec;
+  spec.argv = {"sh", "-c", "ls /proc/self/fd"};
+  spec.stdin_fd = ChildStdio::DevNull();
+  spec.stdout_fd = ChildStdio::Fd(fd);
+  spec.stderr_fd = ChildStdio::Fd(fd);
+  absl::StatusOr<pid_t> pid = Start(std::move(spec));
+  close(fd);
+  close(leaked);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(ExitCodeOf(Reap(*pid)), 0);
+  // ls's own directory descriptor (3) is the only one above stdio.
+  EXPECT_EQ(Slurp(log), "0\n1\n2\n3\n");
+}
+
 TEST_F(SpawnTest, GroupAndSessionAreAsAsked) {
   for (ChildGroup group : {ChildGroup::kCaller, ChildGroup::kOwnGroup, ChildGroup::kOwnSession}) {
     ChildSpec spec;

@@ -51,6 +51,9 @@ absl::Status ExecInForeground(const SupervisorCommand& command) {
   args.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // The supervisor keeps no descriptor of the shell that ran `lazaret up`
+  // beyond stdio (see Spawn).
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return ErrnoStatus("close_range", errno);
   execve(command.binary.c_str(), args.data(), envp.data());
   return ErrnoStatus("execv", errno);
 }
