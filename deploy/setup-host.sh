@@ -32,6 +32,9 @@ PACKAGES=(
     # driver = "overlay"; without it rootless podman falls back to vfs, which
     # copies the whole image per container (~6 s instead of ~0.25 s per start).
     podman runc fuse-overlayfs slirp4netns uidmap
+    # persistent_cap: the profile's ext4 image (mkfs.ext4, e2fsck,
+    # resize2fs), served by fuse2fs when rootless
+    e2fsprogs fuse2fs
     containers-storage mmdebstrap debian-archive-keyring
     # tools used by the orchestrator and the tests
     iproute2 procps util-linux ca-certificates
@@ -155,6 +158,19 @@ ensure_dev() { # path major minor
 }
 ensure_dev /dev/fuse 10 229
 ensure_dev /dev/net/tun 10 200
+
+# Rootful, the mount helper mounts each profile's capped persistent data
+# through a loop device (/dev/loop-control, LOOP_CTL_GET_FREE).
+if [[ ! -e /dev/loop-control ]]; then
+    modprobe loop 2>/dev/null || true
+    if [[ -e /dev/loop-control ]]; then
+        change "loaded the loop module (/dev/loop-control)"
+    else
+        log "WARNING: no /dev/loop-control after modprobe loop; rootful persistence needs loop devices"
+    fi
+else
+    log "/dev/loop-control present"
+fi
 
 if [[ -d /etc/udev ]] || command -v udevadm >/dev/null 2>&1; then
     rule='# Written by lazaret deploy/setup-host.sh (rootless podman needs these)

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/config/options.h"
 #include "clients/lazaret/config/terminal_text.h"
@@ -70,12 +71,14 @@ absl::StatusOr<Described> DescribeHere(persist::MountClient& client, const char*
     absl::StatusOr<mpb::DescribeStateResponse> own =
         client.DescribeState(a.profile, "", d.explicit_config);
     if (own.ok()) {
-      const std::string why(s.status().message());
+      // configd's message has a heading line and one line per problem.
+      const std::string why = absl::StrJoin(
+          absl::StrSplit(s.status().message(), '\n', absl::SkipWhitespace()), " ");
       std::fprintf(stderr,
                    "lazaret state %s: note: %s is no workspace `lazaret run` accepts (%s); the "
                    "profile is %s's from your own configuration%s\n",
                    verb, config::EscapeForTerminal(d.workspace).c_str(),
-                   config::EscapeForTerminal(why.substr(0, why.find('\n'))).c_str(),
+                   config::EscapeForTerminal(why).c_str(),
                    config::EscapeForTerminal(own->profile()).c_str(),
                    d.explicit_config.empty() ? "" : " and --config");
       d.workspace.clear();

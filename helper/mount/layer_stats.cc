@@ -11,10 +11,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "helper/mount/thread_caps.h"
 #include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
@@ -34,6 +37,14 @@ int OpenDirAt(int parent, const std::string& name) {
   return openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+// The overlay drivers' own bookkeeping (origin, impure, opaque, ...):
+// written by the driver, not by the sandbox, and differing between a
+// directory and its copy-up by design.
+constexpr const char* kDriverXattrPrefixes[] = {"trusted.overlay.", "user.overlay.",
+                                                "user.fuseoverlayfs."};
+// Names listed per directory before "+N more".
+constexpr size_t kMaxListedXattrs = 3;
+
 bool IsOpaque(int fd) {
   for (const char* x : kOpaqueXattrs) {
     char v[8];
@@ -41,6 +52,103 @@ bool IsOpaque(int fd) {
     if (n == 1 && v[0] == 'y') return true;
   }
   return false;
+}
+
+// Reads one of `fd`'s xattrs; nullopt when it is gone meanwhile or
+// unreadable (listed as a difference by the caller when the other side
+// has it).
+std::optional<std::string> ReadXattr(int fd, const std::string& name) {
+  std::string value;
+  for (int tries = 0; tries < 4; ++tries) {
+    const ssize_t size = fgetxattr(fd, name.c_str(), nullptr, 0);
+    if (size < 0) return std::nullopt;
+    value.resize(static_cast<size_t>(size));
+    const ssize_t n = fgetxattr(fd, name.c_str(), value.data(), value.size());
+    if (n >= 0) {
+      value.resize(static_cast<size_t>(n));
+      return value;
+    }
+    if (errno != ERANGE) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// `fd`'s xattrs and their values, but the overlay drivers' own. A
+// filesystem without xattrs has none.
+std::map<std::string, std::string> AttributeXattrs(int fd) {
+  std::map<std::string, std::string> out;
+  std::string names;
+  for (int tries = 0; tries < 4; ++tries) {
+    const ssize_t size = flistxattr(fd, nullptr, 0);
+    if (size <= 0) return out;
+    names.resize(static_cast<size_t>(size));
+    const ssize_t n = flistxattr(fd, names.data(), names.size());
+    if (n >= 0) {
+      names.resize(static_cast<size_t>(n));
+      break;
+    }
+    if (errno != ERANGE) return out;
+    names.clear();
+  }
+  size_t start = 0;
+  while (start < names.size()) {
+    size_t end = names.find('\0', start);
+    if (end == std::string::npos) end = names.size();
+    std::string name = names.substr(start, end - start);
+    start = end + 1;
+    if (name.empty()) continue;
+    bool own = false;
+    for (const char* prefix : kDriverXattrPrefixes) own = own || absl::StartsWith(name, prefix);
+    if (own) continue;
+    std::optional<std::string> value = ReadXattr(fd, name);
+    out.emplace(std::move(name), value ? std::move(*value) : std::string("\0unreadable", 11));
+  }
+  return out;
+}
+
+// What makes the upper layer's directory `upper` differ from the image's
+// `lower` in who may use it: mode, owner, group, ACLs and other xattrs.
+// Empty when nothing does (a plain copy-up). Xattr names are the
+// sandbox's and only ever reported.
+std::string AttributeChanges(int upper, int lower) {
+  struct stat u {};
+  struct stat l {};
+  if (fstat(upper, &u) != 0 || fstat(lower, &l) != 0) return "";
+  std::vector<std::string> parts;
+  if ((u.st_mode & 07777) != (l.st_mode & 07777)) {
+    parts.push_back(absl::StrFormat("mode %04o->%04o", l.st_mode & 07777, u.st_mode & 07777));
+  }
+  if (u.st_uid != l.st_uid) parts.push_back(absl::StrCat("owner ", l.st_uid, "->", u.st_uid));
+  if (u.st_gid != l.st_gid) parts.push_back(absl::StrCat("group ", l.st_gid, "->", u.st_gid));
+  const std::map<std::string, std::string> ux = AttributeXattrs(upper);
+  const std::map<std::string, std::string> lx = AttributeXattrs(lower);
+  std::vector<std::string> differing;
+  for (const auto& [name, value] : ux) {
+    auto it = lx.find(name);
+    if (it == lx.end() || it->second != value) differing.push_back(name);
+  }
+  for (const auto& [name, value] : lx) {
+    if (!ux.contains(name)) differing.push_back(name);
+  }
+  std::sort(differing.begin(), differing.end());
+  std::vector<std::string> xattrs;
+  for (const std::string& name : differing) {
+    if (name == "system.posix_acl_access") {
+      parts.push_back("ACL");
+    } else if (name == "system.posix_acl_default") {
+      parts.push_back("default ACL");
+    } else {
+      xattrs.push_back(name);
+    }
+  }
+  if (!xattrs.empty()) {
+    const size_t more = xattrs.size() > kMaxListedXattrs ? xattrs.size() - kMaxListedXattrs : 0;
+    xattrs.resize(xattrs.size() - more);
+    parts.push_back(absl::StrCat("xattr", xattrs.size() + more == 1 ? " " : "s ",
+                                 absl::StrJoin(xattrs, " "),
+                                 more > 0 ? absl::StrCat(" +", more, " more") : ""));
+  }
+  return absl::StrJoin(parts, ", ");
 }
 
 // The kMaxListedPaths smallest paths seen, and how many were seen.
@@ -64,9 +172,13 @@ class Smallest {
 // stack holds more than kMaxOpenDirs open ones, and opened again by name
 // (from the deepest open ancestor, never following a symlink) when the
 // walk comes back to it; dev/ino tell that it is still the same directory.
+// `lower` is the image's directory at the same path, when the walk
+// compares and the image has one; it is closed and opened again with `fd`.
 struct Frame {
   std::string name;  // in its parent; empty for the layer's root
   fs::UniqueFd fd;
+  fs::UniqueFd lower;
+  bool has_lower = false;
   dev_t dev = 0;
   ino_t ino = 0;
   std::vector<std::string> names;
@@ -75,16 +187,27 @@ struct Frame {
 
 class StatWalk {
  public:
-  explicit StatWalk(bool fuse) : fuse_(fuse) {}
+  StatWalk(bool fuse, bool compare) : fuse_(fuse), compare_(compare) {}
 
-  absl::StatusOr<LayerStats> Run(const fs::DirFd& upper) {
+  absl::StatusOr<LayerStats> Run(const fs::DirFd& upper, const fs::DirFd* lower) {
     const int root = openat(upper.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root < 0) return ErrnoStatus("opening the upper layer", errno);
     Frame f;
     f.fd = fs::UniqueFd(root);
     LAZ_ASSIGN_OR_RETURN(f.names, fs::ListNames(upper));
-    stack_.push_back(std::move(f));
     ++open_;
+    if (lower != nullptr) {
+      const int l = openat(lower->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (l < 0) return ErrnoStatus("opening the image's directory", errno);
+      f.lower = fs::UniqueFd(l);
+      f.has_lower = true;
+      ++open_;
+      // D itself: the sandbox's chmod or chown of the persistent
+      // directory is kept in the upper layer's root.
+      const std::string attrs = AttributeChanges(root, l);
+      if (!attrs.empty()) changed_.Add(absl::StrCat("./ (", attrs, ")"));
+    }
+    stack_.push_back(std::move(f));
     while (!stack_.empty()) {
       if (stats_.files >= kMaxStatEntries) {
         Limit(absl::StrCat("the walk stopped after ", kMaxStatEntries, " entries"));
@@ -168,38 +291,62 @@ class StatWalk {
       return;
     }
     f.names = std::move(*names);
+    if (compare_ && stack_.back().has_lower && !fuse_whiteout) {
+      const int l = OpenDirAt(stack_.back().lower.get(), name);
+      if (l >= 0) {
+        f.lower = fs::UniqueFd(l);
+        f.has_lower = true;
+      } else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP) {
+        // ENOTDIR, ELOOP: the image has no directory there (a file or a
+        // symlink the sandbox replaced), so this one is new.
+        Limit(absl::StrCat("could not open the image's ", PathOf(name), ": ", strerror(errno)));
+      }
+    }
     if (!fuse_whiteout) {
       // Only a directory the sandbox made or re-attributed is left with
       // nothing in it (fuse-overlayfs puts its opaque marker in each one it
-      // makes); any other shows through what is listed below it.
+      // makes); any other shows through what is listed below it. Compared
+      // with the image, a re-attributed one is listed whatever it holds,
+      // with what changed, and a new one only when nothing below it is.
       const bool empty = f.names.empty() || (fuse_ && f.names.size() == 1 &&
                                              f.names[0] == kOpaqueMarker);
-      if (empty) changed_.Add(PathOf(name));
+      if (f.has_lower) {
+        const std::string attrs = AttributeChanges(fd, f.lower.get());
+        if (!attrs.empty()) changed_.Add(absl::StrCat(PathOf(name), "/ (", attrs, ")"));
+      } else if (empty) {
+        changed_.Add(PathOf(name));
+      }
       // The kernel's overlayfs makes a directory opaque only where it
       // replaced one of the image's: all the image had below it is gone.
       // fuse-overlayfs marks every directory it makes, so there it says
       // nothing about the image.
       if (!fuse_ && IsOpaque(fd)) deleted_.Add(PathOf(name) + "/");
     }
+    open_ += f.has_lower ? 2 : 1;
     stack_.push_back(std::move(f));
-    ++open_;
     Budget(stack_.size() - 1);
   }
 
   void Pop() {
-    if (stack_.back().fd.get() >= 0) --open_;
+    Close(stack_.back());
     stack_.pop_back();
+  }
+
+  void Close(Frame& f) {
+    if (f.fd.get() >= 0) {
+      f.fd = fs::UniqueFd();
+      --open_;
+    }
+    if (f.lower.get() >= 0) {
+      f.lower = fs::UniqueFd();
+      --open_;
+    }
   }
 
   // Closes the shallowest open descriptors (never the root's, nor `keep`
   // and deeper ones) until at most kMaxOpenDirs are open.
   void Budget(size_t keep) {
-    for (size_t i = 1; i < keep && open_ > kMaxOpenDirs; ++i) {
-      if (stack_[i].fd.get() >= 0) {
-        stack_[i].fd = fs::UniqueFd();
-        --open_;
-      }
-    }
+    for (size_t i = 1; i < keep && open_ > kMaxOpenDirs; ++i) Close(stack_[i]);
   }
 
   bool EnsureOpen(size_t i) {
@@ -216,12 +363,20 @@ class StatWalk {
       }
       stack_[k].fd = fs::UniqueFd(fd);
       ++open_;
+      if (stack_[k].has_lower) {
+        // The image is read-only: the same name is the same directory.
+        const int l = OpenDirAt(stack_[k - 1].lower.get(), stack_[k].name);
+        if (l < 0) return false;
+        stack_[k].lower = fs::UniqueFd(l);
+        ++open_;
+      }
       Budget(k);
     }
     return true;
   }
 
   const bool fuse_;
+  const bool compare_;
   LayerStats stats_;
   Smallest changed_;
   Smallest deleted_;
@@ -236,6 +391,15 @@ absl::Status MoveUp(int parent, const std::string& name, int top, uint64_t& coun
     const std::string to = absl::StrCat(kMovedPrefix, counter++);
     if (renameat2(parent, name.c_str(), top, to.c_str(), RENAME_NOREPLACE) == 0) {
       return absl::OkStatus();
+    }
+    if (errno == EINVAL) {
+      // fuse2fs (a rootless layer's file system) has no RENAME_NOREPLACE.
+      // Nothing else writes a layer while it is reset (no session holds
+      // it), so a name found free stays free until the rename.
+      struct stat st {};
+      if (fstatat(top, to.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+      if (errno != ENOENT) return ErrnoStatus(absl::StrCat("moving up ", name), errno);
+      if (renameat(parent, name.c_str(), top, to.c_str()) == 0) return absl::OkStatus();
     }
     if (errno != EEXIST) return ErrnoStatus(absl::StrCat("moving up ", name), errno);
   }
@@ -299,11 +463,12 @@ absl::Status RemoveEntry(int top, const std::string& name, uint64_t& counter) {
 
 }  // namespace
 
-absl::StatusOr<LayerStats> StatLayer(const fs::DirFd& upper, std::optional<OverlayDriver> driver) {
+absl::StatusOr<LayerStats> StatLayer(const fs::DirFd& upper, std::optional<OverlayDriver> driver,
+                                     const fs::DirFd* lower) {
   // Reading directories of any owner and mode: the sandbox's chmod 0000 or
   // chown of a directory must not hide what is in it.
   ThreadCapsInEffect caps({CAP_DAC_OVERRIDE});
-  return StatWalk(driver == OverlayDriver::kFuse).Run(upper);
+  return StatWalk(driver == OverlayDriver::kFuse, lower != nullptr).Run(upper, lower);
 }
 
 absl::Status RemoveLayerContents(const fs::DirFd& dir) {

@@ -57,8 +57,11 @@ struct LayerStats {
   // Relative to D, sorted, at most kMaxListedPaths: entries added or
   // changed (every non-directory that is no whiteout, and every empty
   // directory - only a new or re-attributed directory is left empty in an
-  // upper layer), and those deleted (whiteouts; "dir/" for a directory
-  // the kernel's overlayfs made opaque: the image's content below it).
+  // upper layer; compared with the image, every re-attributed directory
+  // as "dir/ (mode 0755->0711, owner 0->4242)", D itself as "./ (...)",
+  // and a new one only when empty), and those deleted (whiteouts; "dir/"
+  // for a directory the kernel's overlayfs made opaque: the image's
+  // content below it).
   std::vector<std::string> changed;
   std::vector<std::string> deleted;
   uint64_t changed_total = 0;
@@ -69,8 +72,16 @@ struct LayerStats {
 };
 
 // `driver`: who wrote the layer (nullopt: no record; read as the kernel's).
+// `lower`: the image's same directory D (the overlay's lower layer), or
+// null when there is none to compare with. With it, every directory of the
+// upper layer, D itself included, is compared with the lower's directory
+// at the same relative path: one whose mode, owner, group, ACLs or xattrs
+// (other than the overlay drivers' own) differ is listed as changed, with
+// what changed; one with no counterpart is new, and listed only when it is
+// empty (its content is listed otherwise).
 absl::StatusOr<LayerStats> StatLayer(const fs::DirFd& upper,
-                                     std::optional<OverlayDriver> driver = std::nullopt);
+                                     std::optional<OverlayDriver> driver = std::nullopt,
+                                     const fs::DirFd* lower = nullptr);
 
 // Removes everything below `dir` (an upper or work layer), at any depth,
 // whatever its modes and owners: a directory more than a few levels deep

@@ -71,4 +71,30 @@ std::set<std::string> MountTable::AllHolders() const {
   return out;
 }
 
+const CappedMount* MountTable::FindCapped(const std::string& profile_dir) const {
+  auto it = capped_.find(profile_dir);
+  return it == capped_.end() ? nullptr : &it->second;
+}
+
+void MountTable::AddCapped(const std::string& profile_dir, CappedMount m) {
+  capped_[profile_dir] = m;
+}
+
+void MountTable::RemoveCapped(const std::string& profile_dir) { capped_.erase(profile_dir); }
+
+bool MountTable::HasOverlays(const std::string& profile_dir) const {
+  for (const auto& [key, m] : entries_) {
+    if (key.first == profile_dir) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> MountTable::CappedWithoutOverlays() const {
+  std::vector<std::string> out;
+  for (const auto& [dir, m] : capped_) {
+    if (!HasOverlays(dir)) out.push_back(dir);
+  }
+  return out;
+}
+
 }  // namespace lazaret::mounthelper

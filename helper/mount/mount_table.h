@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "helper/mount/capped_fs.h"
 
 namespace lazaret::mounthelper {
 
@@ -61,8 +62,20 @@ class MountTable {
 
   const std::map<Key, Mounted>& entries() const { return entries_; }
 
+  // The capped file system mounted for `profile_dir` (capped_fs.h), or
+  // null. It stays mounted while any overlay of the profile is.
+  const CappedMount* FindCapped(const std::string& profile_dir) const;
+  void AddCapped(const std::string& profile_dir, CappedMount m);
+  void RemoveCapped(const std::string& profile_dir);
+  // Whether any overlay of `profile_dir` is mounted.
+  bool HasOverlays(const std::string& profile_dir) const;
+  // The profile directories with a capped file system and no overlay.
+  std::vector<std::string> CappedWithoutOverlays() const;
+  const std::map<std::string, CappedMount>& capped() const { return capped_; }
+
  private:
   std::map<Key, Mounted> entries_;
+  std::map<std::string, CappedMount> capped_;
 };
 
 }  // namespace lazaret::mounthelper

@@ -81,7 +81,18 @@ class MountHelperServiceImpl final : public pb::MountHelperService::Service {
       o->set_mounted(d.mounted);
       o->set_overlay(d.overlay);
       for (const std::string& h : d.sessions) o->add_sessions(h);
+      o->set_uncapped_changes(d.uncapped_changes);
     }
+    pb::PersistentUsage* u = resp->mutable_usage();
+    u->set_exists(s->usage.exists);
+    u->set_cap_bytes(s->usage.cap_bytes);
+    u->set_size_bytes(s->usage.usage.size_bytes);
+    u->set_used_bytes(s->usage.usage.used_bytes);
+    u->set_free_bytes(s->usage.usage.free_bytes);
+    u->set_inodes_used(s->usage.usage.inodes_used);
+    u->set_inodes_total(s->usage.usage.inodes_total);
+    u->set_held_by(s->usage.held_by);
+    u->set_note(s->usage.note);
     return grpc::Status::OK;
   }
 

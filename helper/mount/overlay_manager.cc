@@ -1,6 +1,11 @@
 #include "helper/mount/overlay_manager.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cerrno>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,6 +30,23 @@ absl::Status CheckNoNesting(const std::vector<std::string>& dirs) {
     }
   }
   return absl::OkStatus();
+}
+
+// How long a reset or a look waits for the capped file system to be
+// free (a sandbox's mount namespace going away after its session ended).
+constexpr std::chrono::milliseconds kCappedBusyWait{15000};
+
+uint64_t CapOf(const ProfileFacts& p) {
+  return p.persistent_cap_bytes == 0 ? kDefaultPersistentCap : p.persistent_cap_bytes;
+}
+
+absl::Status UncappedLayerError(const ProfileFacts& p, const std::string& directory) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "profile '", p.name, "' has a layer of ", directory, " from before persistent_cap, ",
+      UncappedPathsFor(p.profile_dir, directory).changes,
+      ", which Lazaret never uses uncapped. Copy what you need from it, then run `lazaret state "
+      "reset ", p.name, "` (which removes it); the next session starts ", directory,
+      " afresh inside the cap"));
 }
 
 }  // namespace
@@ -52,8 +74,18 @@ void OverlayManager::SaveLocked() {
 absl::Status OverlayManager::Recover() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!state_path_.empty()) {
-    LAZ_ASSIGN_OR_RETURN(std::vector<Mounted> saved, LoadState(state_path_));
-    for (Mounted& m : saved) {
+    LAZ_ASSIGN_OR_RETURN(SavedState saved, LoadState(state_path_));
+    for (const SavedCapped& c : saved.capped) {
+      if (!fs::IsCleanAbsolutePath(c.profile_dir) || c.profile_dir == "/") {
+        LAZ_LOG_WARNING << "ignoring a malformed record in " << state_path_;
+        continue;
+      }
+      if (!ops_->IsMounted(PersistMountPath(c.profile_dir))) continue;
+      LAZ_LOG_INFO << "re-adopting " << PersistMountPath(c.profile_dir) << " ("
+                   << CappedKindName(c.mount.kind) << ")";
+      table_.AddCapped(c.profile_dir, c.mount);
+    }
+    for (Mounted& m : saved.mounts) {
       // The paths are derived again; a record naming anything else is dropped.
       if (!CheckPersistentDir(m.directory).ok() || !fs::IsCleanAbsolutePath(m.profile_dir) ||
           PersistPathsFor(m.profile_dir, m.directory).merged != m.merged ||
@@ -79,11 +111,32 @@ absl::Status OverlayManager::Recover() {
 
 absl::Status OverlayManager::MountLocked(const ProfileFacts& p, const std::string& directory,
                                          const std::string& image_id, const std::string& session) {
+  const CappedMount* capped = table_.FindCapped(p.profile_dir);
+  if (capped == nullptr || !ops_->IsMounted(PersistMountPath(p.profile_dir))) {
+    // Never an upper layer outside the cap.
+    return absl::InternalError(absl::StrCat("the capped file system of ", p.profile_dir,
+                                            " is not mounted; not mounting ", directory));
+  }
   LAZ_ASSIGN_OR_RETURN(CheckedOverlay o,
                        CheckOverlay(p.data_root, p.profile_dir, directory, owner_, true));
   const std::string base = PersistName(directory);
   LAZ_ASSIGN_OR_RETURN(std::optional<OverlayDriver> recorded, ReadLayerDriver(o.profile, base));
   LAZ_ASSIGN_OR_RETURN(OverlayDriver driver, ChooseDriver(recorded, directory));
+  if (!recorded && preference_ == OverlayPreference::kAuto &&
+      capped->kind == CappedKind::kFuse2fs) {
+    // The kernel's overlayfs refuses a fuse2fs upper layer in a user
+    // namespace (no tmpfile, no RENAME_WHITEOUT).
+    driver = OverlayDriver::kFuse;
+  }
+  if (driver == OverlayDriver::kKernel && capped->kind == CappedKind::kFuse2fs) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the persistent data of profile '", p.name, "' is served by fuse2fs (rootless), and the "
+        "kernel's overlayfs refuses a fuse2fs upper layer; ",
+        recorded ? absl::StrCat("the layer of ", directory,
+                                " was written by the kernel's overlayfs: reset it (lazaret state "
+                                "reset ", p.name, " ", directory, ")")
+                 : absl::StrCat("unset ", kOverlayEnv)));
+  }
   LAZ_ASSIGN_OR_RETURN(fs::DirFd root, ops_->MountImage(image_id));
   absl::StatusOr<fs::DirFd> lower = OpenLowerDir(root.get(), directory, image_id);
   if (lower.ok()) {
@@ -98,8 +151,9 @@ absl::Status OverlayManager::MountLocked(const ProfileFacts& p, const std::strin
     driver = OverlayDriver::kFuse;
     proc = ops_->MountOverlay(*lower, o, driver);
   }
-  if (proc.ok() && !recorded) {
-    absl::Status w = WriteLayerDriver(o.profile, base, driver);
+  if (proc.ok()) {
+    absl::Status w = recorded ? absl::OkStatus() : WriteLayerDriver(o.profile, base, driver);
+    if (w.ok()) w = WriteImageRecord(o.profile, base, image_id);
     if (!w.ok()) {
       absl::Status u = ops_->UnmountOverlay(o.paths.merged, *proc);
       if (!u.ok()) LAZ_LOG_WARNING << u;
@@ -162,8 +216,9 @@ absl::StatusOr<std::vector<Mounted>> OverlayManager::Attach(const std::string& s
   }
   LAZ_RETURN_IF_ERROR(table_.CheckAttach(p.profile_dir, image_id, session_id));
   std::vector<std::string> mounted_now;
-  absl::Status failed;
+  absl::Status failed = EnsureCappedLocked(p);
   for (const std::string& d : p.persistent_dirs) {
+    if (!failed.ok()) break;
     Mounted* m = table_.Find(p.profile_dir, d);
     if (m != nullptr && m->image_id != image_id) {
       // Nobody holds it (CheckAttach): the next session's image becomes the lower layer.
@@ -185,6 +240,8 @@ absl::StatusOr<std::vector<Mounted>> OverlayManager::Attach(const std::string& s
       absl::Status s = UnmountLocked(key);
       if (!s.ok()) LAZ_LOG_WARNING << s;
     }
+    absl::Status s = ReleaseCappedLocked(p.profile_dir);
+    if (!s.ok()) LAZ_LOG_WARNING << s;
     SaveLocked();
     return failed;
   }
@@ -202,6 +259,33 @@ absl::Status OverlayManager::UnmountLocked(const MountTable::Key& key) {
   if (!s.ok()) LAZ_LOG_WARNING << "after unmounting " << m->merged << ": " << s;
   LAZ_LOG_INFO << "unmounted " << m->merged;
   table_.Remove(key.first, key.second);
+  s = ReleaseCappedLocked(key.first);
+  if (!s.ok()) LAZ_LOG_INFO << "kept " << PersistMountPath(key.first) << " mounted: " << s;
+  return absl::OkStatus();
+}
+
+absl::Status OverlayManager::EnsureCappedLocked(const ProfileFacts& p) {
+  LAZ_ASSIGN_OR_RETURN(CheckedProfile profile,
+                       CheckProfile(p.data_root, p.profile_dir, owner_, true));
+  for (const std::string& d : p.persistent_dirs) {
+    if (HasUncappedLayer(profile, d)) return UncappedLayerError(p, d);
+  }
+  if (table_.FindCapped(p.profile_dir) != nullptr) return absl::OkStatus();
+  LAZ_ASSIGN_OR_RETURN(CappedMount m,
+                       ops_->MountCapped(profile, p.name, CapOf(p), owner_, /*read_only=*/false));
+  LAZ_LOG_INFO << "mounted " << PersistMountPath(p.profile_dir) << " (" << CappedKindName(m.kind)
+               << ", cap " << CapText(CapOf(p)) << ")";
+  table_.AddCapped(p.profile_dir, m);
+  return absl::OkStatus();
+}
+
+absl::Status OverlayManager::ReleaseCappedLocked(const std::string& profile_dir, bool wait) {
+  const CappedMount* c = table_.FindCapped(profile_dir);
+  if (c == nullptr || table_.HasOverlays(profile_dir)) return absl::OkStatus();
+  LAZ_RETURN_IF_ERROR(ops_->UnmountCapped(
+      profile_dir, *c, wait ? kCappedBusyWait : std::chrono::milliseconds(0)));
+  LAZ_LOG_INFO << "unmounted " << PersistMountPath(profile_dir);
+  table_.RemoveCapped(profile_dir);
   return absl::OkStatus();
 }
 
@@ -252,6 +336,11 @@ absl::StatusOr<std::vector<Mounted>> OverlayManager::CleanupLocked() {
       first = s;
     }
   }
+  for (const std::string& dir : table_.CappedWithoutOverlays()) {
+    // Busy for a moment after a sandbox ended: kept, tried again later.
+    absl::Status s = ReleaseCappedLocked(dir);
+    if (!s.ok()) LAZ_LOG_INFO << "kept " << PersistMountPath(dir) << " mounted: " << s;
+  }
   if (!first.ok()) return first;
   return out;
 }
@@ -265,27 +354,117 @@ absl::StatusOr<std::vector<Mounted>> OverlayManager::Cleanup() {
 
 absl::StatusOr<ProfileState> OverlayManager::Describe(const ProfileQuery& profile) {
   LAZ_ASSIGN_OR_RETURN(ProfileFacts p, sessions_->Profile(profile));
-  ProfileState out{p.name, p.profile_dir, {}};
-  std::lock_guard<std::mutex> lock(mu_);
+  ProfileState out{p.name, p.profile_dir, {}, {}};
+  out.usage.cap_bytes = CapOf(p);
   for (const std::string& d : p.persistent_dirs) {
     DirectoryState ds;
     ds.directory = d;
     ds.changes = PersistPathsFor(p.profile_dir, d).changes;
-    absl::StatusOr<CheckedOverlay> o = CheckOverlay(p.data_root, p.profile_dir, d, owner_, false);
-    if (o.ok()) {
-      LAZ_ASSIGN_OR_RETURN(std::optional<OverlayDriver> driver,
-                           ReadLayerDriver(o->profile, PersistName(d)));
-      LAZ_ASSIGN_OR_RETURN(ds.stats, StatLayer(o->changes, driver));
-      if (driver) ds.overlay = std::string(DriverName(*driver));
-    } else if (!absl::IsNotFound(o.status())) {
-      return o.status();
-    }
-    if (Mounted* m = table_.Find(p.profile_dir, d)) {
+    out.directories.push_back(std::move(ds));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (DirectoryState& ds : out.directories) {
+    if (Mounted* m = table_.Find(p.profile_dir, ds.directory)) {
       ds.mounted = true;
       ds.sessions.assign(m->holders.begin(), m->holders.end());
     }
-    out.directories.push_back(std::move(ds));
   }
+  absl::StatusOr<CheckedProfile> prof = CheckProfile(p.data_root, p.profile_dir, owner_, false);
+  if (absl::IsNotFound(prof.status())) return out;
+  if (!prof.ok()) return prof.status();
+  for (DirectoryState& ds : out.directories) {
+    if (HasUncappedLayer(*prof, ds.directory)) {
+      ds.uncapped_changes = UncappedPathsFor(p.profile_dir, ds.directory).changes;
+    }
+  }
+  out.usage.exists = ops_->HasCappedImage(*prof);
+  std::optional<CappedMount> held;
+  std::optional<CappedMount> looking;
+  if (const CappedMount* c = table_.FindCapped(p.profile_dir)) {
+    held = *c;
+  } else if (out.usage.exists) {
+    // Nobody holds the profile: its image is mounted read-only for the
+    // walk, and unmounted after.
+    absl::StatusOr<CappedMount> m =
+        ops_->MountCapped(*prof, p.name, std::nullopt, owner_, /*read_only=*/true);
+    if (m.ok()) {
+      looking = *m;
+    } else {
+      out.usage.note = absl::StrCat("the image could not be mounted for a look: ",
+                                    m.status().message());
+    }
+  }
+  const std::optional<CappedMount>& mounted = held ? held : looking;
+  absl::Status failed;
+  if (mounted) {
+    out.usage.held_by = std::string(CappedKindName(mounted->kind));
+    absl::StatusOr<CappedUsage> u = ops_->CappedUsageOf(*prof, owner_);
+    if (u.ok()) {
+      out.usage.usage = *u;
+    } else {
+      out.usage.note = std::string(u.status().message());
+    }
+    for (DirectoryState& ds : out.directories) {
+      absl::StatusOr<CheckedOverlay> o =
+          CheckOverlay(p.data_root, p.profile_dir, ds.directory, owner_, false);
+      if (absl::IsNotFound(o.status())) continue;
+      if (!o.ok()) {
+        failed = o.status();
+        break;
+      }
+      absl::StatusOr<std::optional<OverlayDriver>> driver =
+          ReadLayerDriver(o->profile, PersistName(ds.directory));
+      if (!driver.ok()) {
+        failed = driver.status();
+        break;
+      }
+      // The image the layer was last mounted over is its lower layer:
+      // directories are compared with it (layer_stats.h).
+      const std::string image_id = ReadImageRecord(o->profile, PersistName(ds.directory));
+      std::optional<fs::DirFd> lower;
+      std::string lower_note;
+      bool image_mounted = false;
+      if (image_id.empty()) {
+        lower_note = "no record of the image the layer was mounted over: directories not compared";
+      } else {
+        absl::StatusOr<fs::DirFd> root = ops_->MountImage(image_id);
+        image_mounted = root.ok();
+        if (root.ok()) {
+          absl::StatusOr<fs::DirFd> l = OpenLowerDir(root->get(), ds.directory, image_id);
+          if (l.ok()) {
+            lower = std::move(*l);
+          } else {
+            lower_note = std::string(l.status().message());
+          }
+        } else {
+          lower_note = absl::StrCat("image ", image_id.substr(0, 12),
+                                    " (the layer's lower layer) is gone: directories not "
+                                    "compared with it");
+        }
+      }
+      absl::StatusOr<LayerStats> stats =
+          StatLayer(o->changes, *driver, lower ? &*lower : nullptr);
+      if (image_mounted) {
+        absl::Status u = ops_->UnmountImage(image_id);
+        if (!u.ok()) LAZ_LOG_WARNING << u;
+      }
+      if (!stats.ok()) {
+        failed = stats.status();
+        break;
+      }
+      ds.stats = std::move(*stats);
+      if (!lower_note.empty()) {
+        ds.stats.limit = ds.stats.limit.empty() ? lower_note
+                                                : absl::StrCat(ds.stats.limit, "; ", lower_note);
+      }
+      if (*driver) ds.overlay = std::string(DriverName(**driver));
+    }
+  }
+  if (looking) {
+    absl::Status u = ops_->UnmountCapped(p.profile_dir, *looking, kCappedBusyWait);
+    if (!u.ok()) LAZ_LOG_WARNING << u;
+  }
+  if (!failed.ok()) return failed;
   return out;
 }
 
@@ -315,18 +494,55 @@ absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const ProfileQuer
                        absl::StrJoin(holders, ", "), "; end them before resetting it"));
     }
   }
+  if (table_.HasOverlays(p.profile_dir)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "overlays of profile '", p.name, "' are still mounted (busy); end what uses ",
+        p.profile_dir, " and retry"));
+  }
+  absl::StatusOr<CheckedProfile> prof = CheckProfile(p.data_root, p.profile_dir, owner_, false);
+  if (absl::IsNotFound(prof.status())) return dirs;
+  if (!prof.ok()) return prof.status();
   std::vector<std::string> out;
-  for (const std::string& d : dirs) {
-    absl::StatusOr<CheckedOverlay> o = CheckOverlay(p.data_root, p.profile_dir, d, owner_, false);
-    if (absl::IsNotFound(o.status())) {
-      out.push_back(d);
-      continue;
+  if (directory.empty()) {
+    // Every directory: the capped file system goes as a whole.
+    LAZ_RETURN_IF_ERROR(ReleaseCappedLocked(p.profile_dir, /*wait=*/true));
+    SaveLocked();
+    for (const char* name : {kPersistImageName, "persist.img.new"}) {
+      if (unlinkat(prof->profile.get(), name, 0) != 0 && errno != ENOENT) {
+        return ErrnoStatus(absl::StrCat("removing ", p.profile_dir, "/", name), errno);
+      }
     }
-    if (!o.ok()) return o.status();
-    LAZ_RETURN_IF_ERROR(RemoveLayerContents(o->changes));
-    LAZ_RETURN_IF_ERROR(RemoveLayerContents(o->work));
-    LAZ_RETURN_IF_ERROR(RemoveLayerDriver(o->profile, PersistName(d)));
-    LAZ_RETURN_IF_ERROR(RemoveRootRecord(o->profile, PersistName(d)));
+  } else if (ops_->HasCappedImage(*prof)) {
+    std::optional<CappedMount> looking;
+    if (table_.FindCapped(p.profile_dir) == nullptr) {
+      // As it is: a reset must work when the data does not fit a lowered cap.
+      LAZ_ASSIGN_OR_RETURN(CappedMount m, ops_->MountCapped(*prof, p.name, std::nullopt, owner_,
+                                                            /*read_only=*/false));
+      looking = m;
+    }
+    absl::Status s;
+    {
+      // Its descriptors inside persist/ are closed before the unmount.
+      absl::StatusOr<CheckedOverlay> o =
+          CheckOverlay(p.data_root, p.profile_dir, directory, owner_, false);
+      if (!o.ok() && !absl::IsNotFound(o.status())) s = o.status();
+      if (o.ok()) {
+        s = RemoveLayerContents(o->changes);
+        if (s.ok()) s = RemoveLayerContents(o->work);
+      }
+    }
+    if (looking) {
+      absl::Status u = ops_->UnmountCapped(p.profile_dir, *looking, kCappedBusyWait);
+      if (s.ok()) s = u;
+    }
+    LAZ_RETURN_IF_ERROR(s);
+  }
+  for (const std::string& d : dirs) {
+    const std::string base = PersistName(d);
+    LAZ_RETURN_IF_ERROR(RemoveUncappedLayers(*prof, d));
+    LAZ_RETURN_IF_ERROR(RemoveLayerDriver(prof->profile, base));
+    LAZ_RETURN_IF_ERROR(RemoveRootRecord(prof->profile, base));
+    LAZ_RETURN_IF_ERROR(RemoveImageRecord(prof->profile, base));
     LAZ_LOG_INFO << "reset " << d << " of profile " << p.name;
     out.push_back(d);
   }

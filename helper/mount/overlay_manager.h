@@ -34,13 +34,27 @@ struct DirectoryState {
   LayerStats stats;
   bool mounted = false;
   std::vector<std::string> sessions;
+  std::string uncapped_changes;  // a layer from before the cap, never mounted
+};
+
+// The profile's capped file system (capped_fs.h) against its cap.
+struct PersistentUsage {
+  bool exists = false;
+  uint64_t cap_bytes = 0;  // as configured now
+  CappedUsage usage;
+  std::string held_by;  // CappedKindName, empty when not looked at
+  std::string note;     // why the usage is missing, or empty
 };
 
 struct ProfileState {
   std::string profile;
   std::string profile_dir;
   std::vector<DirectoryState> directories;
+  PersistentUsage usage;
 };
+
+// persistent_cap when configd did not say (an older configd): its default.
+inline constexpr uint64_t kDefaultPersistentCap = uint64_t{4} << 30;
 
 class OverlayManager {
  public:
@@ -84,6 +98,17 @@ class OverlayManager {
   absl::StatusOr<OverlayDriver> ChooseDriver(const std::optional<OverlayDriver>& recorded,
                                              const std::string& directory) const;
   absl::StatusOr<std::vector<Mounted>> CleanupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Mounts the profile's capped file system, made to its cap, unless it
+  // is mounted already; refuses a profile with layers from before the cap.
+  absl::Status EnsureCappedLocked(const ProfileFacts& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unmounts the capped file system of `profile_dir` when none of its
+  // overlays is mounted any more. While a copy of one of its overlays
+  // lives on in another mount namespace (a sandbox's, for a moment after
+  // it ended) it is busy: `wait` retries for a while (a reset), else it
+  // stays mounted and recorded, for the next attach to use or a later
+  // Cleanup to unmount.
+  absl::Status ReleaseCappedLocked(const std::string& profile_dir, bool wait = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SessionSource* const sessions_;
   OverlayOps* const ops_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -67,6 +68,51 @@ class FakeOps final : public OverlayOps {
   }
   bool IsMounted(const std::string& merged) override { return mounted.count(merged) > 0; }
 
+  // The capped file system: persist.img a file whose content is the cap,
+  // persist/ a plain directory, "mounted" while listed in `mounted`.
+  absl::StatusOr<CappedMount> MountCapped(const CheckedProfile& p, const std::string&,
+                                          std::optional<uint64_t> cap, uid_t,
+                                          bool read_only) override {
+    capped_calls.push_back({cap, read_only});
+    if (!fail_capped.ok()) return fail_capped;
+    if (cap) {
+      const int fd = openat(p.profile.get(), "persist.img", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd < 0) return absl::InternalError("cannot write persist.img");
+      const std::string text = absl::StrCat(*cap);
+      (void)!write(fd, text.data(), text.size());
+      close(fd);
+    } else if (!HasCappedImage(p)) {
+      return absl::NotFoundError("no persist.img");
+    }
+    (void)mkdirat(p.profile.get(), "persist", 0700);
+    mounted.insert(PersistMountPath(p.profile_dir));
+    return CappedMount{capped_kind, capped_kind == CappedKind::kFuse2fs ? 777 : 0, 1};
+  }
+  absl::Status UnmountCapped(const std::string& profile_dir, CappedMount m,
+                             std::chrono::milliseconds) override {
+    const std::string mp = PersistMountPath(profile_dir);
+    if (busy.count(mp)) return absl::FailedPreconditionError("busy");
+    unmounted_capped.push_back(m);
+    mounted.erase(mp);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CappedUsage> CappedUsageOf(const CheckedProfile&, uid_t) override {
+    return CappedUsage{64 << 20, 3 << 20, 61 << 20, 12, 16384};
+  }
+  bool HasCappedImage(const CheckedProfile& p) override {
+    struct stat st {};
+    return fstatat(p.profile.get(), "persist.img", &st, AT_SYMLINK_NOFOLLOW) == 0;
+  }
+  int CappedMounts() const {
+    int n = 0;
+    for (const std::string& m : mounted) n += m.size() > 8 && m.substr(m.size() - 8) == "/persist";
+    return n;
+  }
+
+  std::vector<std::pair<std::optional<uint64_t>, bool>> capped_calls;  // cap, read_only
+  std::vector<CappedMount> unmounted_capped;
+  absl::Status fail_capped;
+  CappedKind capped_kind = CappedKind::kLoop;
   std::map<std::string, int> image_mounts;
   std::set<std::string> mounted;
   std::set<std::string> busy;
@@ -77,6 +123,16 @@ class FakeOps final : public OverlayOps {
  private:
   std::string image_root_;
 };
+
+std::string Record(const std::string& path) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "(none)";
+  char buf[128];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  return n > 0 ? std::string(buf, n) : "";
+}
 
 class OverlayManagerTest : public fs::ScratchTest {
  protected:
@@ -214,9 +270,10 @@ TEST_F(OverlayManagerTest, RestartReadoptsLiveHoldersAndUnmountsTheRest) {
   ASSERT_TRUE(third->Recover().ok());
   EXPECT_TRUE(third->List().empty());
   EXPECT_TRUE(ops_->mounted.empty());
-  absl::StatusOr<std::vector<Mounted>> saved = LoadState(state_);
+  absl::StatusOr<SavedState> saved = LoadState(state_);
   ASSERT_TRUE(saved.ok());
-  EXPECT_TRUE(saved->empty());
+  EXPECT_TRUE(saved->mounts.empty());
+  EXPECT_TRUE(saved->capped.empty());
 }
 
 TEST_F(OverlayManagerTest, RestartIgnoresARecordNamingAnotherPath) {
@@ -237,8 +294,8 @@ TEST_F(OverlayManagerTest, RestartIgnoresARecordNamingAnotherPath) {
 
 TEST_F(OverlayManagerTest, ResetRefusedWhileHeldThenEmptiesTheLayers) {
   ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
-  Write("data/prof/usr_changes/poisoned", "x");
-  Write("data/prof/etc_changes/keep", "x");
+  Write("data/prof/persist/usr_changes/poisoned", "x");
+  Write("data/prof/persist/etc_changes/keep", "x");
   absl::Status s = manager_->Reset({"prof", "", ""}, "/usr").status();
   EXPECT_TRUE(absl::IsFailedPrecondition(s));
   EXPECT_NE(s.message().find(kA), std::string::npos);
@@ -247,11 +304,17 @@ TEST_F(OverlayManagerTest, ResetRefusedWhileHeldThenEmptiesTheLayers) {
   absl::StatusOr<std::vector<std::string>> r = manager_->Reset({"prof", "", ""}, "/usr");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, std::vector<std::string>{"/usr"});
-  EXPECT_FALSE(Exists("data/prof/usr_changes/poisoned"));
-  EXPECT_TRUE(Exists("data/prof/usr_changes"));
-  EXPECT_TRUE(Exists("data/prof/etc_changes/keep"));
+  EXPECT_FALSE(Exists("data/prof/persist/usr_changes/poisoned"));
+  EXPECT_TRUE(Exists("data/prof/persist/usr_changes"));
+  EXPECT_TRUE(Exists("data/prof/persist/etc_changes/keep"));
+  EXPECT_TRUE(Exists("data/prof/persist.img"));
+  // Mounted as it is for the reset (no resize), and unmounted after.
+  EXPECT_EQ(ops_->capped_calls.back(), std::make_pair(std::optional<uint64_t>(), false));
+  EXPECT_EQ(ops_->CappedMounts(), 0);
 }
 
+// A layer from before the cap (directly in the profile directory) is
+// removed by a reset, without following what the sandbox put in it.
 TEST_F(OverlayManagerTest, ResetDoesNotFollowASymlinkOutOfTheLayer) {
   ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
   ASSERT_EQ(mkdir(P("data/prof/usr_changes").c_str(), 0700), 0);
@@ -263,11 +326,13 @@ TEST_F(OverlayManagerTest, ResetDoesNotFollowASymlinkOutOfTheLayer) {
   ASSERT_TRUE(manager_->Reset({"prof", "", ""}, "/usr").ok());
   EXPECT_TRUE(Exists("precious/file"));
   EXPECT_FALSE(Exists("data/prof/usr_changes/link"));
+  EXPECT_FALSE(Exists("data/prof/usr_changes"));
+  EXPECT_FALSE(Exists("data/prof/usr_work"));
 }
 
 TEST_F(OverlayManagerTest, DescribeReportsChangesAndHolders) {
   ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
-  Write("data/prof/usr_changes/newfile", "abc");
+  Write("data/prof/persist/usr_changes/newfile", "abc");
   absl::StatusOr<ProfileState> s = manager_->Describe({"prof", "", ""});
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->directories.size(), 2u);
@@ -275,6 +340,12 @@ TEST_F(OverlayManagerTest, DescribeReportsChangesAndHolders) {
   EXPECT_EQ(s->directories[0].stats.bytes, 3u);
   EXPECT_TRUE(s->directories[0].mounted);
   EXPECT_EQ(s->directories[0].sessions, std::vector<std::string>{kA});
+  EXPECT_EQ(s->directories[0].changes, P("data/prof/persist/usr_changes"));
+  EXPECT_TRUE(s->usage.exists);
+  EXPECT_EQ(s->usage.cap_bytes, kDefaultPersistentCap);
+  EXPECT_EQ(s->usage.usage.used_bytes, 3u << 20);
+  EXPECT_EQ(s->usage.held_by, "loop-mounted ext4 image");
+  EXPECT_EQ(ops_->image_mounts[kImg1], 2);  // the overlays' own; Describe's are undone
 }
 
 // `lazaret state --config FILE` in a workspace: the profile is looked up
@@ -290,21 +361,153 @@ TEST_F(OverlayManagerTest, StateCommandsPassTheWorkspaceAndConfigToTheLookup) {
   EXPECT_EQ(sessions_.queries[1].explicit_config, "/home/u/alt2.toml");
 }
 
+TEST_F(OverlayManagerTest, OneCappedMountPerProfileSharedAndUnmountedAfterTheLast) {
+  sessions_.profile.persistent_cap_bytes = 64 << 20;
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  ASSERT_TRUE(manager_->Attach(kB, kImg1).ok());
+  // Made to the cap once, before the first overlay; shared by both
+  // directories and both sessions.
+  ASSERT_EQ(ops_->capped_calls.size(), 1u);
+  EXPECT_EQ(ops_->capped_calls[0], std::make_pair(std::optional<uint64_t>(64 << 20), false));
+  EXPECT_EQ(ops_->CappedMounts(), 1);
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  EXPECT_EQ(ops_->CappedMounts(), 1);
+  ASSERT_TRUE(manager_->Detach(kB).ok());
+  EXPECT_EQ(ops_->CappedMounts(), 0);
+  EXPECT_EQ(ops_->unmounted_capped.size(), 1u);
+  EXPECT_TRUE(ops_->mounted.empty());
+}
+
+// A sandbox's mount namespace may keep a copy of an overlay for a moment
+// after its session ended, which keeps the capped file system busy.
+TEST_F(OverlayManagerTest, BusyCappedMountIsKeptReusedAndUnmountedByAReset) {
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  ops_->busy.insert(P("data/prof/persist"));
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  EXPECT_EQ(ops_->CappedMounts(), 1);
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  EXPECT_EQ(ops_->capped_calls.size(), 1u);  // the kept one, not a second mount
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  EXPECT_TRUE(manager_->Cleanup().ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(manager_->Reset({"prof", "", ""}, "").status()));
+  EXPECT_TRUE(Exists("data/prof/persist.img"));
+  ops_->busy.clear();
+  ASSERT_TRUE(manager_->Reset({"prof", "", ""}, "").ok());
+  EXPECT_EQ(ops_->CappedMounts(), 0);
+  EXPECT_FALSE(Exists("data/prof/persist.img"));
+}
+
+TEST_F(OverlayManagerTest, CappedMountFailureMountsNoOverlay) {
+  ops_->fail_capped = absl::ResourceExhaustedError("only 1 MiB free");
+  absl::Status s = manager_->Attach(kA, kImg1).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_TRUE(ops_->mounted.empty());
+  EXPECT_TRUE(ops_->drivers.empty());
+  EXPECT_EQ(ops_->image_mounts[kImg1], 0);
+}
+
+TEST_F(OverlayManagerTest, FailedOverlayUnmountsTheCappedMountToo) {
+  ops_->fail_mount = "/usr";
+  EXPECT_FALSE(manager_->Attach(kA, kImg1).ok());
+  EXPECT_TRUE(ops_->mounted.empty());
+  EXPECT_EQ(ops_->unmounted_capped.size(), 1u);
+}
+
+TEST_F(OverlayManagerTest, CappedMountReadoptedAfterRestartAndCleanedWithoutHolders) {
+  ops_->capped_kind = CappedKind::kFuse2fs;
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  absl::StatusOr<SavedState> saved = LoadState(state_);
+  ASSERT_TRUE(saved.ok());
+  ASSERT_EQ(saved->capped.size(), 1u);
+  EXPECT_EQ(saved->capped[0].profile_dir, P("data/prof"));
+  EXPECT_EQ(saved->capped[0].mount.kind, CappedKind::kFuse2fs);
+  EXPECT_EQ(saved->capped[0].mount.pid, 777);
+  auto again = std::make_unique<OverlayManager>(&sessions_, ops_.get(), state_, geteuid());
+  ASSERT_TRUE(again->Recover().ok());
+  EXPECT_EQ(again->List().size(), 2u);
+  EXPECT_EQ(ops_->capped_calls.size(), 1u);  // adopted, not mounted again
+  sessions_.live.clear();
+  auto third = std::make_unique<OverlayManager>(&sessions_, ops_.get(), state_, geteuid());
+  ASSERT_TRUE(third->Recover().ok());
+  EXPECT_TRUE(ops_->mounted.empty());
+  ASSERT_EQ(ops_->unmounted_capped.size(), 1u);
+  EXPECT_EQ(ops_->unmounted_capped[0].pid, 777);  // the adopted fuse2fs is waited for
+}
+
+TEST_F(OverlayManagerTest, CappedRecordWithoutOverlaysUnmountedAtRestart) {
+  MountTable t;
+  t.AddCapped(P("data/prof"), CappedMount{CappedKind::kLoop, 0, 0});
+  ASSERT_TRUE(SaveState(state_, t).ok());
+  ops_->mounted.insert(P("data/prof/persist"));
+  ASSERT_TRUE(manager_->Recover().ok());
+  EXPECT_TRUE(ops_->mounted.empty());
+}
+
+TEST_F(OverlayManagerTest, FuseOverlayOverFuse2fsWithoutTryingTheKernel) {
+  sessions_.profile.persistent_dirs = {"/usr"};
+  ops_->capped_kind = CappedKind::kFuse2fs;
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  EXPECT_EQ(ops_->drivers, std::vector<OverlayDriver>{OverlayDriver::kFuse});
+}
+
+TEST_F(OverlayManagerTest, PreCapLayersRefusedWithThePathAndTheFix) {
+  ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(P("data/prof/etc_changes").c_str(), 0700), 0);
+  Write("data/prof/etc_changes/hosts", "old");
+  absl::Status s = manager_->Attach(kA, kImg1).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find(P("data/prof/etc_changes")), std::string::npos) << s;
+  EXPECT_NE(s.message().find("lazaret state reset prof"), std::string::npos) << s;
+  EXPECT_TRUE(ops_->mounted.empty());
+  EXPECT_TRUE(ops_->capped_calls.empty());
+  // state show names it; the data is still there.
+  absl::StatusOr<ProfileState> st = manager_->Describe({"prof", "", ""});
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->directories[1].uncapped_changes, P("data/prof/etc_changes"));
+  EXPECT_TRUE(st->directories[0].uncapped_changes.empty());
+  EXPECT_TRUE(Exists("data/prof/etc_changes/hosts"));
+  ASSERT_TRUE(manager_->Reset({"prof", "", ""}, "").ok());
+  EXPECT_FALSE(Exists("data/prof/etc_changes"));
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+}
+
+TEST_F(OverlayManagerTest, ResetOfEveryDirectoryDeletesTheImage) {
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  Write("data/prof/persist/usr_changes/f", "x");
+  EXPECT_TRUE(absl::IsFailedPrecondition(manager_->Reset({"prof", "", ""}, "").status()));
+  EXPECT_TRUE(Exists("data/prof/persist.img"));
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  absl::StatusOr<std::vector<std::string>> r = manager_->Reset({"prof", "", ""}, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, (std::vector<std::string>{"/usr", "/etc"}));
+  EXPECT_FALSE(Exists("data/prof/persist.img"));
+  EXPECT_FALSE(Exists("data/prof/usr_layer"));
+  EXPECT_FALSE(Exists("data/prof/usr_image"));
+  absl::StatusOr<ProfileState> st = manager_->Describe({"prof", "", ""});
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_FALSE(st->usage.exists);
+}
+
+TEST_F(OverlayManagerTest, DescribeMountsAnUnheldImageReadOnlyAndComparesWithTheImage) {
+  ASSERT_TRUE(manager_->Attach(kA, kImg1).ok());
+  ASSERT_TRUE(manager_->Detach(kA).ok());
+  EXPECT_EQ(Record(P("data/prof/usr_image")), kImg1 + "\n");
+  ops_->capped_calls.clear();
+  absl::StatusOr<ProfileState> st = manager_->Describe({"prof", "", ""});
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_EQ(ops_->capped_calls.size(), 1u);
+  EXPECT_EQ(ops_->capped_calls[0], std::make_pair(std::optional<uint64_t>(), true));
+  EXPECT_EQ(ops_->CappedMounts(), 0);
+  EXPECT_EQ(ops_->image_mounts[kImg1], 0);
+  EXPECT_EQ(st->usage.usage.inodes_total, 16384u);
+  EXPECT_TRUE(st->directories[0].stats.limit.empty()) << st->directories[0].stats.limit;
+}
+
 }  // namespace
 }  // namespace lazaret::mounthelper
 
 namespace lazaret::mounthelper {
 namespace {
-
-std::string Record(const std::string& path) {
-  std::string out;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "(none)";
-  char buf[64];
-  const ssize_t n = read(fd, buf, sizeof(buf));
-  close(fd);
-  return n > 0 ? std::string(buf, n) : "";
-}
 
 TEST_F(OverlayManagerTest, KernelOverlayByDefaultAndRecordedPerLayer) {
   sessions_.profile.persistent_dirs = {"/usr"};

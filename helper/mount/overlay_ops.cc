@@ -21,8 +21,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "helper/mount/child_process.h"
 #include "helper/mount/mounthelper.h"
 #include "helper/mount/thread_caps.h"
+#include "services/common/persist_layout.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 
@@ -34,160 +36,16 @@ namespace {
 constexpr auto kMountTimeout = std::chrono::seconds(20);
 constexpr auto kExitTimeout = std::chrono::seconds(10);
 
-// Where the programs the helper runs are looked up, in order.
-constexpr const char* kProgramDirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"};
-
-absl::StatusOr<std::string> FindProgram(const std::string& name) {
-  for (const char* dir : kProgramDirs) {
-    std::string p = absl::StrCat(dir, "/", name);
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return absl::NotFoundError(absl::StrCat(name,
-                                          " is not installed (looked in /usr/local/bin, "
-                                          "/usr/bin, /bin, /usr/sbin, /sbin); install it "
-                                          "(deploy/setup-host.sh)"));
-}
-
-// Children get CAP_SYS_ADMIN and, when `file_ops`, the delegated file
-// capabilities (mounthelper.h) as ambient capabilities: with no_new_privs
-// and SECBIT_NOROOT nothing else could give podman the right to mount and
-// fuse-overlayfs the right to serve files of every owner. Raw syscalls
-// only: runs between fork and execve.
-void RaiseAmbient(bool file_ops) {
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (syscall(SYS_capget, &hdr, data) != 0) return;
-  data[0].inheritable |= 1u << CAP_SYS_ADMIN;
-  if (file_ops) {
-    for (cap_value_t c : kDelegatedCapabilities) data[0].inheritable |= 1u << c;
-  }
-  if (syscall(SYS_capset, &hdr, data) != 0) return;
-  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0);
-  if (file_ops) {
-    for (cap_value_t c : kDelegatedCapabilities) {
-      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0);
-    }
-  }
-}
-
-struct Child {
-  pid_t pid = -1;
-  int out_fd = -1;  // stdout and stderr, when captured
-};
-
-// Forks and execs `argv` (argv[0] absolute) in a session of its own, with
-// stdin on /dev/null and stdout+stderr on a pipe (`capture`) or the
-// helper's stderr. `keep` descriptors stay open across execve.
-absl::StatusOr<Child> Spawn(const std::vector<std::string>& argv, bool capture,
-                            const std::vector<int>& keep, bool file_ops = false) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0) return ErrnoStatus("open /dev/null", errno);
-  int pipefd[2] = {-1, -1};
-  if (capture && pipe2(pipefd, O_CLOEXEC) != 0) {
-    close(devnull);
-    return ErrnoStatus("pipe", errno);
-  }
-  const int* keep_fds = keep.data();
-  const size_t nkeep = keep.size();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(devnull);
-    if (capture) close(pipefd[0]), close(pipefd[1]);
-    return ErrnoStatus("fork", err);
-  }
-  if (pid == 0) {
-    setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(devnull, 0);
-    if (capture) {
-      dup2(pipefd[1], 1);
-      dup2(pipefd[1], 2);
-    } else {
-      dup2(2, 1);
-    }
-    for (size_t i = 0; i < nkeep; ++i) fcntl(keep_fds[i], F_SETFD, 0);
-    RaiseAmbient(file_ops);
-    execve(args[0], args.data(), environ);
-    _exit(127);
-  }
-  close(devnull);
-  Child c{pid, -1};
-  if (capture) {
-    close(pipefd[1]);
-    c.out_fd = pipefd[0];
-  }
-  return c;
-}
-
-// Runs `argv` to completion; its output, or an error naming the command
-// and what it wrote.
-absl::StatusOr<std::string> RunCapture(const std::vector<std::string>& argv) {
-  LAZ_ASSIGN_OR_RETURN(Child c, Spawn(argv, true, {}));
-  std::string out;
-  char buf[4096];
-  while (true) {
-    const ssize_t n = read(c.out_fd, buf, sizeof(buf));
-    if (n > 0 && out.size() < (1 << 20)) out.append(buf, n);
-    if (n == 0 || (n < 0 && errno != EINTR)) break;
-  }
-  close(c.out_fd);
-  int ws = 0;
-  while (waitpid(c.pid, &ws, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-    return absl::InternalError(absl::StrCat(argv[0], " ", argv.size() > 1 ? argv[1] : "", " ",
-                                            argv.size() > 2 ? argv[2] : "",
-                                            " failed: ", absl::StripAsciiWhitespace(out)));
-  }
-  return out;
-}
-
-std::string FdPath(int fd) { return absl::StrCat("/proc/self/fd/", fd); }
-
 dev_t DevOf(const std::string& path) {
   struct stat st {};
   return lstat(path.c_str(), &st) == 0 ? st.st_dev : 0;
-}
-
-// Waits until `pid` is gone (a child of ours, or one adopted from a
-// previous helper, through its pidfd).
-bool WaitGone(pid_t pid, uint64_t start_time, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int ws = 0;
-    const pid_t r = waitpid(pid, &ws, WNOHANG);
-    if (r == pid) return true;
-    if (r < 0 && errno == ECHILD && ProcessStartTime(pid) != start_time) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// The messages the kernel left in a file system context (fsopen(2)): "e
-// overlay: ..." lines, joined.
-std::string ContextMessages(int fs_fd) {
-  std::string out;
-  char buf[512];
-  for (int i = 0; i < 8; ++i) {
-    const ssize_t n = read(fs_fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    if (!out.empty()) out += "; ";
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return std::string(absl::StripAsciiWhitespace(out));
 }
 
 // An error of the kernel overlay's set-up: UNIMPLEMENTED for what means
 // "the kernel will not do this overlay here" (the caller may use
 // fuse-overlayfs), the errno's status otherwise.
 absl::Status KernelOverlayError(const std::string& what, int fs_fd, int err) {
-  const std::string messages = fs_fd >= 0 ? ContextMessages(fs_fd) : "";
+  const std::string messages = fs_fd >= 0 ? FsContextMessages(fs_fd) : "";
   const std::string text = absl::StrCat("kernel overlayfs: ", what, ": ", std::strerror(err),
                                         messages.empty() ? "" : absl::StrCat(" (", messages, ")"));
   if (err == ENODEV || err == EPERM || err == EINVAL || err == EOPNOTSUPP || err == ENOSYS ||
@@ -245,6 +103,8 @@ absl::Status MountKernelOverlay(const fs::DirFd& lower, const CheckedOverlay& o)
 
 class SystemOverlayOps final : public OverlayOps {
  public:
+  explicit SystemOverlayOps(CappedKind capped_kind) : capped_kind_(capped_kind) {}
+
   absl::StatusOr<fs::DirFd> MountImage(const std::string& image_id) override {
     LAZ_ASSIGN_OR_RETURN(std::string podman, FindProgram("podman"));
     LAZ_ASSIGN_OR_RETURN(std::string out, RunCapture({podman, "image", "mount", image_id}));
@@ -279,10 +139,18 @@ class SystemOverlayOps final : public OverlayOps {
       return FuseProcess{};
     }
     LAZ_ASSIGN_OR_RETURN(std::string fuse, FindProgram("fuse-overlayfs"));
+    // writeback=0: with the kernel's writeback cache a write past the cap
+    // succeeds and its ENOSPC comes only at close, which the sandbox does
+    // not see (measured: dd exits 0, the data is lost); without it the
+    // write itself fails, and a full layer can still delete files.
+    // noacl: over fuse2fs (rootless) fuse-overlayfs's own ACL check fails
+    // with EOPNOTSUPP in a directory of another uid, so the sandbox's root
+    // could not open a file in its own 0711 directory (measured); gVisor
+    // gives the sandbox no POSIX ACLs on these mounts either way.
     const std::vector<std::string> argv = {
         fuse, "-f", "-o",
         absl::StrCat("lowerdir=", FdPath(lower.get()), ",upperdir=", FdPath(o.changes.get()),
-                     ",workdir=", FdPath(o.work.get())),
+                     ",workdir=", FdPath(o.work.get()), ",writeback=0,noacl"),
         FdPath(o.merged.get())};
     const dev_t before = DevOf(o.paths.merged);
     LAZ_ASSIGN_OR_RETURN(
@@ -327,6 +195,63 @@ class SystemOverlayOps final : public OverlayOps {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<CappedMount> MountCapped(const CheckedProfile& profile,
+                                          const std::string& profile_name,
+                                          std::optional<uint64_t> cap_bytes, uid_t owner,
+                                          bool read_only) override {
+    const std::string mount_path = PersistMountPath(profile.profile_dir);
+    if (IsMounted(mount_path)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          mount_path, " is already a mount point the helper does not know; unmount it"));
+    }
+    if (cap_bytes) {
+      LAZ_RETURN_IF_ERROR(PrepareCappedImage(profile.profile, profile.profile_dir, profile_name,
+                                             *cap_bytes, owner));
+    }
+    LAZ_ASSIGN_OR_RETURN(fs::UniqueFd image, OpenCappedImage(profile.profile, profile.profile_dir,
+                                                             owner, !read_only));
+    LAZ_ASSIGN_OR_RETURN(fs::DirFd mount_point, OpenPersistDir(profile, owner, true));
+    LAZ_ASSIGN_OR_RETURN(CappedMount m, MountCappedImage(image, mount_point, mount_path,
+                                                         capped_kind_, read_only));
+    if (!read_only) {
+      // mkfs makes the root 0755; the layers below are the helper's alone.
+      absl::StatusOr<fs::DirFd> root = OpenPersistDir(profile, owner, false);
+      absl::Status s = root.ok() ? absl::OkStatus() : root.status();
+      if (s.ok() && fchmod(root->get(), 0700) != 0) {
+        s = ErrnoStatus(absl::StrCat("chmod 0700 ", mount_path), errno);
+      }
+      if (!s.ok()) {
+        absl::Status u = UnmountCappedImage(mount_path, m, std::chrono::seconds(5));
+        if (!u.ok()) LAZ_LOG_WARNING << u;
+        return s;
+      }
+    }
+    return m;
+  }
+
+  absl::Status UnmountCapped(const std::string& profile_dir, CappedMount mount,
+                             std::chrono::milliseconds busy_wait) override {
+    return UnmountCappedImage(PersistMountPath(profile_dir), mount, busy_wait);
+  }
+
+  absl::StatusOr<CappedUsage> CappedUsageOf(const CheckedProfile& profile, uid_t owner) override {
+    LAZ_ASSIGN_OR_RETURN(fs::DirFd root, OpenPersistDir(profile, owner, false));
+    LAZ_ASSIGN_OR_RETURN(CappedUsage u, ::lazaret::mounthelper::CappedUsageOf(root));
+    // The cap the image was made for is its file's size (ext4 keeps some
+    // of it for itself, so the file system's own size is smaller).
+    struct stat st {};
+    if (fstatat(profile.profile.get(), kPersistImageName, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return ErrnoStatus(absl::StrCat("stat ", PersistImagePath(profile.profile_dir)), errno);
+    }
+    u.size_bytes = static_cast<uint64_t>(st.st_size);
+    return u;
+  }
+
+  bool HasCappedImage(const CheckedProfile& profile) override {
+    struct stat st {};
+    return fstatat(profile.profile.get(), kPersistImageName, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  }
+
   // A mount point has another device than its parent; a dead FUSE server
   // leaves one that answers ENOTCONN.
   bool IsMounted(const std::string& merged) override {
@@ -336,25 +261,15 @@ class SystemOverlayOps final : public OverlayOps {
     const std::string up = merged.substr(0, merged.rfind('/'));
     return lstat(up.empty() ? "/" : up.c_str(), &parent) == 0 && parent.st_dev != st.st_dev;
   }
+
+ private:
+  const CappedKind capped_kind_;
 };
 
 }  // namespace
 
-std::unique_ptr<OverlayOps> MakeSystemOverlayOps() { return std::make_unique<SystemOverlayOps>(); }
-
-uint64_t ProcessStartTime(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string s = ss.str();
-  const size_t close_paren = s.rfind(')');
-  if (close_paren == std::string::npos) return 0;
-  std::vector<std::string> f = absl::StrSplit(s.substr(close_paren + 2), ' ');
-  // Field 3 (state) is f[0]; field 22 (starttime) is f[19].
-  if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return 0;
-  uint64_t v = 0;
-  for (char ch : f[19]) v = v * 10 + (ch - '0');
-  return v;
+std::unique_ptr<OverlayOps> MakeSystemOverlayOps(CappedKind capped_kind) {
+  return std::make_unique<SystemOverlayOps>(capped_kind);
 }
 
 }  // namespace lazaret::mounthelper

@@ -2,7 +2,9 @@
 // bookkeeping can be tested with fakes: `podman image mount` / `unmount` of
 // the sandbox image (the lower layers), an overlay mounted (the kernel's
 // overlayfs through the descriptor-based mount API, or fuse-overlayfs
-// started) and unmounted, and whether a merged directory is a mount. Runs in lazaret-mount-helper
+// started) and unmounted, whether a merged directory is a mount, and the
+// profile's capped file system that holds the upper layers (capped_fs.h:
+// made, resized, mounted by a loop device or fuse2fs, unmounted). Runs in lazaret-mount-helper
 // (CAP_SYS_ADMIN; rootless inside `podman unshare`). Programs are found in
 // fixed system directories, never through $PATH, and started with an argv
 // built from checked values only: image ids are 64 hex digits, every
@@ -16,9 +18,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "helper/mount/capped_fs.h"
+#include "helper/mount/child_process.h"
 #include "helper/mount/overlay_driver.h"
 #include "helper/mount/overlay_paths.h"
 #include "services/common/fs/fd.h"
@@ -51,13 +56,29 @@ class OverlayOps {
   virtual absl::Status UnmountOverlay(const std::string& merged, FuseProcess process) = 0;
   // Whether `merged` is a mount point now.
   virtual bool IsMounted(const std::string& merged) = 0;
+
+  // Mounts the profile's capped file system (capped_fs.h) at
+  // <profile_dir>/persist, whose root is then 0700 (unless `read_only`).
+  // With `cap_bytes` it is first made that big (created, grown or shrunk:
+  // PrepareCappedImage); without, it is mounted as it is (NOT_FOUND when
+  // there is no image). `profile_name` is for the messages.
+  virtual absl::StatusOr<CappedMount> MountCapped(const CheckedProfile& profile,
+                                                  const std::string& profile_name,
+                                                  std::optional<uint64_t> cap_bytes, uid_t owner,
+                                                  bool read_only) = 0;
+  // Unmounts <profile_dir>/persist (when mounted) and waits for its
+  // fuse2fs; retries for up to `busy_wait` while it is busy.
+  virtual absl::Status UnmountCapped(const std::string& profile_dir, CappedMount mount,
+                                     std::chrono::milliseconds busy_wait) = 0;
+  // What the mounted capped file system holds.
+  virtual absl::StatusOr<CappedUsage> CappedUsageOf(const CheckedProfile& profile,
+                                                    uid_t owner) = 0;
+  // Whether <profile_dir>/persist.img exists.
+  virtual bool HasCappedImage(const CheckedProfile& profile) = 0;
 };
 
-// The real one.
-std::unique_ptr<OverlayOps> MakeSystemOverlayOps();
-
-// The start time of `pid` (field 22 of /proc/<pid>/stat), 0 when gone.
-uint64_t ProcessStartTime(pid_t pid);
+// The real one; `capped_kind`: how capped file systems are mounted.
+std::unique_ptr<OverlayOps> MakeSystemOverlayOps(CappedKind capped_kind = DefaultCappedKind());
 
 }  // namespace lazaret::mounthelper
 

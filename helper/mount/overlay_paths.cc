@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "helper/mount/layer_stats.h"
 #include "helper/mount/thread_caps.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/path.h"
@@ -173,6 +174,30 @@ absl::Status RemoveRootRecord(const fs::DirFd& profile, const std::string& base)
   return absl::OkStatus();
 }
 
+absl::StatusOr<CheckedProfile> CheckProfile(const std::string& data_root,
+                                            const std::string& profile_dir, uid_t owner,
+                                            bool create) {
+  if (!fs::IsCleanAbsolutePath(data_root) || !fs::IsCleanAbsolutePath(profile_dir) ||
+      fs::Dirname(profile_dir) != data_root) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile directory ", profile_dir, " is not one directory below data_root ", data_root));
+  }
+  const std::string name = fs::Basename(profile_dir);
+  LAZ_RETURN_IF_ERROR(fs::CheckOneComponent(name));
+  CheckedProfile c;
+  c.profile_dir = profile_dir;
+  // data_root is the user's own setting: made like mkdir -p on a first
+  // run (a symlinked ~/.local stays usable), opened as it is otherwise.
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd root, create ? fs::MakeDirs(data_root, 0700)
+                                              : fs::DirFd::OpenTrusted(data_root));
+  LAZ_ASSIGN_OR_RETURN(c.profile, OpenChild(root, data_root, name, owner, create));
+  return c;
+}
+
+absl::StatusOr<fs::DirFd> OpenPersistDir(const CheckedProfile& profile, uid_t owner, bool create) {
+  return OpenChild(profile.profile, profile.profile_dir, kPersistMountName, owner, create);
+}
+
 absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
                                             const std::string& profile_dir,
                                             const std::string& directory, uid_t owner,
@@ -181,27 +206,20 @@ absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
   if (directory.size() > 1024) {
     return absl::InvalidArgumentError("persistent directory name longer than 1024 bytes");
   }
-  if (!fs::IsCleanAbsolutePath(data_root) || !fs::IsCleanAbsolutePath(profile_dir) ||
-      fs::Dirname(profile_dir) != data_root) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "profile directory ", profile_dir, " is not one directory below data_root ", data_root));
-  }
-  const std::string name = fs::Basename(profile_dir);
-  LAZ_RETURN_IF_ERROR(fs::CheckOneComponent(name));
+  LAZ_ASSIGN_OR_RETURN(CheckedProfile p, CheckProfile(data_root, profile_dir, owner, create));
   CheckedOverlay c;
   c.directory = directory;
   c.profile_dir = profile_dir;
   c.paths = PersistPathsFor(profile_dir, directory);
-  // data_root is the user's own setting: made like mkdir -p on a first
-  // run (a symlinked ~/.local stays usable), opened as it is otherwise.
-  LAZ_ASSIGN_OR_RETURN(fs::DirFd root, create ? fs::MakeDirs(data_root, 0700)
-                                              : fs::DirFd::OpenTrusted(data_root));
-  LAZ_ASSIGN_OR_RETURN(c.profile, OpenChild(root, data_root, name, owner, create));
+  c.profile = std::move(p.profile);
   const std::string base = PersistName(directory);
   if (base.size() + 8 > 255) {
     return absl::InvalidArgumentError(
         absl::StrCat("persistent directory '", directory, "' escapes to a file name too long"));
   }
+  const std::string persist_path = PersistMountPath(profile_dir);
+  LAZ_ASSIGN_OR_RETURN(c.persist,
+                       OpenChild(c.profile, profile_dir, kPersistMountName, owner, create));
   {
     // The upper layer's root is D's root as the sandbox sees it: its owner
     // and mode are the image's (MatchRootToLower) or whatever the sandbox
@@ -209,14 +227,87 @@ absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
     // DAC_OVERRIDE and its owner is not checked. What keeps others out is
     // the 0700 profile directory above it, checked above.
     ThreadCapsInEffect caps({CAP_DAC_OVERRIDE});
-    LAZ_ASSIGN_OR_RETURN(c.changes, OpenChild(c.profile, profile_dir,
+    LAZ_ASSIGN_OR_RETURN(c.changes, OpenChild(c.persist, persist_path,
                                               absl::StrCat(base, "_changes"), std::nullopt, create));
   }
   LAZ_ASSIGN_OR_RETURN(
-      c.work, OpenChild(c.profile, profile_dir, absl::StrCat(base, "_work"), owner, create));
+      c.work, OpenChild(c.persist, persist_path, absl::StrCat(base, "_work"), owner, create));
   LAZ_ASSIGN_OR_RETURN(c.merged, OpenChild(c.profile, profile_dir,
                                            absl::StrCat(base, "_merged"), owner, create));
   return c;
+}
+
+bool HasUncappedLayer(const CheckedProfile& profile, const std::string& directory) {
+  struct stat st {};
+  const std::string name = absl::StrCat(PersistName(directory), "_changes");
+  return fstatat(profile.profile.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+absl::Status RemoveUncappedLayers(const CheckedProfile& profile, const std::string& directory) {
+  for (const char* suffix : {"_changes", "_work"}) {
+    const std::string name = absl::StrCat(PersistName(directory), suffix);
+    struct stat st {};
+    if (fstatat(profile.profile.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      absl::StatusOr<fs::DirFd> dir;
+      {
+        // Its root may carry any owner and mode the sandbox gave it.
+        ThreadCapsInEffect caps({CAP_DAC_OVERRIDE});
+        dir = OpenChild(profile.profile, profile.profile_dir, name, std::nullopt, false);
+      }
+      if (!dir.ok()) return dir.status();
+      LAZ_RETURN_IF_ERROR(RemoveLayerContents(*dir));
+    }
+    ThreadCapsInEffect caps({CAP_DAC_OVERRIDE, CAP_FOWNER});
+    if (unlinkat(profile.profile.get(), name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) !=
+            0 &&
+        errno != ENOENT) {
+      return ErrnoStatus(absl::StrCat("removing ", profile.profile_dir, "/", name), errno);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteImageRecord(const fs::DirFd& profile, const std::string& base,
+                              const std::string& image_id) {
+  const std::string name = absl::StrCat(base, "_image");
+  const std::string tmp = absl::StrCat(".", name, ".tmp");
+  (void)unlinkat(profile.get(), tmp.c_str(), 0);
+  const int fd = openat(profile.get(), tmp.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("creating the image record ", name), errno);
+  fs::UniqueFd file(fd);
+  const std::string text = absl::StrCat(image_id, "\n");
+  if (write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      renameat(profile.get(), tmp.c_str(), profile.get(), name.c_str()) != 0) {
+    const int err = errno;
+    (void)unlinkat(profile.get(), tmp.c_str(), 0);
+    return ErrnoStatus(absl::StrCat("writing the image record ", name), err);
+  }
+  return absl::OkStatus();
+}
+
+std::string ReadImageRecord(const fs::DirFd& profile, const std::string& base) {
+  const std::string name = absl::StrCat(base, "_image");
+  const int fd = openat(profile.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";
+  fs::UniqueFd file(fd);
+  char buf[80];
+  const ssize_t n = read(file.get(), buf, sizeof(buf));
+  if (n < 64) return "";
+  std::string id(buf, 64);
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return "";
+  }
+  return id;
+}
+
+absl::Status RemoveImageRecord(const fs::DirFd& profile, const std::string& base) {
+  const std::string name = absl::StrCat(base, "_image");
+  if (unlinkat(profile.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return ErrnoStatus(absl::StrCat("removing the image record ", name), errno);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<fs::DirFd> OpenLowerDir(int root_fd, const std::string& rel,

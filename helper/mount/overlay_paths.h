@@ -18,6 +18,25 @@
 
 namespace lazaret::mounthelper {
 
+// A profile directory, open and checked: one component below data_root, a
+// real directory owned by the helper's user.
+struct CheckedProfile {
+  std::string profile_dir;
+  fs::DirFd profile;
+};
+
+// Checks that `profile_dir` is one component below `data_root`, opens
+// data_root (as the user configured it, symlinks followed; made like
+// mkdir -p, mode 0700, when `create`) and below it, without following a
+// symlink, the profile directory (created 0700 when `create`, else
+// NOT_FOUND), which must be owned by `owner`.
+absl::StatusOr<CheckedProfile> CheckProfile(const std::string& data_root,
+                                            const std::string& profile_dir, uid_t owner,
+                                            bool create);
+// Opens <profile_dir>/persist, the capped file system's mount point (or,
+// once mounted, its root), created 0700 when `create`; owned by `owner`.
+absl::StatusOr<fs::DirFd> OpenPersistDir(const CheckedProfile& profile, uid_t owner, bool create);
+
 // A persistent directory whose profile, upper, work and merged directories
 // are open (O_DIRECTORY|O_NOFOLLOW) and, all but the upper layer's root,
 // were checked to be owned by `owner`. The upper layer's root is D's root
@@ -27,17 +46,19 @@ struct CheckedOverlay {
   std::string profile_dir;
   PersistPaths paths;
   fs::DirFd profile;
+  fs::DirFd persist;  // the capped file system's root, holding changes and work
   fs::DirFd changes;
   fs::DirFd work;
   fs::DirFd merged;
 };
 
-// Checks `directory` (CheckPersistentDir), that `profile_dir` is one
-// component below `data_root`, opens data_root (as the user configured it,
-// symlinks followed; made like mkdir -p, mode 0700, when `create`) and below it, without following any symlink, the
-// profile directory and its <name>_changes, _work and _merged, creating
-// missing ones with mode 0700 when `create` (else NOT_FOUND). Each must be
-// a directory owned by `owner`, except <name>_changes (see CheckedOverlay).
+// Checks `directory` (CheckPersistentDir) and the profile (CheckProfile),
+// then opens, without following any symlink, persist/ and in it
+// <name>_changes and <name>_work, and <name>_merged in the profile
+// directory, creating missing ones with mode 0700 when `create` (else
+// NOT_FOUND). Each must be a directory owned by `owner`, except
+// <name>_changes (see CheckedOverlay). The caller makes sure the capped
+// file system is mounted at persist/ first: this only opens what is there.
 absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
                                             const std::string& profile_dir,
                                             const std::string& directory, uid_t owner, bool create);
@@ -52,6 +73,21 @@ absl::StatusOr<CheckedOverlay> CheckOverlay(const std::string& data_root,
 absl::Status MatchRootToLower(const fs::DirFd& lower, const CheckedOverlay& o);
 // Drops <name>_root (a reset: the next mount gives the image's again).
 absl::Status RemoveRootRecord(const fs::DirFd& profile, const std::string& base);
+
+// Whether D's layer from before the size cap, <profile_dir>/<name>_changes,
+// exists (of any type: it is never followed).
+bool HasUncappedLayer(const CheckedProfile& profile, const std::string& directory);
+// Removes <name>_changes and <name>_work from the profile directory (a
+// reset): their content at any depth, then the directories themselves.
+absl::Status RemoveUncappedLayers(const CheckedProfile& profile, const std::string& directory);
+
+// The image whose D a layer was last mounted over (<name>_image), kept so
+// `state show` can compare the layer with that image's D.
+absl::Status WriteImageRecord(const fs::DirFd& profile, const std::string& base,
+                              const std::string& image_id);
+// The recorded id; empty when there is none or it is not 64 hex digits.
+std::string ReadImageRecord(const fs::DirFd& profile, const std::string& base);
+absl::Status RemoveImageRecord(const fs::DirFd& profile, const std::string& base);
 
 // Opens `rel` (a clean absolute path inside the image, "/usr") below the
 // image's root `root_fd` with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS: the lower

@@ -26,10 +26,11 @@ class OverlayPathsTest : public fs::ScratchTest {
 TEST_F(OverlayPathsTest, CreatesMissingDirectoriesPrivate) {
   absl::StatusOr<CheckedOverlay> c = Check("/usr");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->paths.changes, P("data/prof/usr_changes"));
+  EXPECT_EQ(c->paths.changes, P("data/prof/persist/usr_changes"));
   EXPECT_EQ(c->paths.merged, P("data/prof/usr_merged"));
   for (const char* d :
-       {"data/prof", "data/prof/usr_changes", "data/prof/usr_work", "data/prof/usr_merged"}) {
+       {"data/prof", "data/prof/persist", "data/prof/persist/usr_changes",
+        "data/prof/persist/usr_work", "data/prof/usr_merged"}) {
     struct stat st {};
     ASSERT_EQ(lstat(P(d).c_str(), &st), 0) << d;
     EXPECT_TRUE(S_ISDIR(st.st_mode));
@@ -69,7 +70,7 @@ TEST_F(OverlayPathsTest, SymlinkedProfileDirRefused) {
 TEST_F(OverlayPathsTest, SymlinkedComponentRefused) {
   ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
   ASSERT_EQ(mkdir(P("victim").c_str(), 0700), 0);
-  for (const char* name : {"usr_changes", "usr_work", "usr_merged"}) {
+  for (const char* name : {"persist", "persist/usr_changes", "persist/usr_work", "usr_merged"}) {
     const std::string link = P(std::string("data/prof/") + name);
     ASSERT_EQ(symlink(P("victim").c_str(), link.c_str()), 0);
     EXPECT_FALSE(Check("/usr").ok()) << name;
@@ -81,7 +82,8 @@ TEST_F(OverlayPathsTest, SymlinkedComponentRefused) {
 
 TEST_F(OverlayPathsTest, FileInPlaceOfADirectoryRefused) {
   ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
-  Write("data/prof/usr_work", "x");
+  ASSERT_EQ(mkdir(P("data/prof/persist").c_str(), 0700), 0);
+  Write("data/prof/persist/usr_work", "x");
   EXPECT_FALSE(Check("/usr").ok());
 }
 
@@ -100,11 +102,11 @@ TEST_F(OverlayPathsTest, ForeignOwnerRefused) {
 TEST_F(OverlayPathsTest, UpperRootOfAnyOwnerAndModeIsOpened) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to chown";
   ASSERT_TRUE(Check("/usr").ok());
-  ASSERT_EQ(chown(P("data/prof/usr_changes").c_str(), 4242, 4242), 0);
-  ASSERT_EQ(chmod(P("data/prof/usr_changes").c_str(), 0), 0);
+  ASSERT_EQ(chown(P("data/prof/persist/usr_changes").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(chmod(P("data/prof/persist/usr_changes").c_str(), 0), 0);
   absl::StatusOr<CheckedOverlay> c = Check("/usr", false);
   EXPECT_TRUE(c.ok()) << c.status();
-  ASSERT_EQ(chown(P("data/prof/usr_work").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(chown(P("data/prof/persist/usr_work").c_str(), 4242, 4242), 0);
   EXPECT_FALSE(Check("/usr", false).ok()) << "the work directory is the helper's alone";
 }
 
@@ -130,7 +132,7 @@ TEST_F(OverlayPathsTest, UpperRootTakesTheImagesModeOwnerAndTimesUnlessTheSandbo
   ASSERT_EQ(utimensat(AT_FDCWD, P("image").c_str(), old_times, 0), 0);
   absl::StatusOr<fs::DirFd> lower = fs::DirFd::Open(P("image"));
   ASSERT_TRUE(lower.ok());
-  const std::string upper = P("data/prof/usr_changes");
+  const std::string upper = P("data/prof/persist/usr_changes");
   {
     absl::StatusOr<CheckedOverlay> c = Check("/usr");
     ASSERT_TRUE(c.ok()) << c.status();
@@ -155,7 +157,7 @@ TEST_F(OverlayPathsTest, UpperRootTakesTheImagesModeOwnerAndTimesUnlessTheSandbo
   // The sandbox's chown/chmod of D and a new entry in it (its mtime) stay.
   ASSERT_EQ(chown(upper.c_str(), 4242, 4242), 0);
   ASSERT_EQ(chmod(upper.c_str(), 0711), 0);
-  Write("data/prof/usr_changes/new", "x");
+  Write("data/prof/persist/usr_changes/new", "x");
   const time_t touched = AttrsOf(upper).mtime;
   {
     absl::StatusOr<CheckedOverlay> c = Check("/usr", false);
@@ -193,10 +195,10 @@ TEST_F(OverlayPathsTest, CraftedDirectoryNamesRefused) {
   // Names that only look odd stay inside the profile directory.
   absl::StatusOr<CheckedOverlay> c = Check("/%2E");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->paths.changes, P("data/prof/%252E_changes"));
+  EXPECT_EQ(c->paths.changes, P("data/prof/persist/%252E_changes"));
   c = Check("/..a");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->paths.changes, P("data/prof/..a_changes"));
+  EXPECT_EQ(c->paths.changes, P("data/prof/persist/..a_changes"));
 }
 
 TEST_F(OverlayPathsTest, ProfileDirMustBeOneLevelBelowDataRoot) {

@@ -40,6 +40,13 @@ absl::Status SaveState(const std::string& path, const MountTable& table) {
     s->set_start_time(m.start_time);
     for (const std::string& h : m.holders) s->add_sessions(h);
   }
+  for (const auto& [dir, c] : table.capped()) {
+    pb::StoredCapped* s = state.add_capped();
+    s->set_profile_dir(dir);
+    s->set_kind(std::string(CappedKindKey(c.kind)));
+    s->set_pid(c.pid);
+    s->set_start_time(c.start_time);
+  }
   std::string text;
   if (!google::protobuf::TextFormat::PrintToString(state, &text)) {
     return absl::InternalError("cannot encode the mount helper's state");
@@ -65,10 +72,10 @@ absl::Status SaveState(const std::string& path, const MountTable& table) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Mounted>> LoadState(const std::string& path) {
+absl::StatusOr<SavedState> LoadState(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return std::vector<Mounted>{};
+    if (errno == ENOENT) return SavedState{};
     return ErrnoStatus(absl::StrCat("open ", path), errno);
   }
   std::string text;
@@ -80,7 +87,15 @@ absl::StatusOr<std::vector<Mounted>> LoadState(const std::string& path) {
   if (!google::protobuf::TextFormat::ParseFromString(text, &state)) {
     return absl::DataLossError(absl::StrCat(path, " is not a mount helper state file"));
   }
-  std::vector<Mounted> out;
+  SavedState out;
+  for (const pb::StoredCapped& s : state.capped()) {
+    SavedCapped c;
+    if (!ParseCappedKind(s.kind(), &c.mount.kind)) continue;
+    c.profile_dir = s.profile_dir();
+    c.mount.pid = s.pid();
+    c.mount.start_time = s.start_time();
+    out.capped.push_back(std::move(c));
+  }
   for (const pb::StoredMount& s : state.mounts()) {
     Mounted m;
     m.profile = s.profile();
@@ -91,7 +106,7 @@ absl::StatusOr<std::vector<Mounted>> LoadState(const std::string& path) {
     m.pid = s.pid();
     m.start_time = s.start_time();
     m.holders.insert(s.sessions().begin(), s.sessions().end());
-    out.push_back(std::move(m));
+    out.mounts.push_back(std::move(m));
   }
   return out;
 }

@@ -21,8 +21,18 @@ absl::StatusOr<std::string> StateFilePath(const std::string& runtime_dir);
 // Writes `table` atomically (a temporary file renamed over), mode 0600.
 absl::Status SaveState(const std::string& path, const MountTable& table);
 
-// What was saved; empty when there is no file.
-absl::StatusOr<std::vector<Mounted>> LoadState(const std::string& path);
+struct SavedCapped {
+  std::string profile_dir;
+  CappedMount mount;
+};
+struct SavedState {
+  std::vector<Mounted> mounts;
+  std::vector<SavedCapped> capped;
+};
+
+// What was saved; empty when there is no file. A capped record of an
+// unknown kind is dropped.
+absl::StatusOr<SavedState> LoadState(const std::string& path);
 
 }  // namespace lazaret::mounthelper
 

@@ -24,6 +24,21 @@ std::string PersistName(const std::string& directory) {
 }
 
 PersistPaths PersistPathsFor(const std::string& profile_dir, const std::string& directory) {
+  const std::string name = PersistName(directory);
+  const std::string inside = absl::StrCat(PersistMountPath(profile_dir), "/", name);
+  return PersistPaths{absl::StrCat(inside, "_changes"), absl::StrCat(inside, "_work"),
+                      absl::StrCat(profile_dir, "/", name, "_merged")};
+}
+
+std::string PersistImagePath(const std::string& profile_dir) {
+  return absl::StrCat(profile_dir, "/", kPersistImageName);
+}
+
+std::string PersistMountPath(const std::string& profile_dir) {
+  return absl::StrCat(profile_dir, "/", kPersistMountName);
+}
+
+PersistPaths UncappedPathsFor(const std::string& profile_dir, const std::string& directory) {
   const std::string base = absl::StrCat(profile_dir, "/", PersistName(directory));
   return PersistPaths{absl::StrCat(base, "_changes"), absl::StrCat(base, "_work"),
                       absl::StrCat(base, "_merged")};

@@ -116,7 +116,8 @@ HeldWorld::HeldWorld() {
   const std::string config = absl::StrCat(
       "[storage]\ndata_root = \"", data_root_, "\"\n\n",
       "[profiles.", kAgentProfile, "]\nimage = \"", kImage, "\"\n",
-      "persistent_dirs = [\"/usr\"]\n",
+      // Room for Debian's nodejs and npm; preallocated on disk, so no more.
+      "persistent_dirs = [\"/usr\"]\npersistent_cap = \"1GiB\"\n",
       "env = { NODE_EXTRA_CA_CERTS = \"", kCaInside, "\" }\n",
       "[[profiles.", kAgentProfile, ".volumes]]\nhost = \"", kHostCaBundle,
       "\"\ncontainer = \"", kCaInside, "\"\nmode = \"ro\"\n");

@@ -1,10 +1,12 @@
 // Profile persistence end to end: the real `lazaret run` asks the real
 // lazaret-mount-helper for overlays of /usr, /etc and /root (the kernel's
-// overlayfs, and fuse-overlayfs for one profile),
-// the sandbox (runsc) installs a package into them, and every outcome is
-// judged on the host: the upper layers on disk, the helper's mount table
-// (rootless: through `podman unshare`), its state file, its capabilities,
-// `lazaret state`. Rootful and rootless by LAZARET_E2E_MODE; the services
+// overlayfs, and fuse-overlayfs for one profile; rootless always
+// fuse-overlayfs, over fuse2fs), their upper layers in the profile's
+// capped file system (persistent_cap), the sandbox (runsc) installs a
+// package into them, and every outcome is judged on the host: the upper
+// layers in the image on disk (read with debugfs), the host's free space,
+// the helper's mount table (rootless: through `podman unshare`), its state
+// file, its capabilities, `lazaret state`. Rootful and rootless by LAZARET_E2E_MODE; the services
 // come from the e2e_up_<mode> fixture. One process runs every test (they
 // share one configuration and one image of their own). Runs as root.
 #include <gmock/gmock.h>
@@ -15,6 +17,7 @@
 
 #include <cstring>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,17 @@ bool Exists(const std::string& path) {
 }
 
 std::string StateFile() { return Env().runtime_dir + "/mount-helper/mounts"; }
+
+// The file system type of the capped mount in the helper's mount table.
+std::string CappedType() { return IsRootless() ? " - fuse" : " - ext4 "; }
+
+// The number a `state show --json` field holds ("used_bytes": "123"), -1
+// when it is missing.
+int64_t JsonNumber(const std::string& json, const std::string& field) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + field + "\": \"?([0-9]+)"))) return -1;
+  return std::stoll(m[1]);
+}
 
 class PersistE2eTest : public ::testing::Test {
  protected:
@@ -82,8 +96,12 @@ class PersistDriverE2eTest : public PersistE2eTest,
                              public ::testing::WithParamInterface<std::string> {
  protected:
   const char* profile() const { return GetParam() == "kernel" ? kPkg : kPkgFuse; }
-  // The file system type the helper's mounts of the profile show.
-  std::string MountType() const { return GetParam() == "kernel" ? " - overlay " : " - fuse."; }
+  // The driver the helper uses: rootless, fuse-overlayfs whatever the
+  // record says (the kernel's overlayfs refuses a fuse2fs upper layer in
+  // a user namespace).
+  std::string Driver() const { return IsRootless() ? "fuse-overlayfs" : GetParam(); }
+  // The file system type the helper's overlays of the profile show.
+  std::string MountType() const { return Driver() == "kernel" ? " - overlay " : " - fuse."; }
 };
 
 // 1, 2 and 8: a package installed with dpkg -i stays for the next session,
@@ -112,15 +130,17 @@ TEST_P(PersistDriverE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
   EXPECT_EQ(install.exit_code, 0) << install.out << install.err;
   EXPECT_THAT(install.out, HasSubstr("laz-hello-ran"));
   ExpectNothingMounted(pkg);
-  // On the host: the file is in the upper layer with the package's mode.
-  const std::string upper_file = world->ProfileDir(pkg) + "/usr_changes/bin/laz-hello";
-  struct stat st {};
-  ASSERT_EQ(lstat(upper_file.c_str(), &st), 0) << upper_file;
-  EXPECT_EQ(st.st_mode & 07777, 0755u) << "dpkg's chmod of the file it created (mode 0) was lost";
-  if ((st.st_mode & 07777) != 0755) {
+  // On the host: the file is in the upper layer (in the profile's image)
+  // with the package's mode.
+  const std::string pdir = world->ProfileDir(pkg);
+  const std::string upper_file = "usr_changes/bin/laz-hello";
+  const std::optional<mode_t> mode = LayerMode(pdir, upper_file);
+  ASSERT_TRUE(mode.has_value()) << upper_file << " is not in " << pdir << "/persist.img";
+  EXPECT_EQ(*mode & 07777, 0755u) << "dpkg's chmod of the file it created (mode 0) was lost";
+  if ((*mode & 07777) != 0755) {
     // The rest of the lifecycle still gets its checks: give the file the
     // package's mode from the host.
-    chmod(upper_file.c_str(), 0755);
+    ASSERT_EQ(SetLayerMode(pdir, upper_file, 0755), "");
   }
   // state show lists it.
   const std::string json = StateJson(pkg);
@@ -144,22 +164,30 @@ TEST_P(PersistDriverE2eTest, PackageSurvivesSessionsAndImageUpdatesUntilReset) {
   const pid_t holder = SpawnLazaret(ws_->path(), {"run", pkg, "--", "sleep", "120"}, {}, log);
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
-  // Mounted by the driver asked for, and `state show` says which.
-  const std::vector<std::string> mounts = MountsUnder(world->ProfileDir(pkg));
-  EXPECT_EQ(mounts.size(), 3u);
+  // Mounted by the driver asked for, over the one capped file system, and
+  // `state show` says which.
+  const std::vector<std::string> mounts = OverlayMountsOf(pdir);
+  EXPECT_EQ(mounts.size(), 3u) << testing::PrintToString(MountsUnder(pdir));
   for (const std::string& m : mounts) EXPECT_THAT(m, HasSubstr(MountType()));
-  EXPECT_THAT(StateJson(pkg), HasSubstr(absl::StrCat("\"overlay\": \"", GetParam(), "\"")));
+  const std::vector<std::string> capped = CappedMountsOf(pdir);
+  ASSERT_EQ(capped.size(), 1u) << testing::PrintToString(MountsUnder(pdir));
+  EXPECT_THAT(capped[0], HasSubstr(CappedType()));
+  EXPECT_THAT(capped[0], HasSubstr("nodev"));
+  EXPECT_THAT(capped[0], HasSubstr("nosuid"));
+  EXPECT_THAT(StateJson(pkg), HasSubstr(absl::StrCat("\"overlay\": \"", Driver(), "\"")));
   CommandResult refused = Lazaret("/", {"state", "reset", pkg, "/usr", "--yes"});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr(id));
-  EXPECT_TRUE(Exists(world->ProfileDir(pkg) + "/usr_changes/bin/laz-hello"));
+  EXPECT_TRUE(LayerMode(pdir, upper_file).has_value());
   kill(holder, SIGTERM);
   EXPECT_EQ(WaitChild(holder, 60), 128 + SIGTERM);
   ExpectNothingMounted(pkg);
 
   CommandResult reset = Lazaret("/", {"state", "reset", pkg, "/usr", "--yes"});
   ASSERT_EQ(reset.exit_code, 0) << reset.err;
-  EXPECT_FALSE(Exists(world->ProfileDir(pkg) + "/usr_changes/bin/laz-hello"));
+  EXPECT_FALSE(LayerMode(pdir, upper_file).has_value());
+  // Only /usr was reset: the others' layers stay in the image.
+  EXPECT_TRUE(LayerMode(pdir, "etc_changes").has_value());
   CommandResult gone = RunIn(ws_->path(), pkg, "command -v laz-hello || echo no-laz-hello");
   EXPECT_THAT(gone.out, HasSubstr("no-laz-hello")) << gone.err;
   EXPECT_THAT(gone.out, Not(HasSubstr("/usr/bin/laz-hello")));
@@ -197,10 +225,13 @@ TEST_P(PersistDriverE2eTest, RootsShowTheImagesModeOwnerAndTimesAndNobodyReadsTh
 
 // Issue 22: what the agent does to hide a poisoned binary in a persistent
 // /usr/local from `state show` and `state reset`: the binary, then its
-// directory given to another uid with mode 0711; a 0000 directory holding
-// a file, a 0000 file, a file named like a whiteout, a tree deeper than
-// 512 levels, and an attempt at the immutable flag. Show names them all,
-// reset removes them all, and the next session runs the image's git.
+// directory given to another uid with mode 0711; a directory of the image
+// re-attributed with nothing in it changed; a 0000 directory holding a
+// file, a 0000 file, a file named like a whiteout, a tree deeper than 512
+// levels, and an attempt at the immutable flag. Show names them all (the
+// re-attributed directories with what changed, and no directory merely
+// copied up), reset removes them all, and the next session runs the
+// image's git.
 TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
   const char* poison = GetParam() == "kernel" ? kPoison : kPoisonFuse;
   if (GetParam() != "kernel") {
@@ -220,7 +251,9 @@ TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
       "my $f = pack(\"L\", 0x10); ioctl(F, 0x40086602, $f) or die \"immutable: $!\\n\"; "
       "print \"immutable-set\\n\"' "
       "|| true; "
-      "chown 4242:4242 /usr/local/bin; chmod 0711 /usr/local/bin; git; ls -ld /usr/local/bin");
+      "chown 4242:4242 /usr/local/bin; chmod 0711 /usr/local/bin; "
+      "chown 4242 /usr/local/games; chmod 0711 /usr/local/games; "
+      "git; ls -ld /usr/local/bin");
   CommandResult planted = RunIn(ws_->path(), poison, plant);
   ASSERT_EQ(planted.exit_code, 0) << planted.out << planted.err;
   EXPECT_THAT(planted.out, HasSubstr("poisoned-git"));
@@ -229,7 +262,7 @@ TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
   EXPECT_THAT(planted.err, HasSubstr("immutable: ")) << "perl's ioctl did not run";
   RecordProperty("immutable_attempt", planted.err);
   // fuse-overlayfs refuses whiteout-shaped names through its mount.
-  EXPECT_THAT(planted.out, HasSubstr(GetParam() == "kernel" ? "decoy-made" : "decoy-refused"));
+  EXPECT_THAT(planted.out, HasSubstr(Driver() == "kernel" ? "decoy-made" : "decoy-refused"));
 
   const std::string json = StateJson(poison);
   for (const char* path : {"\"bin/git\"", "\"nomode\"", "\"share/hide/deep/f\""}) {
@@ -237,7 +270,9 @@ TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
   }
   EXPECT_THAT(json, HasSubstr(absl::StrCat(deep.substr(strlen("/usr/local/")), "/f\"")));
   EXPECT_THAT(json, HasSubstr("\"limit\": \"\""));
-  if (GetParam() == "kernel") {
+  // share/ was only copied up (hide/ was made in it): no change of its own.
+  EXPECT_THAT(json, Not(HasSubstr("\"share/ ("))) << json;
+  if (Driver() == "kernel") {
     // A file named like a whiteout is a file (fuse-overlayfs's own
     // bookkeeping may add whiteouts of names the image never had).
     EXPECT_THAT(json, HasSubstr("\".wh.decoy\""));
@@ -246,12 +281,18 @@ TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
   CommandResult text = Lazaret("/", {"state", "show", poison});
   EXPECT_THAT(text.out, Not(HasSubstr("no changes"))) << text.out;
   EXPECT_THAT(text.out, HasSubstr("bin/git")) << text.out;
+  // The re-attributed directories, the one with no file changed in it too,
+  // compared with the image's (the JSON escapes '>').
+  EXPECT_THAT(text.out, HasSubstr(" bin/ (mode 0755->0711, owner 0->4242, group 0->4242) "))
+      << text.out;
+  EXPECT_THAT(text.out, HasSubstr(" games/ (mode 0755->0711, owner 0->4242)")) << text.out;
 
-  CommandResult reset = Lazaret("/", {"state", "reset", poison, "--yes"});
+  // Only this directory: the image stays, its layer emptied.
+  CommandResult reset = Lazaret("/", {"state", "reset", poison, "/usr/local", "--yes"});
   ASSERT_EQ(reset.exit_code, 0) << reset.err;
-  CommandResult left = test::Run(
-      {"find", world->ProfileDir(poison) + "/usr%2Flocal_changes", "-mindepth", "1"});
-  EXPECT_EQ(left.out, "") << "left in the upper layer after the reset";
+  EXPECT_THAT(LayerNames(world->ProfileDir(poison), "usr%2Flocal_changes"), IsEmpty())
+      << "left in the upper layer after the reset";
+  EXPECT_THAT(StateJson(poison), Not(HasSubstr("/ (mode "))) << "still listed after the reset";
   CommandResult next = RunIn(ws_->path(), poison,
                              "test -e /usr/local/bin/git && echo poison-left; git --version; "
                              "stat -c %a:%u:%g /usr/local/bin");
@@ -262,8 +303,14 @@ TEST_P(PersistDriverE2eTest, PoisonedBinaryCannotHideFromShowOrReset) {
   ASSERT_EQ(Lazaret("/", {"state", "reset", poison, "--yes"}).exit_code, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Drivers, PersistDriverE2eTest,
-                         ::testing::Values("kernel", "fuse-overlayfs"),
+// Rootless, every overlay is fuse-overlayfs (over fuse2fs): one driver,
+// one run.
+std::vector<std::string> DriversOfThisMode() {
+  if (IsRootless()) return {"fuse-overlayfs"};
+  return {"kernel", "fuse-overlayfs"};
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, PersistDriverE2eTest, ::testing::ValuesIn(DriversOfThisMode()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            return p.param == "kernel" ? std::string("Kernel")
                                                       : std::string("FuseOverlayfs");
@@ -308,6 +355,63 @@ TEST_F(PersistE2eTest, AptInstallsFromTheMirrorAndThePackageStaysUntilReset) {
   EXPECT_THAT(gone.out, HasSubstr("no-status"));
 }
 
+// Issue 22: persistent_cap. The profile's persistent data lives in one
+// image of the cap's size, preallocated: writing past the cap fails inside
+// with ENOSPC, and the host's free space drops by the preallocation, not
+// by what the sandbox tried to write. `state show` reports usage against
+// the cap; after `state reset` the next session writes again.
+TEST_F(PersistE2eTest, WritesPastTheCapFailAndTakeNoMoreOfTheHost) {
+  const std::string pdir = world->ProfileDir(kCap);
+  ASSERT_EQ(Lazaret("/", {"state", "reset", kCap, "--yes"}).exit_code, 0);
+  ASSERT_FALSE(Exists(pdir + "/persist.img"));
+  const uint64_t before = HostAvailableBytes(world->data_root());
+  ASSERT_GT(before, 0u);
+  CommandResult fill = RunIn(ws_->path(), kCap,
+                             "dd if=/dev/zero of=/root/fill bs=1M count=200 2>&1; "
+                             "echo dd-exit:$?; sync; ls -s /root/fill");
+  EXPECT_EQ(fill.exit_code, 0) << fill.out << fill.err;
+  EXPECT_THAT(fill.out, HasSubstr("No space left on device")) << fill.out;
+  EXPECT_THAT(fill.out, Not(HasSubstr("dd-exit:0"))) << fill.out;
+  ExpectNothingMounted(kCap);
+  const uint64_t after = HostAvailableBytes(world->data_root());
+  // Allowance for the rest of the machine writing meanwhile.
+  constexpr uint64_t kSlack = uint64_t{16} << 20;
+  EXPECT_LE(before > after ? before - after : 0, kCapSmallBytes + kSlack)
+      << "the host lost " << (before - after) << " bytes for a cap of " << kCapSmallBytes;
+  RecordProperty("host_bytes_taken", std::to_string(before > after ? before - after : 0));
+  // The image: the cap's size, all of it allocated, the helper's user's only.
+  struct stat st {};
+  ASSERT_EQ(lstat((pdir + "/persist.img").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kCapSmallBytes);
+  EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, kCapSmallBytes) << "not preallocated";
+  EXPECT_TRUE(LayerMode(pdir, "root_changes/fill").has_value());
+
+  // Usage against the cap, read from the image while nobody holds it.
+  const std::string json = StateJson(kCap);
+  EXPECT_EQ(JsonNumber(json, "cap_bytes"), static_cast<int64_t>(kCapSmallBytes)) << json;
+  EXPECT_GE(JsonNumber(json, "used_bytes"), int64_t{48} << 20) << json;
+  EXPECT_GE(JsonNumber(json, "inodes_total"), 1) << json;
+  EXPECT_THAT(json, HasSubstr(IsRootless() ? "fuse2fs" : "loop-mounted ext4")) << json;
+  CommandResult text = Lazaret("/", {"state", "show", kCap});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("64.0 MiB")) << text.out;
+  ExpectNothingMounted(kCap);
+
+  CommandResult reset = Lazaret("/", {"state", "reset", kCap, "--yes"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_FALSE(Exists(pdir + "/persist.img"));
+  CommandResult again =
+      RunIn(ws_->path(), kCap,
+            "test -e /root/fill && echo fill-left; "
+            "dd if=/dev/zero of=/root/fill bs=1M count=16 2>&1 && echo wrote-again");
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_THAT(again.out, HasSubstr("wrote-again"));
+  EXPECT_THAT(again.out, Not(HasSubstr("fill-left")));
+  ASSERT_EQ(Lazaret("/", {"state", "reset", kCap, "--yes"}).exit_code, 0);
+}
+
 // Issue 22: `lazaret state show|reset --config FILE` resolve the profile
 // as `lazaret run --config FILE` does (here one only that file defines),
 // and `lazaret state show` without a profile works in a workspace and
@@ -316,13 +420,15 @@ TEST_F(PersistE2eTest, StateTakesConfigLikeRunAndShowWorksFromAnyDirectory) {
   UserDir outside("pcfgstate");
   const std::string cfg = outside.Write(
       "extra.toml", absl::StrCat("[profiles.p3cfgonly]\nimage = \"", kBaseImage,
-                                 "\"\npersistent_dirs = [\"/root\"]\n"));
+                                 "\"\npersistent_dirs = [\"/root\"]\npersistent_cap = \"",
+                                 kCapDefault, "\"\n"));
   CommandResult wrote =
       Lazaret(ws_->path(), {"run", "--config", cfg, "p3cfgonly", "--", "sh", "-c",
                             "echo cfg > /root/laz-cfg-marker"});
   ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
-  const std::string marker = world->data_root() + "/p3cfgonly/root_changes/laz-cfg-marker";
-  ASSERT_TRUE(Exists(marker));
+  const std::string cfg_dir = world->data_root() + "/p3cfgonly";
+  const std::string marker = "root_changes/laz-cfg-marker";
+  ASSERT_TRUE(LayerMode(cfg_dir, marker).has_value());
 
   CommandResult without = Lazaret(ws_->path(), {"state", "show", "p3cfgonly"});
   EXPECT_NE(without.exit_code, 0) << "the profile exists only in " << cfg;
@@ -355,7 +461,9 @@ TEST_F(PersistE2eTest, StateTakesConfigLikeRunAndShowWorksFromAnyDirectory) {
   CommandResult reset =
       Lazaret(ws_->path(), {"state", "reset", "p3cfgonly", "--config", cfg, "--yes"});
   ASSERT_EQ(reset.exit_code, 0) << reset.err;
-  EXPECT_FALSE(Exists(marker));
+  EXPECT_FALSE(LayerMode(cfg_dir, marker).has_value());
+  // A reset of every directory deletes the image.
+  EXPECT_FALSE(Exists(cfg_dir + "/persist.img"));
 }
 
 // 4: `lazaret state reset` asks on a terminal (typed in tmux, as a person
@@ -365,13 +473,14 @@ TEST_F(PersistE2eTest, ResetAsksOnATerminalAndNeedsYesWithout) {
   ASSERT_TRUE(test::TmuxSession::Available()) << "tmux is missing (deploy/setup-host.sh installs it)";
   CommandResult wrote = RunIn(ws_->path(), kReset, "echo kept > /root/laz-reset-marker");
   ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
-  const std::string marker = world->ProfileDir(kReset) + "/root_changes/laz-reset-marker";
-  ASSERT_TRUE(Exists(marker));
+  const std::string pdir = world->ProfileDir(kReset);
+  const std::string marker = "root_changes/laz-reset-marker";
+  ASSERT_TRUE(LayerMode(pdir, marker).has_value());
 
   CommandResult untold = Lazaret("/", {"state", "reset", kReset});
   EXPECT_EQ(untold.exit_code, 2);
   EXPECT_THAT(untold.err, HasSubstr("--yes"));
-  EXPECT_TRUE(Exists(marker));
+  EXPECT_TRUE(LayerMode(pdir, marker).has_value());
 
   test::TempDir dir("laz-e2e-reset");
   test::TmuxSession tmux(dir.path());
@@ -390,11 +499,11 @@ TEST_F(PersistE2eTest, ResetAsksOnATerminalAndNeedsYesWithout) {
     if (std::string(answer) == "n") {
       EXPECT_THAT(tmux.Capture(w), HasSubstr("Nothing was reset."));
       EXPECT_EQ(tmux.PaneExitStatus(w), 1);
-      EXPECT_TRUE(Exists(marker));
+      EXPECT_TRUE(LayerMode(pdir, marker).has_value());
     } else {
       EXPECT_THAT(tmux.Capture(w), HasSubstr("Reset /root of profile p3reset"));
       EXPECT_EQ(tmux.PaneExitStatus(w), 0);
-      EXPECT_FALSE(Exists(marker));
+      EXPECT_FALSE(LayerMode(pdir, marker).has_value());
     }
   }
   CommandResult gone = RunIn(ws_->path(), kReset, "cat /root/laz-reset-marker || echo no-marker");
@@ -427,13 +536,16 @@ TEST_F(PersistE2eTest, ConcurrentSessionsShareTheOverlays) {
   EXPECT_EQ(ids.size(), 2u);
   const std::string json = StateJson(kShared);
   for (const auto& id : ids) EXPECT_THAT(json, HasSubstr(id)) << json;
-  // One overlay per directory, shared: three mounts, not six.
-  EXPECT_EQ(MountsUnder(world->ProfileDir(kShared) + "/").size(), 3u)
-      << testing::PrintToString(MountsUnder(world->ProfileDir(kShared)));
+  // One overlay per directory, shared: three overlays, not six, over one
+  // capped file system.
+  const std::string pdir = world->ProfileDir(kShared);
+  EXPECT_EQ(OverlayMountsOf(pdir).size(), 3u) << testing::PrintToString(MountsUnder(pdir));
+  EXPECT_EQ(CappedMountsOf(pdir).size(), 1u) << testing::PrintToString(MountsUnder(pdir));
   kill(a, SIGTERM);
   EXPECT_EQ(WaitChild(a, 60), 128 + SIGTERM);
   // The last one still has them.
-  EXPECT_EQ(MountsUnder(world->ProfileDir(kShared) + "/").size(), 3u);
+  EXPECT_EQ(OverlayMountsOf(pdir).size(), 3u);
+  EXPECT_EQ(CappedMountsOf(pdir).size(), 1u);
   kill(b, SIGTERM);
   EXPECT_EQ(WaitChild(b, 60), 128 + SIGTERM);
   ExpectNothingMounted(kShared);
@@ -445,7 +557,7 @@ TEST_F(PersistE2eTest, KilledSessionIsUnmountedByTheReaper) {
   const pid_t pid = SpawnLazaret(ws_->path(), {"run", kKilled, "--", "sleep", "120"}, {}, log);
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
-  ASSERT_EQ(MountsUnder(world->ProfileDir(kKilled) + "/").size(), 3u);
+  ASSERT_EQ(OverlayMountsOf(world->ProfileDir(kKilled)).size(), 3u);
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitChild(pid, 30), 128 + SIGKILL);
   // The reaper (or else `lazaret clean`) detaches it.
@@ -468,7 +580,9 @@ TEST_F(PersistE2eTest, PathAttacksAreRefusedAndMountNothing) {
   const std::string pdir = world->ProfileDir(kLink);
   UserDir elsewhere("pelse");
   ASSERT_EQ(RunAs("/", {"mkdir", "-p", pdir}).exit_code, 0);
-  for (const char* name : {"usr_changes", "usr_merged"}) {
+  // The capped file system's image and mount point, an overlay's mount
+  // point, and a layer where it was before the cap.
+  for (const char* name : {"persist.img", "persist", "usr_merged", "usr_changes"}) {
     ASSERT_EQ(RunAs("/", {"ln", "-s", elsewhere.path(), pdir + "/" + name}).exit_code, 0);
     CommandResult r = RunIn(ws_->path(), kLink, "echo must-not-run");
     EXPECT_NE(r.exit_code, 0) << name;
@@ -502,7 +616,8 @@ TEST_F(PersistE2eTest, PathAttacksAreRefusedAndMountNothing) {
                                                {"[\"/usr/../etc\"]", "clean"}}) {
     const std::string cfg =
         outside.Write("crafted.toml", absl::StrCat("[profiles.p3crafted]\nimage = \"", kBaseImage,
-                                                   "\"\npersistent_dirs = ", c.dirs, "\n"));
+                                                   "\"\npersistent_dirs = ", c.dirs,
+                                                   "\npersistent_cap = \"", kCapDefault, "\"\n"));
     CommandResult r = Lazaret(ws_->path(), {"run", "--config", cfg, "p3crafted", "--", "true"});
     EXPECT_EQ(r.exit_code, 125) << c.dirs;
     EXPECT_THAT(r.err, HasSubstr("persistent_dirs")) << c.dirs << ": " << r.err;

@@ -1,12 +1,15 @@
 #include "tests/e2e/persist_e2e_world.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
@@ -15,9 +18,20 @@ namespace {
 
 constexpr char kMarker[] = "# written by persist_e2e (restored at its end)\n";
 
-std::string Profile(const std::string& name, const std::string& image, const std::string& dirs) {
+constexpr char kDebugfs[] = "/usr/sbin/debugfs";
+
+std::string Profile(const std::string& name, const std::string& image, const std::string& dirs,
+                    const std::string& cap = kCapDefault) {
   return absl::StrCat("[profiles.", name, "]\nimage = \"", image, "\"\npersistent_dirs = ", dirs,
-                      "\n\n");
+                      "\npersistent_cap = \"", cap, "\"\n\n");
+}
+
+std::string ImageOf(const std::string& profile_dir) { return profile_dir + "/persist.img"; }
+
+// The mount point (field 5) of a mountinfo line.
+std::string MountPoint(absl::string_view line) {
+  std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+  return f.size() > 4 ? std::string(f[4]) : "";
 }
 
 }  // namespace
@@ -42,7 +56,8 @@ PersistWorld::PersistWorld() {
       Profile(kModesFuse, kBaseImage, "[\"/usr/local\", \"/etc\"]"),
       Profile(kPoison, kBaseImage, "[\"/usr/local\"]"),
       Profile(kPoisonFuse, kBaseImage, "[\"/usr/local\"]"),
-      Profile(kApt, kBaseImage, "[\"/usr\", \"/var/lib/dpkg\", \"/var/lib/apt\"]"));
+      Profile(kApt, kBaseImage, "[\"/usr\", \"/var/lib/dpkg\", \"/var/lib/apt\"]", "1GiB"),
+      Profile(kCap, kBaseImage, "[\"/root\"]", kCapSmall));
   user_config_ = std::make_unique<UserConfig>(kMarker, config);
   if (!user_config_->error().empty()) {
     error_ = user_config_->error();
@@ -53,9 +68,8 @@ PersistWorld::PersistWorld() {
 
 PersistWorld::~PersistWorld() {
   // Every profile's overlays go before their directories do.
-  for (const char* p :
-       {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kReset, kLink, kBench, kBenchFuse, kModes,
-        kModesFuse, kPoison, kPoisonFuse, kApt}) {
+  for (const char* p : {kPkg, kPkgFuse, kShared, kKilled, kEtc, kNoEtc, kReset, kLink, kBench,
+                        kBenchFuse, kModes, kModesFuse, kPoison, kPoisonFuse, kApt, kCap}) {
     Lazaret("/", {"state", "reset", p, "--yes"});
   }
   user_config_.reset();
@@ -88,6 +102,48 @@ std::string PersistWorld::BuildOwnImage(const std::string& version) {
   return "";
 }
 
+std::optional<mode_t> LayerMode(const std::string& profile_dir, const std::string& rel) {
+  CommandResult r = test::Run({kDebugfs, "-R", "stat /" + rel, ImageOf(profile_dir)});
+  // "Inode: 13   Type: regular    Mode:  0755   Flags: 0x80000"
+  const size_t at = r.out.find("Mode:");
+  if (r.exit_code != 0 || at == std::string::npos) return std::nullopt;
+  const size_t type = r.out.find("Type: ");
+  if (type == std::string::npos) return std::nullopt;
+  const std::string t = r.out.substr(type + 6, r.out.find(' ', type + 6) - type - 6);
+  mode_t mode = static_cast<mode_t>(std::stoul(r.out.substr(at + 5), nullptr, 8));
+  if (t == "regular") mode |= S_IFREG;
+  if (t == "directory") mode |= S_IFDIR;
+  if (t == "symlink") mode |= S_IFLNK;
+  if (t == "character") mode |= S_IFCHR;
+  return mode;
+}
+
+std::vector<std::string> LayerNames(const std::string& profile_dir, const std::string& rel) {
+  // "/13/100755/0/0/name/3/" per entry.
+  CommandResult r = test::Run({kDebugfs, "-R", "ls -p /" + rel, ImageOf(profile_dir)});
+  std::vector<std::string> out;
+  for (absl::string_view l : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(l, '/');
+    if (f.size() < 6 || f[5] == "." || f[5] == ".." || f[5].empty()) continue;
+    out.emplace_back(f[5]);
+  }
+  return out;
+}
+
+std::string SetLayerMode(const std::string& profile_dir, const std::string& rel, mode_t mode) {
+  std::optional<mode_t> now = LayerMode(profile_dir, rel);
+  if (!now) return absl::StrCat(rel, " is not in ", ImageOf(profile_dir));
+  const mode_t want = (*now & S_IFMT) | (mode & 07777);
+  return HostCommand(
+      {kDebugfs, "-w", "-R", absl::StrFormat("sif /%s mode 0%o", rel, want), ImageOf(profile_dir)});
+}
+
+uint64_t HostAvailableBytes(const std::string& path) {
+  struct statvfs v {};
+  if (statvfs(path.c_str(), &v) != 0) return 0;
+  return static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
+}
+
 std::string HelperMountTable() {
   if (!IsRootless()) return test::ReadFile("/proc/self/mountinfo");
   return Podman({"unshare", "cat", "/proc/self/mountinfo"}).out;
@@ -97,6 +153,23 @@ std::vector<std::string> MountsUnder(const std::string& needle) {
   std::vector<std::string> out;
   for (absl::string_view l : absl::StrSplit(HelperMountTable(), '\n')) {
     if (l.find(needle) != absl::string_view::npos) out.emplace_back(l);
+  }
+  return out;
+}
+
+std::vector<std::string> OverlayMountsOf(const std::string& profile_dir) {
+  std::vector<std::string> out;
+  for (const std::string& l : MountsUnder(profile_dir + "/")) {
+    const std::string at = MountPoint(l);
+    if (absl::StartsWith(at, profile_dir + "/") && absl::EndsWith(at, "_merged")) out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<std::string> CappedMountsOf(const std::string& profile_dir) {
+  std::vector<std::string> out;
+  for (const std::string& l : MountsUnder(profile_dir + "/")) {
+    if (MountPoint(l) == profile_dir + "/persist") out.push_back(l);
   }
   return out;
 }

@@ -9,7 +9,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +45,14 @@ inline constexpr char kModesFuse[] = "p3modesfuse";
 inline constexpr char kPoison[] = "p3poison";
 inline constexpr char kPoisonFuse[] = "p3poisonfuse";
 // /usr with dpkg's and apt's databases (/var/lib/dpkg, /var/lib/apt): the
-// coherent set for apt.
+// coherent set for apt; persistent_cap 1GiB.
 inline constexpr char kApt[] = "p3apt";
+// /root with persistent_cap kCapSmall, for writing past the cap.
+inline constexpr char kCap[] = "p3cap";
+inline constexpr char kCapSmall[] = "64MiB";
+inline constexpr uint64_t kCapSmallBytes = uint64_t{64} << 20;
+// Every other profile's persistent_cap: the cap is preallocated on disk.
+inline constexpr char kCapDefault[] = "256MiB";
 
 class PersistWorld {
  public:
@@ -75,11 +83,30 @@ class PersistWorld {
   std::string error_;
 };
 
+// What the profile's capped file system image (<profile_dir>/persist.img)
+// holds at `rel` (e.g. "usr_changes/bin/git"), read from the image with
+// debugfs (e2fsprogs) as it is on disk: only meaningful while no session
+// holds the profile. The entry's mode (file type bits included), nullopt
+// when there is none (or no image).
+std::optional<mode_t> LayerMode(const std::string& profile_dir, const std::string& rel);
+// The names in the image's directory `rel` ("." and ".." left out).
+std::vector<std::string> LayerNames(const std::string& profile_dir, const std::string& rel);
+// Sets the mode (permission bits) of the image's entry `rel`; "" on
+// success. Only while no session holds the profile.
+std::string SetLayerMode(const std::string& profile_dir, const std::string& rel, mode_t mode);
+
+// Bytes of `path`'s file system available to non-root users (f_bavail).
+uint64_t HostAvailableBytes(const std::string& path);
+
 // The mount table where the helper's overlays live: /proc/self/mountinfo
 // rootful, `podman unshare cat /proc/self/mountinfo` as the user rootless.
 std::string HelperMountTable();
 // Lines of HelperMountTable() naming `needle` (a profile directory).
 std::vector<std::string> MountsUnder(const std::string& needle);
+// Of those, the overlays (mounted at <profile_dir>/<name>_merged) and the
+// capped file system (at <profile_dir>/persist).
+std::vector<std::string> OverlayMountsOf(const std::string& profile_dir);
+std::vector<std::string> CappedMountsOf(const std::string& profile_dir);
 
 // `lazaret run PROFILE -- sh -c SCRIPT` in `ws`.
 CommandResult RunIn(const std::string& ws, const std::string& profile, const std::string& script);

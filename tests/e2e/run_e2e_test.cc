@@ -859,7 +859,9 @@ TEST_F(RunE2eTest, VolumesHonourTheirModes) {
 // (lazaret-mount-helper): a system directory may persist, what the image
 // has there is still seen, and nested entries are refused.
 TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsPersist) {
-  const std::string cfg = Config("persistent_dirs = [\"/root\", \"/usr\"]\n");
+  // The cap is preallocated on disk: small.
+  const std::string cfg =
+      Config("persistent_dirs = [\"/root\", \"/usr\"]\npersistent_cap = \"256MiB\"\n");
   CommandResult first =
       Run({"run", "--config", cfg, "t1", "--", "sh", "-c",
            "ls -A /root; echo kept > /root/state.txt; "
@@ -875,7 +877,8 @@ TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsPersist) {
   EXPECT_THAT(second.out, HasSubstr("tool-ran"));
   const std::string nested =
       aux_->Write("nested.toml", "[profiles.t2]\nimage = \"" + std::string(kSandboxImage) +
-                                     "\"\npersistent_dirs = [\"/usr\", \"/usr/local\"]\n");
+                                     "\"\npersistent_dirs = [\"/usr\", \"/usr/local\"]\n"
+                                     "persistent_cap = \"256MiB\"\n");
   CommandResult refused = Run({"run", "--config", nested, "t2", "--", "true"});
   EXPECT_EQ(refused.exit_code, 125);
   EXPECT_THAT(refused.err, HasSubstr("persistent directories may not nest"));

@@ -21,6 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/statvfs.h>
+
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <fstream>
@@ -121,8 +124,11 @@ class FakeConfig final : public cfg::ConfigService::Service {
     p->set_data_root(data_root_);
     p->set_profile_dir(data_root_ + "/prof");
     p->add_persistent_dirs("/usr");
+    p->set_persistent_cap_bytes(cap_bytes.load());
     return grpc::Status::OK;
   }
+
+  std::atomic<uint64_t> cap_bytes{uint64_t{64} << 20};
 
  private:
   std::string data_root_;
@@ -222,6 +228,9 @@ class MountHelperTest : public ::testing::TestWithParam<std::string> {
     }
     if (!Rootless() && !merged_.empty() && IsMountPoint(merged_)) {
       umount2(merged_.c_str(), MNT_DETACH);
+    }
+    if (!Rootless() && IsMountPoint(data_ + "/prof/persist")) {
+      umount2((data_ + "/prof/persist").c_str(), MNT_DETACH);
     }
     if (sup_server_) sup_server_->Shutdown();
     if (cfg_server_) cfg_server_->Shutdown();
@@ -365,7 +374,8 @@ TEST_P(MountHelperTest, WrittenFileLandsInChangesAndDetachUnmounts) {
   EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
   WriteMerged("/share/installed", "package");
   ASSERT_TRUE(RemoveMerged("/share/greeting"));
-  EXPECT_EQ(test::ReadFile(data_ + "/prof/usr_changes/share/installed"), "package");
+  EXPECT_EQ(test::Run(InNs({"cat", data_ + "/prof/persist/usr_changes/share/installed"})).out,
+            "package");
 
   mh::DescribeStateResponse d = Describe();
   ASSERT_EQ(d.directories_size(), 1);
@@ -467,6 +477,7 @@ TEST_P(MountHelperTest, ResetRefusedWhileHeldThenDropsTheUpperLayer) {
   Detach(kA);
   st = stub_->ResetState(Ctx().get(), req, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_NE(access((data_ + "/prof/persist.img").c_str(), F_OK), 0);
   ASSERT_TRUE(Attach(kA, img1_, &r).ok());
   EXPECT_FALSE(ExistsMerged("/share/poisoned"));
   EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
@@ -480,8 +491,171 @@ TEST_P(MountHelperTest, SymlinkedProfileDirRefused) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(st.error_message().find("not a real directory"), std::string::npos);
   EXPECT_NE(access((elsewhere.path() + "/usr_changes").c_str(), F_OK), 0);
+  EXPECT_NE(access((elsewhere.path() + "/persist.img").c_str(), F_OK), 0);
   merged_.clear();
 }
+
+uint64_t AllocatedBytes(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+}
+uint64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+uint64_t HostAvailable(const std::string& path) {
+  struct statvfs v {};
+  return statvfs(path.c_str(), &v) == 0 ? static_cast<uint64_t>(v.f_bavail) * v.f_frsize : 0;
+}
+
+// Past the cap a write in the merged directory fails with ENOSPC, and the
+// host's free space does not pay for it: the image was preallocated to the
+// cap up front and never grows.
+TEST_P(MountHelperTest, WritesPastTheCapFailWithEnospcAndTakeNoHostSpace) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  const std::string image = data_ + "/prof/persist.img";
+  EXPECT_EQ(FileSize(image), uint64_t{64} << 20);
+  EXPECT_GE(AllocatedBytes(image), uint64_t{64} << 20);  // preallocated
+  EXPECT_EQ(MountType(data_ + "/prof/persist"), Rootless() ? "fuse.ext4" : "ext4");
+  const uint64_t allocated = AllocatedBytes(image);
+  const uint64_t before = HostAvailable(data_);
+  // No fsync: the write itself must fail (a sandbox does not see an error
+  // that comes only at close).
+  test::CommandResult dd = test::Run(InNs({"dd", "if=/dev/zero", "of=" + merged_ + "/share/big",
+                                           "bs=1M", "count=100"}));
+  EXPECT_NE(dd.exit_code, 0);
+  EXPECT_NE(dd.err.find("No space left on device"), std::string::npos) << dd.err;
+  EXPECT_EQ(dd.err.find("closing output file"), std::string::npos) << dd.err;
+  EXPECT_EQ(AllocatedBytes(image), allocated);
+  // 100 MiB written uncapped would show; others may write to this disk
+  // meanwhile, hence the slack.
+  const uint64_t after = HostAvailable(data_);
+  EXPECT_LT(before > after ? before - after : 0, uint64_t{40} << 20);
+
+  mh::DescribeStateResponse d = Describe();
+  EXPECT_TRUE(d.usage().exists());
+  EXPECT_EQ(d.usage().cap_bytes(), uint64_t{64} << 20);
+  EXPECT_EQ(d.usage().size_bytes(), uint64_t{64} << 20);  // the image's, not ext4's usable
+  EXPECT_GT(d.usage().used_bytes(), uint64_t{50} << 20);
+  EXPECT_LT(d.usage().free_bytes(), uint64_t{4} << 20);
+  EXPECT_GT(d.usage().inodes_total(), 0u);
+  EXPECT_EQ(d.usage().held_by(),
+            Rootless() ? "ext4 image served by fuse2fs" : "loop-mounted ext4 image");
+  if (Rootless()) {
+    // In a user namespace fuse-overlayfs deletes by creating a ".wh." file,
+    // which fuse2fs refuses in a full file system (docs/persistence.md).
+    EXPECT_FALSE(RemoveMerged("/share/big"));
+    return;
+  }
+  // Deleting makes room again.
+  ASSERT_TRUE(RemoveMerged("/share/big"));
+  WriteMerged("/share/small", "fits");
+  EXPECT_EQ(ReadMerged("/share/small").substr(0, 16), "fits");
+}
+
+// A changed cap applies at the next mount: grown keeping the data, shrunk
+// when the data fits, refused with the fix when it does not.
+TEST_P(MountHelperTest, CapGrowsAndShrinksAtTheNextMount) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  ASSERT_EQ(test::Run(InNs({"dd", "if=/dev/urandom", "of=" + merged_ + "/share/data", "bs=1M",
+                            "count=40", "conv=fsync"}))
+                .exit_code,
+            0);
+  Detach(kA);
+  EXPECT_FALSE(IsMountPoint(data_ + "/prof/persist"));
+  const std::string image = data_ + "/prof/persist.img";
+
+  config_->cap_bytes = uint64_t{32} << 20;
+  grpc::Status st = Attach(kA, img1_, &r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("more than persistent_cap 32 MiB"), std::string::npos)
+      << st.error_message();
+  EXPECT_NE(st.error_message().find("lazaret state reset prof"), std::string::npos);
+  EXPECT_FALSE(IsMountPoint(merged_));
+  EXPECT_EQ(FileSize(image), uint64_t{64} << 20);
+
+  config_->cap_bytes = uint64_t{96} << 20;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  EXPECT_EQ(FileSize(image), uint64_t{96} << 20);
+  EXPECT_GE(AllocatedBytes(image), uint64_t{96} << 20);
+  EXPECT_EQ(test::Run(InNs({"stat", "-c", "%s", merged_ + "/share/data"})).out, "41943040\n");
+  mh::DescribeStateResponse d = Describe();
+  EXPECT_GT(d.usage().free_bytes(), uint64_t{30} << 20);
+  ASSERT_TRUE(RemoveMerged("/share/data"));
+  Detach(kA);
+
+  config_->cap_bytes = uint64_t{32} << 20;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok()) << "the data fits now";
+  EXPECT_EQ(FileSize(image), uint64_t{32} << 20);
+  EXPECT_EQ(ReadMerged("/share/greeting"), "one\n");
+}
+
+// Nobody holds the profile: show mounts the image read-only for its walk.
+TEST_P(MountHelperTest, DescribeLooksIntoAnUnheldImage) {
+  mh::AttachSessionResponse r;
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+  WriteMerged("/share/kept", "kept");
+  Detach(kA);
+  mh::DescribeStateResponse d = Describe();
+  ASSERT_EQ(d.directories_size(), 1);
+  EXPECT_FALSE(d.directories(0).mounted());
+  ASSERT_EQ(d.directories(0).changed_size(), 1);
+  EXPECT_EQ(d.directories(0).changed(0), "share/kept");
+  EXPECT_TRUE(d.usage().exists());
+  EXPECT_GT(d.usage().used_bytes(), 0u);
+  EXPECT_FALSE(d.usage().held_by().empty());
+  EXPECT_TRUE(d.usage().note().empty()) << d.usage().note();
+  EXPECT_FALSE(IsMountPoint(data_ + "/prof/persist"));
+  // A reset of one directory mounts it as well, and unmounts it after.
+  mh::ResetStateRequest req;
+  req.set_profile("prof");
+  req.set_directory("/usr");
+  mh::ResetStateResponse resp;
+  grpc::Status st = stub_->ResetState(Ctx().get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(IsMountPoint(data_ + "/prof/persist"));
+  EXPECT_EQ(Describe().directories(0).changed_size(), 0);
+}
+
+// A layer from before the cap is never used uncapped, nor dropped unasked.
+TEST_P(MountHelperTest, PreCapLayerRefusedUntilReset) {
+  ASSERT_EQ(mkdir((data_ + "/prof").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((data_ + "/prof/usr_changes").c_str(), 0700), 0);
+  mh::AttachSessionResponse r;
+  grpc::Status st = Attach(kA, img1_, &r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find(data_ + "/prof/usr_changes"), std::string::npos)
+      << st.error_message();
+  EXPECT_EQ(Describe().directories(0).uncapped_changes(), data_ + "/prof/usr_changes");
+  mh::ResetStateRequest req;
+  req.set_profile("prof");
+  mh::ResetStateResponse resp;
+  ASSERT_TRUE(stub_->ResetState(Ctx().get(), req, &resp).ok());
+  EXPECT_NE(access((data_ + "/prof/usr_changes").c_str(), F_OK), 0);
+  ASSERT_TRUE(Attach(kA, img1_, &r).ok());
+}
+
+// The kernel's overlayfs, forced: rootful over the loop-mounted ext4;
+// rootless, where fuse2fs serves the capped data and the kernel refuses it
+// as an upper layer, a clear error instead.
+class MountHelperRootlessOnlyTest : public MountHelperTest {};
+TEST_P(MountHelperRootlessOnlyTest, ForcedKernelOverlayOnlyOverTheLoopMount) {
+  mh::AttachSessionResponse r;
+  grpc::Status st = Attach(kA, img1_, &r);
+  if (!Rootless()) {
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(MountType(merged_), "overlay");
+    return;
+  }
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("served by fuse2fs"), std::string::npos)
+      << st.error_message();
+  EXPECT_NE(st.error_message().find("LAZARET_OVERLAY"), std::string::npos) << st.error_message();
+  EXPECT_FALSE(IsMountPoint(merged_));
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, MountHelperRootlessOnlyTest, ::testing::Values("kernel"));
 
 INSTANTIATE_TEST_SUITE_P(Drivers, MountHelperTest, ::testing::Values("kernel", "fuse-overlayfs"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
@@ -505,7 +679,7 @@ TEST(MountHelperRootlessTest, RootlessThroughPodmanUnshare) {
        "--init-groups", "--", "env", "-i", absl::StrCat("HOME=", pw->pw_dir),
        absl::StrCat("USER=", pw->pw_name), absl::StrCat("XDG_RUNTIME_DIR=/run/user/", pw->pw_uid),
        "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", absl::StrCat(kRootlessChildEnv, "=1"),
-       exe, "--gtest_filter=*MountHelperTest.*"});
+       exe, "--gtest_filter=*MountHelperTest.*/FuseOverlayfs:*MountHelperRootlessOnlyTest.*"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("[  PASSED  ]"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << r.out;

@@ -29,6 +29,43 @@ void AppendSample(std::string* out, const char* what, uint64_t total,
                   "): ", absl::StrJoin(shown, " "), "\n");
 }
 
+// 262144 -> "262,144"
+std::string Grouped(uint64_t n) {
+  std::string digits = absl::StrCat(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "persistent data: 1.2 GiB used of the 4.0 GiB cap (2.8 GiB free, 1,234
+// of 262,144 inodes), loop-mounted ext4 image"
+std::string UsageLine(const pb::DescribeStateResponse& s) {
+  const pb::PersistentUsage& u = s.usage();
+  const std::string cap = HumanBytes(u.cap_bytes());
+  if (!u.exists()) {
+    return absl::StrCat("  persistent data: none yet (cap ", cap,
+                        ", preallocated at the profile's first session)\n");
+  }
+  if (u.held_by().empty()) {
+    return absl::StrCat("  persistent data: cap ", cap, "; usage unknown: ",
+                        EscapeForTerminal(u.note()), "\n");
+  }
+  std::string out = absl::StrCat(
+      "  persistent data: ", HumanBytes(u.used_bytes()), " used of the ", cap, " cap (",
+      HumanBytes(u.free_bytes()), " free, ", Grouped(u.inodes_used()), " of ",
+      Grouped(u.inodes_total()), " inodes), ", EscapeForTerminal(u.held_by()), "\n");
+  // A cap changed since the image was made applies at the next mount (the
+  // image is a whole number of 4 KiB blocks).
+  if (u.size_bytes() != u.cap_bytes() - u.cap_bytes() % 4096) {
+    absl::StrAppend(&out, "    made for a cap of ", HumanBytes(u.size_bytes()),
+                    "; persistent_cap ", cap, " applies when the next session mounts it\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string HumanBytes(uint64_t bytes) {
@@ -50,6 +87,7 @@ std::string StateText(const pb::DescribeStateResponse& s) {
     absl::StrAppend(&out, "  no persistent directories (persistent_dirs is empty)\n");
     return out;
   }
+  absl::StrAppend(&out, UsageLine(s));
   for (const pb::DirectoryState& d : s.directories()) {
     absl::StrAppend(&out, "  ", EscapeForTerminal(d.directory()), ": ", Sizes(d), " changed in ",
                     EscapeForTerminal(d.changes()),
@@ -62,6 +100,13 @@ std::string StateText(const pb::DescribeStateResponse& s) {
                       "\n    (lazaret state reset removes all of it)\n");
     } else if (d.changed_total() == 0 && d.deleted_total() == 0) {
       absl::StrAppend(&out, "    no changes: the image's own content\n");
+    }
+    if (!d.uncapped_changes().empty()) {
+      absl::StrAppend(&out, "    A LAYER FROM BEFORE persistent_cap is at ",
+                      EscapeForTerminal(d.uncapped_changes()),
+                      ": never mounted again. Copy what you need from it, then `lazaret state "
+                      "reset ",
+                      EscapeForTerminal(s.profile()), "` removes it\n");
     }
     AppendSample(&out, "changed", d.changed_total(), d.changed());
     AppendSample(&out, "deleted", d.deleted_total(), d.deleted());
@@ -102,8 +147,12 @@ std::string ResetQuestion(const pb::DescribeStateResponse& s, const std::string&
     return absl::StrCat("profile ", EscapeForTerminal(s.profile()), " has no persistent directory ",
                         EscapeForTerminal(directory));
   }
+  const bool whole_image = directory.empty() && s.usage().exists();
   return absl::StrCat("drop every change the sandbox made to ", absl::StrJoin(parts, ", "),
                       " of profile ", EscapeForTerminal(s.profile()),
+                      whole_image ? absl::StrCat(" and delete its persistent data image (",
+                                                 HumanBytes(s.usage().cap_bytes()), " cap)")
+                                  : std::string(),
                       "; the next session starts from the image's content");
 }
 

@@ -62,6 +62,47 @@ TEST(StateTextTest, ALimitIsShownLoudlyAndNeverAsNoChanges) {
   EXPECT_THAT(t, Not(HasSubstr("no changes")));
 }
 
+TEST(StateTextTest, UsageAgainstTheCapAndHowItIsHeld) {
+  pb::DescribeStateResponse s = State();
+  pb::PersistentUsage* u = s.mutable_usage();
+  u->set_exists(true);
+  u->set_cap_bytes(uint64_t{4} << 30);
+  u->set_size_bytes(uint64_t{4} << 30);
+  u->set_used_bytes(uint64_t{1288490189});
+  u->set_free_bytes(uint64_t{3} << 30);
+  u->set_inodes_used(1234);
+  u->set_inodes_total(262144);
+  u->set_held_by("loop-mounted ext4 image");
+  const std::string t = StateText(s);
+  EXPECT_THAT(t, HasSubstr("Profile p1 (/d/p1)\n  persistent data: 1.2 GiB used of the 4.0 GiB "
+                           "cap (3.0 GiB free, 1,234 of 262,144 inodes), loop-mounted ext4 "
+                           "image\n  /usr:"));
+  EXPECT_THAT(t, Not(HasSubstr("made for a cap")));
+  u->set_cap_bytes(uint64_t{8} << 30);
+  EXPECT_THAT(StateText(s), HasSubstr("made for a cap of 4.0 GiB; persistent_cap 8.0 GiB applies "
+                                      "when the next session mounts it"));
+}
+
+TEST(StateTextTest, NoImageYetOrNoLook) {
+  pb::DescribeStateResponse s = State();
+  s.mutable_usage()->set_cap_bytes(uint64_t{64} << 20);
+  EXPECT_THAT(StateText(s), HasSubstr("  persistent data: none yet (cap 64.0 MiB, preallocated at "
+                                      "the profile's first session)\n"));
+  s.mutable_usage()->set_exists(true);
+  s.mutable_usage()->set_note("the image could not be mounted for a look: busy\x1b");
+  EXPECT_THAT(StateText(s), HasSubstr("  persistent data: cap 64.0 MiB; usage unknown: the image "
+                                      "could not be mounted for a look: busy\\x1b\n"));
+}
+
+TEST(StateTextTest, ALayerFromBeforeTheCapIsNamedWithTheFix) {
+  pb::DescribeStateResponse s = State();
+  s.mutable_directories(1)->set_uncapped_changes("/d/p1/etc_changes");
+  EXPECT_THAT(StateText(s),
+              HasSubstr("    A LAYER FROM BEFORE persistent_cap is at /d/p1/etc_changes: never "
+                        "mounted again. Copy what you need from it, then `lazaret state reset "
+                        "p1` removes it\n"));
+}
+
 TEST(StateTextTest, NoPersistentDirectories) {
   pb::DescribeStateResponse s;
   s.set_profile("p2");
@@ -83,6 +124,12 @@ TEST(ResetQuestionTest, NamesWhatIsDropped) {
   EXPECT_THAT(ResetQuestion(State(), ""),
               HasSubstr("/usr (1.5 MiB, 340 files), /etc (0 B, 0 files)"));
   EXPECT_THAT(ResetQuestion(State(), "/opt"), HasSubstr("has no persistent directory /opt"));
+  pb::DescribeStateResponse s = State();
+  s.mutable_usage()->set_exists(true);
+  s.mutable_usage()->set_cap_bytes(uint64_t{4} << 30);
+  EXPECT_THAT(ResetQuestion(s, ""),
+              HasSubstr("of profile p1 and delete its persistent data image (4.0 GiB cap); "));
+  EXPECT_THAT(ResetQuestion(s, "/usr"), Not(HasSubstr("delete")));
 }
 
 TEST(CleanupTextTest, OneLinePerOverlay) {

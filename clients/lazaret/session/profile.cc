@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/session/console.h"
@@ -48,7 +49,14 @@ absl::StatusOr<pb::ResolvedProfile> ResolveProfile(const std::string& runtime_di
     return absl::Status(FromGrpcStatus(s).code(),
                         absl::StrCat("resolving the profile: ", s.error_message()));
   }
+  // Warnings about other profiles belong to `lazaret config check`, not to
+  // a session of this one.
+  const std::string own = absl::StrCat("profiles.", resp.profile().name());
   for (const pb::Diagnostic& d : resp.warnings()) {
+    if (absl::StartsWith(d.key_path(), "profiles.") && d.key_path() != own &&
+        !absl::StartsWith(d.key_path(), own + ".")) {
+      continue;
+    }
     Say(absl::StrCat("warning: ", d.file(), d.line() > 0 ? absl::StrCat(":", d.line()) : "", ": ",
                      d.key_path(), ": ", d.message()));
   }
