@@ -462,7 +462,12 @@ absl::StatusOr<ProfileState> OverlayManager::Describe(const ProfileQuery& profil
   }
   if (looking) {
     absl::Status u = ops_->UnmountCapped(p.profile_dir, *looking, kCappedBusyWait);
-    if (!u.ok()) LAZ_LOG_WARNING << u;
+    if (!u.ok()) {
+      // Still mounted: recorded, so Cleanup and Reset find and release it.
+      LAZ_LOG_WARNING << u;
+      if (table_.FindCapped(p.profile_dir) == nullptr) table_.AddCapped(p.profile_dir, *looking);
+      SaveLocked();
+    }
   }
   if (!failed.ok()) return failed;
   return out;
@@ -507,6 +512,13 @@ absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const ProfileQuer
     // Every directory: the capped file system goes as a whole.
     LAZ_RETURN_IF_ERROR(ReleaseCappedLocked(p.profile_dir, /*wait=*/true));
     SaveLocked();
+    // Never an image that is still mounted: its blocks would stay taken
+    // and the mount would outlive the file.
+    if (ops_->IsMounted(PersistMountPath(p.profile_dir))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          PersistMountPath(p.profile_dir), " is still mounted (busy); end what uses it, run ",
+          "`lazaret clean`, and retry"));
+    }
     for (const char* name : {kPersistImageName, "persist.img.new"}) {
       if (unlinkat(prof->profile.get(), name, 0) != 0 && errno != ENOENT) {
         return ErrnoStatus(absl::StrCat("removing ", p.profile_dir, "/", name), errno);
@@ -533,6 +545,11 @@ absl::StatusOr<std::vector<std::string>> OverlayManager::Reset(const ProfileQuer
     }
     if (looking) {
       absl::Status u = ops_->UnmountCapped(p.profile_dir, *looking, kCappedBusyWait);
+      if (!u.ok()) {
+        // Still mounted: recorded, so Cleanup and Reset find and release it.
+        table_.AddCapped(p.profile_dir, *looking);
+        SaveLocked();
+      }
       if (s.ok()) s = u;
     }
     LAZ_RETURN_IF_ERROR(s);

@@ -862,6 +862,8 @@ TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsPersist) {
   // The cap is preallocated on disk: small.
   const std::string cfg =
       Config("persistent_dirs = [\"/root\", \"/usr\"]\npersistent_cap = \"256MiB\"\n");
+  // Whatever an earlier run of this test (or an earlier Lazaret) left.
+  Run({"state", "reset", "--config", cfg, "t1", "--yes"});
   CommandResult first =
       Run({"run", "--config", cfg, "t1", "--", "sh", "-c",
            "ls -A /root; echo kept > /root/state.txt; "
@@ -875,6 +877,8 @@ TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsPersist) {
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_THAT(second.out, HasSubstr("kept"));
   EXPECT_THAT(second.out, HasSubstr("tool-ran"));
+  CommandResult reset = Run({"state", "reset", "--config", cfg, "t1", "--yes"});
+  EXPECT_EQ(reset.exit_code, 0) << reset.err;
   const std::string nested =
       aux_->Write("nested.toml", "[profiles.t2]\nimage = \"" + std::string(kSandboxImage) +
                                      "\"\npersistent_dirs = [\"/usr\", \"/usr/local\"]\n"

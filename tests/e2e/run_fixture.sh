@@ -81,13 +81,17 @@ user-cleanup)
     fi
     as_mode podman rm --all --force --time=0 >/dev/null 2>&1 || true
     as_mode podman system reset --force >/dev/null 2>&1 || true
-    # Whatever the user still runs (podman's pause process, conmon): only
-    # this test user's processes, one pid at a time.
-    for p in /proc/[0-9]*; do
-        [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+    # Whatever the user still runs (podman's pause process, conmon, a
+    # fuse2fs or fuse-overlayfs still exiting): only this test user's
+    # processes, one pid at a time, until userdel no longer finds one.
+    for attempt in 1 2 3 4 5 6 7 8 9 10; do
+        for p in /proc/[0-9]*; do
+            [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+        done
+        sleep 0.5
+        if userdel --remove "$user" 2>/dev/null || ! id "$user" >/dev/null 2>&1; then break; fi
+        if [[ $attempt == 10 ]]; then userdel --remove "$user"; fi
     done
-    sleep 0.5
-    userdel --remove "$user" 2>/dev/null || userdel "$user"
     rm -rf "/run/user/$uid"
     echo "removed rootless test user $user"
     ;;
