@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/fs/file.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::mounthelper {
@@ -63,23 +64,11 @@ absl::StatusOr<std::optional<OverlayDriver>> ReadLayerDriver(const fs::DirFd& pr
 absl::Status WriteLayerDriver(const fs::DirFd& profile, const std::string& base,
                               OverlayDriver driver) {
   const std::string name = RecordName(base);
-  const std::string tmp = absl::StrCat(".", name, ".tmp");
-  (void)unlinkat(profile.get(), tmp.c_str(), 0);
-  const int fd = openat(profile.get(), tmp.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("creating the layer record ", name), errno);
-  fs::UniqueFd file(fd);
-  const std::string text = absl::StrCat(DriverName(driver), "\n");
-  if (write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      fsync(file.get()) != 0) {
-    const int err = errno;
-    (void)unlinkat(profile.get(), tmp.c_str(), 0);
-    return ErrnoStatus(absl::StrCat("writing the layer record ", name), err);
-  }
-  if (renameat(profile.get(), tmp.c_str(), profile.get(), name.c_str()) != 0) {
-    const int err = errno;
-    (void)unlinkat(profile.get(), tmp.c_str(), 0);
-    return ErrnoStatus(absl::StrCat("saving the layer record ", name), err);
+  absl::Status s = fs::WriteFileAtomicAt(profile, name, absl::StrCat(DriverName(driver), "\n"),
+                                         0600, fs::Durability::kSync);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("saving the layer record ", name, ": ", s.message()));
   }
   return absl::OkStatus();
 }

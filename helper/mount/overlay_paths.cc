@@ -15,6 +15,7 @@
 #include "helper/mount/thread_caps.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/path.h"
+#include "services/common/fs/file.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::mounthelper {
@@ -102,20 +103,12 @@ absl::StatusOr<std::optional<RootRecord>> ReadRootRecord(const fs::DirFd& profil
 
 absl::Status WriteRootRecord(const fs::DirFd& profile, const std::string& name,
                              const struct stat& st) {
-  const std::string tmp = absl::StrCat(".", name, ".tmp");
-  (void)unlinkat(profile.get(), tmp.c_str(), 0);
-  const int fd = openat(profile.get(), tmp.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("creating the root record ", name), errno);
-  fs::UniqueFd file(fd);
   const std::string text = absl::StrCat(st.st_mode & 07777, " ", st.st_uid, " ", st.st_gid, " ",
                                         st.st_mtim.tv_sec, " ", st.st_mtim.tv_nsec, "\n");
-  if (write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      fsync(file.get()) != 0 ||
-      renameat(profile.get(), tmp.c_str(), profile.get(), name.c_str()) != 0) {
-    const int err = errno;
-    (void)unlinkat(profile.get(), tmp.c_str(), 0);
-    return ErrnoStatus(absl::StrCat("writing the root record ", name), err);
+  absl::Status s = fs::WriteFileAtomicAt(profile, name, text, 0600, fs::Durability::kSync);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("writing the root record ", name, ": ", s.message()));
   }
   return absl::OkStatus();
 }
@@ -271,18 +264,11 @@ absl::Status RemoveUncappedLayers(const CheckedProfile& profile, const std::stri
 absl::Status WriteImageRecord(const fs::DirFd& profile, const std::string& base,
                               const std::string& image_id) {
   const std::string name = absl::StrCat(base, "_image");
-  const std::string tmp = absl::StrCat(".", name, ".tmp");
-  (void)unlinkat(profile.get(), tmp.c_str(), 0);
-  const int fd = openat(profile.get(), tmp.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("creating the image record ", name), errno);
-  fs::UniqueFd file(fd);
-  const std::string text = absl::StrCat(image_id, "\n");
-  if (write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      renameat(profile.get(), tmp.c_str(), profile.get(), name.c_str()) != 0) {
-    const int err = errno;
-    (void)unlinkat(profile.get(), tmp.c_str(), 0);
-    return ErrnoStatus(absl::StrCat("writing the image record ", name), err);
+  absl::Status s = fs::WriteFileAtomicAt(profile, name, absl::StrCat(image_id, "\n"), 0600,
+                                         fs::Durability::kSync);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("writing the image record ", name, ": ", s.message()));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "helper/mount/overlay_paths.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 
 #include <string>
 
+#include "helper/mount/overlay_driver.h"
 #include "services/common/fs/test_dir.h"
 
 namespace lazaret::mounthelper {
@@ -226,6 +228,45 @@ TEST_F(OverlayPathsTest, LowerDirNeverFollowsASymlinkInTheImage) {
   EXPECT_NE(lib.status().message().find("has no directory /lib"), std::string::npos);
   EXPECT_FALSE(OpenLowerDir(r.get(), "/usr/etc", id).ok());
   EXPECT_FALSE(OpenLowerDir(r.get(), "/opt", id).ok());
+}
+
+// The small records of a profile directory (<name>_layer, <name>_image)
+// are replaced whole: a reader sees the old or the new text, never a part,
+// and a symlink planted at a record's name is replaced, not followed.
+TEST_F(OverlayPathsTest, RecordsAreReplacedWholeAndNeverFollowASymlink) {
+  ASSERT_EQ(mkdir(P("data/prof").c_str(), 0700), 0);
+  const int fd = open(P("data/prof").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  fs::DirFd prof = fs::DirFd::Adopt(fd);
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  ASSERT_TRUE(WriteImageRecord(prof, "usr", a).ok());
+  EXPECT_EQ(ReadImageRecord(prof, "usr"), a);
+  ASSERT_TRUE(WriteImageRecord(prof, "usr", b).ok());
+  EXPECT_EQ(ReadImageRecord(prof, "usr"), b);
+  struct stat st {};
+  ASSERT_EQ(lstat(P("data/prof/usr_image").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  Write("outside", "untouched");
+  ASSERT_EQ(symlink(P("outside").c_str(), P("data/prof/etc_layer").c_str()), 0);
+  ASSERT_TRUE(WriteLayerDriver(prof, "etc", OverlayDriver::kFuse).ok());
+  EXPECT_EQ(Slurp("outside"), "untouched");
+  ASSERT_EQ(lstat(P("data/prof/etc_layer").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  absl::StatusOr<std::optional<OverlayDriver>> d = ReadLayerDriver(prof, "etc");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, OverlayDriver::kFuse);
+
+  // Nothing but the records is left behind.
+  int entries = 0;
+  DIR* dir = opendir(P("data/prof").c_str());
+  ASSERT_NE(dir, nullptr);
+  while (const dirent* e = readdir(dir)) {
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") ++entries;
+  }
+  closedir(dir);
+  EXPECT_EQ(entries, 2);
 }
 
 }  // namespace
