@@ -9,6 +9,7 @@
 #include "services/common/unix_server.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/layer_files.h"
+#include "services/configd/profile_edit.h"
 #include "services/configd/proto_convert.h"
 
 namespace lazaret::configd {
@@ -65,7 +66,40 @@ class ConfigServiceImpl final : public pb::ConfigService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status PreviewNameAllow(grpc::ServerContext*, const pb::NameAllowRequest* req,
+                                pb::NameAllowPreview* resp) override {
+    absl::StatusOr<config::Selector> sel = CheckSelector(req->selector());
+    if (!sel.ok()) return ToGrpcStatus(sel.status());
+    absl::StatusOr<config::NameAllowEdit> edit =
+        config::PreviewNameAllow(host_, *sel, req->profile(), req->name());
+    if (!edit.ok()) return ToGrpcStatus(edit.status());
+    ToProto(*edit, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ApplyNameAllow(grpc::ServerContext*, const pb::NameAllowRequest* req,
+                              pb::NameAllowPreview* resp) override {
+    absl::StatusOr<config::Selector> sel = CheckSelector(req->selector());
+    if (!sel.ok()) return ToGrpcStatus(sel.status());
+    absl::StatusOr<config::NameAllowEdit> edit =
+        config::ApplyNameAllow(host_, *sel, req->profile(), req->name(), req->before_sha256());
+    if (!edit.ok()) {
+      LAZ_LOG_WARNING << "did not allow a name for a profile: " << edit.status().code();
+      return ToGrpcStatus(edit.status());
+    }
+    LAZ_LOG_INFO << "allowed a name for profile " << req->profile() << " in " << edit->file;
+    ToProto(*edit, resp);
+    return grpc::Status::OK;
+  }
+
  private:
+  static void ToProto(const config::NameAllowEdit& e, pb::NameAllowPreview* out) {
+    out->set_file(e.file);
+    out->set_diff(e.diff);
+    out->set_before_sha256(e.before_sha256);
+    out->set_after_sha256(e.after_sha256);
+  }
+
   static absl::StatusOr<config::Selector> CheckSelector(const pb::ConfigSelector& s) {
     if (s.workspace_dir().empty() || s.workspace_dir()[0] != '/') {
       return absl::InvalidArgumentError("selector.workspace_dir must be an absolute path");

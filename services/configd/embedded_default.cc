@@ -15,7 +15,29 @@ default_profile = ")toml",
 data_root = "~/.local/share/lazaret"
 
 [network]
+# Unlisted names are asked for: a query for a name outside the lists is
+# held until you allow it (once, for the session, or for the profile) or
+# refuse it. "open" reaches every public address and name; "names" only the
+# listed ones.
+egress = "ask"
+ask_timeout = 120         # seconds a held name waits for a decision
+ask_unattended = "deny"   # no approver attached: refuse unlisted names at once
+trust_host_ca = false     # true: the sandbox trusts the CAs the host adds
+# Used only with egress = "open".
 default_allow = ["0.0.0.0/0", "::/0"]
+# Common developer hosts, reachable in every mode without asking.
+default_allow_domains = [
+  "deb.debian.org", "security.debian.org",                     # Debian
+  "registry.npmjs.org",                                        # npm
+  "pypi.org", "files.pythonhosted.org",                        # PyPI
+  "crates.io", "index.crates.io", "static.crates.io",          # crates.io
+  "proxy.golang.org", "sum.golang.org",                        # Go modules
+  "github.com", "api.github.com", "codeload.github.com",
+  "*.githubusercontent.com",                                   # GitHub
+  "api.anthropic.com",                                         # Anthropic
+  "api.openai.com", "auth.openai.com", "chatgpt.com",          # OpenAI
+  "generativelanguage.googleapis.com", "oauth2.googleapis.com",  # Google
+]
 # Never reachable from a sandbox unless a trusted layer says otherwise:
 # private, shared, loopback, link-local (cloud metadata), multicast and
 # reserved ranges, and the IPv6 forms that embed IPv4 addresses.

@@ -23,6 +23,13 @@ void Take(std::optional<T>& into, const std::optional<T>& from) {
   if (from) into = from;
 }
 
+void Take(EgressSettings& into, const EgressSettings& from) {
+  Take(into.egress, from.egress);
+  Take(into.ask_timeout, from.ask_timeout);
+  Take(into.ask_unattended_wait, from.ask_unattended_wait);
+  Take(into.trust_host_ca, from.trust_host_ca);
+}
+
 LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
   LayerConfig m;
   for (const LayerConfig* l : layers) {
@@ -34,6 +41,7 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
     Take(m.default_deny, l->default_deny);
     Take(m.default_allow_domains, l->default_allow_domains);
     Take(m.dns_upstream, l->dns_upstream);
+    Take(m.net, l->net);
     Take(m.escalation_enabled, l->escalation_enabled);
     Take(m.socket_dir, l->socket_dir);
     Take(m.auto_approve, l->auto_approve);
@@ -54,6 +62,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.keep_planted_repositories, p.keep_planted_repositories);
       Take(mp.command_timeout, p.command_timeout);
       Take(mp.persistent_cap, p.persistent_cap);
+      Take(mp.net, p.net);
+      Take(mp.ports, p.ports);
     }
   }
   return m;

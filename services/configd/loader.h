@@ -84,6 +84,14 @@ struct ResolvedProfile {
   std::vector<Setting<std::string>> allow_domains;
   // network.dns_upstream, canonical "address:port"; empty: the host's own.
   std::vector<std::string> dns_upstream;
+  // The profile's egress settings, else [network]'s (the built-in default
+  // sets each one). With kNames or kAsk, `allow` holds only allow_egress.
+  Setting<EgressMode> egress{EgressMode::kAsk, {}};
+  uint32_t ask_timeout_seconds = kDefaultAskTimeoutSeconds;
+  bool ask_unattended_wait = false;
+  bool trust_host_ca = false;
+  // profiles.<name>.ports (never from a workspace file).
+  std::vector<Setting<PortSpec>> ports;
   std::vector<ResolvedEnv> env;
   std::vector<ResolvedVolume> volumes;
   bool keep_planted_repositories = false;

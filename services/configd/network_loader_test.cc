@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/configd/loader.h"
 #include "services/configd/test_util.h"
@@ -56,6 +57,7 @@ default_allow_domains = [
   "*.npmjs.org",
 ]
 dns_upstream = ["192.0.2.53", "[2001:db8::53]:5353"]
+egress = "open"
 [profiles.ab]
 image = "localhost/x:1"
 allow_egress = ["198.51.100.0/24", "192.0.2.0/24", "10.20.0.0/16"]
@@ -78,13 +80,13 @@ TEST(NetworkLoaderTest, AllowIsTheDefaultAllowThenAllowEgressEachWithItsLine) {
   // 192.0.2.0/24 again in allow_egress keeps its first place and line.
   EXPECT_THAT(Entries(ab->allow), ElementsAre("192.0.2.0/24@user:3:network.default_allow[0]",
                                               "2001:db8::/32@user:3:network.default_allow[1]",
-                                              "198.51.100.0/24@user:11:profiles.ab.allow_egress[0]",
-                                              "10.20.0.0/16@user:11:profiles.ab.allow_egress[2]"));
+                                              "198.51.100.0/24@user:12:profiles.ab.allow_egress[0]",
+                                              "10.20.0.0/16@user:12:profiles.ab.allow_egress[2]"));
   EXPECT_THAT(Entries(ab->allow_domains),
               ElementsAre("pypi.org@user:5:network.default_allow_domains[0]",
                           "*.npmjs.org@user:6:network.default_allow_domains[1]",
-                          "api.example.com@user:12:profiles.ab.allow_domains[0]",
-                          "*.example.net@user:12:profiles.ab.allow_domains[2]"));
+                          "api.example.com@user:13:profiles.ab.allow_domains[0]",
+                          "*.example.net@user:13:profiles.ab.allow_domains[2]"));
   EXPECT_THAT(ab->dns_upstream, ElementsAre("192.0.2.53:53", "[2001:db8::53]:5353"));
   ASSERT_FALSE(ab->deny.empty());
   for (const Setting<Cidr>& d : ab->deny) {
@@ -112,27 +114,128 @@ TEST(NetworkLoaderTest, AProfilesDefaultAllowReplacesTheNetworkOne) {
   EXPECT_THAT(Entries(names->allow_domains),
               ElementsAre("pypi.org@user:5:network.default_allow_domains[0]",
                           "*.npmjs.org@user:6:network.default_allow_domains[1]",
-                          "github.com@user:16:profiles.names.allow_domains[0]"));
+                          "github.com@user:17:profiles.names.allow_domains[0]"));
   EXPECT_NE(SourceOf(*names, "profiles.names.default_allow"), nullptr);
   EXPECT_EQ(SourceOf(*names, "network.default_allow"), nullptr);
   EXPECT_FALSE(names->deny.empty());  // the deny list still applies
   absl::StatusOr<ResolvedProfile> own = c.Profile("own");
   ASSERT_TRUE(own.ok()) << own.status();
   EXPECT_THAT(Entries(own->allow),
-              ElementsAre("203.0.113.0/24@user:19:profiles.own.default_allow[0]"));
+              ElementsAre("203.0.113.0/24@user:20:profiles.own.default_allow[0]"));
 }
 
-TEST(NetworkLoaderTest, WithoutTheNewKeysThereAreNoNamesAndTheHostsResolvers) {
+TEST(NetworkLoaderTest, DefaultProfileIsAskWithTheBuiltInList) {
   Scratch s;
   LoadedConfig c = Load(s, "");
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> p = c.Profile("");
   ASSERT_TRUE(p.ok());
-  EXPECT_THAT(p->allow_domains, IsEmpty());
+  EXPECT_EQ(p->egress.value, EgressMode::kAsk);
+  EXPECT_EQ(p->egress.origin.layer, Layer::kEmbeddedDefault);
+  EXPECT_EQ(p->ask_timeout_seconds, 120u);
+  EXPECT_FALSE(p->ask_unattended_wait);
+  EXPECT_FALSE(p->trust_host_ca);
+  EXPECT_THAT(p->ports, IsEmpty());
+  // Names decide: the built-in /0 allows stay out, and only the developer
+  // hosts are listed.
+  EXPECT_THAT(p->allow, IsEmpty());
+  std::vector<std::string> names;
+  for (const Setting<std::string>& d : p->allow_domains) names.push_back(d.value);
+  EXPECT_THAT(names, ElementsAre("deb.debian.org", "security.debian.org", "registry.npmjs.org",
+                                 "pypi.org", "files.pythonhosted.org", "crates.io",
+                                 "index.crates.io", "static.crates.io", "proxy.golang.org",
+                                 "sum.golang.org", "github.com", "api.github.com",
+                                 "codeload.github.com", "*.githubusercontent.com",
+                                 "api.anthropic.com", "api.openai.com", "auth.openai.com",
+                                 "chatgpt.com", "generativelanguage.googleapis.com",
+                                 "oauth2.googleapis.com"));
   EXPECT_THAT(p->dns_upstream, IsEmpty());
-  EXPECT_THAT(Entries(p->allow),
-              ElementsAre("0.0.0.0/0@embedded default:9:network.default_allow[0]",
-                          "::/0@embedded default:9:network.default_allow[1]"));
+  EXPECT_EQ(SourceOf(*p, "network.egress")->layer, Layer::kEmbeddedDefault);
+  EXPECT_EQ(SourceOf(*p, "network.default_allow"), nullptr);
+}
+
+TEST(NetworkLoaderTest, OpenEgressKeepsTheSlashZeroAllows) {
+  Scratch s;
+  LoadedConfig c = Load(s, "[network]\negress = \"open\"\n");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  absl::StatusOr<ResolvedProfile> p = c.Profile("");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->egress.value, EgressMode::kOpen);
+  EXPECT_EQ(p->egress.origin.layer, Layer::kUser);
+  std::vector<std::string> allow;
+  for (const Setting<Cidr>& a : p->allow) allow.push_back(a.value.ToString());
+  EXPECT_THAT(allow, ElementsAre("0.0.0.0/0", "::/0"));
+}
+
+TEST(NetworkLoaderTest, NamesAndAskDropDefaultAllowKeepAllowEgress) {
+  Scratch s;
+  LoadedConfig c = Load(s, R"(
+[network]
+default_allow = ["192.0.2.0/24"]
+[profiles.nm]
+image = "localhost/x:1"
+egress = "names"
+allow_egress = ["198.51.100.0/24"]
+[profiles.ak]
+image = "localhost/x:1"
+allow_egress = ["203.0.113.0/24"]
+[profiles.op]
+image = "localhost/x:1"
+egress = "open"
+allow_egress = ["203.0.113.0/24"]
+)");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  absl::StatusOr<ResolvedProfile> nm = c.Profile("nm");
+  ASSERT_TRUE(nm.ok());
+  EXPECT_EQ(nm->egress.value, EgressMode::kNames);
+  EXPECT_THAT(Entries(nm->allow), ElementsAre("198.51.100.0/24@user:7:profiles.nm.allow_egress[0]"));
+  absl::StatusOr<ResolvedProfile> ak = c.Profile("ak");
+  ASSERT_TRUE(ak.ok());
+  EXPECT_EQ(ak->egress.value, EgressMode::kAsk);
+  EXPECT_THAT(Entries(ak->allow), ElementsAre("203.0.113.0/24@user:10:profiles.ak.allow_egress[0]"));
+  absl::StatusOr<ResolvedProfile> op = c.Profile("op");
+  ASSERT_TRUE(op.ok());
+  EXPECT_THAT(Entries(op->allow), ElementsAre("192.0.2.0/24@user:3:network.default_allow[0]",
+                                              "203.0.113.0/24@user:14:profiles.op.allow_egress[0]"));
+  // The user's default_allow does nothing for nm, ak and the built-in
+  // default profile (ask): config check says so for each.
+  size_t ignored = 0;
+  for (const Diagnostic& d : c.diagnostics.warnings()) {
+    if (absl::StrContains(d.message, "default_allow is ignored when egress is not open")) {
+      ++ignored;
+    }
+  }
+  EXPECT_EQ(ignored, 3u);
+}
+
+TEST(NetworkLoaderTest, EgressSettingsAProfileOverridesAndPortsResolve) {
+  Scratch s;
+  LoadedConfig c = Load(s, R"(
+[network]
+ask_timeout = 30
+ask_unattended = "wait"
+trust_host_ca = true
+[profiles.dev]
+image = "localhost/x:1"
+ask_timeout = 300
+trust_host_ca = false
+ports = ["3000", "8080:3000", "127.0.0.1:1455", "[::1]:5173:5173"]
+)");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  absl::StatusOr<ResolvedProfile> dev = c.Profile("dev");
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(dev->ask_timeout_seconds, 300u);
+  EXPECT_TRUE(dev->ask_unattended_wait);
+  EXPECT_FALSE(dev->trust_host_ca);
+  std::vector<std::string> ports;
+  for (const Setting<PortSpec>& f : dev->ports) ports.push_back(FormatPortSpec(f.value));
+  EXPECT_THAT(ports, ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:5173:5173"));
+  EXPECT_EQ(SourceOf(*dev, "profiles.dev.ask_timeout")->layer, Layer::kUser);
+  EXPECT_EQ(SourceOf(*dev, "network.ask_unattended")->layer, Layer::kUser);
+  absl::StatusOr<ResolvedProfile> def = c.Profile("default");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->ask_timeout_seconds, 30u);
+  EXPECT_TRUE(def->trust_host_ca);
 }
 
 TEST(NetworkLoaderTest, EachEntryNamesTheLayerThatWroteIt) {
@@ -263,6 +366,104 @@ TEST(NetworkLoaderTest, WithoutNamesOfYoursAWorkspaceMayNotAddAny) {
   c = Load(s, "", "[profiles.default]\nallow_domains = [\"example.com\"]\n");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(Errors(c), HasSubstr("profiles.default.allow_domains[0]: allows the name"));
+}
+
+constexpr char kEgressUser[] = R"(
+[network]
+egress = "ask"
+ask_timeout = 60
+[profiles.op]
+image = "localhost/x:1"
+egress = "open"
+trust_host_ca = true
+ask_unattended = "wait"
+[profiles.nm]
+image = "localhost/x:1"
+egress = "names"
+)";
+
+// Each case: refused by an untrusted workspace (and accepted once trusted),
+// or accepted as a narrowing.
+void ExpectNarrowing(const char* user, const std::vector<NarrowCase>& cases) {
+  Scratch s;
+  for (const NarrowCase& c : cases) {
+    LoadedConfig loaded = Load(s, user, c.workspace);
+    if (c.refusal == nullptr) {
+      EXPECT_TRUE(loaded.status().ok()) << c.name << "\n" << Errors(loaded);
+      continue;
+    }
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kPermissionDenied) << c.name;
+    EXPECT_THAT(Errors(loaded), HasSubstr(c.refusal)) << c.name;
+    LoadedConfig trusted = Load(s, user, c.workspace, "", /*workspace_trusted=*/true);
+    EXPECT_TRUE(trusted.status().ok()) << c.name << "\n" << Errors(trusted);
+  }
+}
+
+TEST(NetworkNarrowingTest, WorkspaceMayMoveEgressOnlyTowardNames) {
+  ExpectNarrowing(
+      kEgressUser,
+      {
+          {"network ask to names", "[network]\negress = \"names\"\n", nullptr},
+          {"network ask kept", "[network]\negress = \"ask\"\n", nullptr},
+          {"network ask to open", "[network]\negress = \"open\"\n",
+           "lazaret.toml:2:10: network.egress: sets network.egress to \"open\"; your "
+           "configuration has \"ask\" (a workspace may only move it toward \"names\""},
+          {"open profile to ask", "[profiles.op]\negress = \"ask\"\n", nullptr},
+          {"names profile to ask", "[profiles.nm]\negress = \"ask\"\n",
+           "sets profiles.nm.egress to \"ask\"; your configuration has \"names\""},
+          {"a profile without its own follows the network one",
+           "[profiles.default]\negress = \"open\"\n",
+           "sets profiles.default.egress to \"open\"; your configuration has \"ask\""},
+      });
+}
+
+TEST(NetworkNarrowingTest, AskTimeoutOnlyLower) {
+  ExpectNarrowing(kEgressUser,
+                  {
+                      {"lower", "[network]\nask_timeout = 10\n", nullptr},
+                      {"same", "[profiles.op]\nask_timeout = 60\n", nullptr},
+                      {"higher", "[network]\nask_timeout = 61\n",
+                       "raises network.ask_timeout to 61 seconds; your configuration has 60"},
+                      {"higher in a profile", "[profiles.nm]\nask_timeout = 600\n",
+                       "raises profiles.nm.ask_timeout to 600 seconds"},
+                  });
+}
+
+TEST(NetworkNarrowingTest, WorkspaceMayOnlyDisableTrustHostCaAndChooseDeny) {
+  ExpectNarrowing(
+      kEgressUser,
+      {
+          {"trust off where on", "[profiles.op]\ntrust_host_ca = false\n", nullptr},
+          {"trust on where on", "[profiles.op]\ntrust_host_ca = true\n", nullptr},
+          {"trust on where off", "[profiles.nm]\ntrust_host_ca = true\n",
+           "sets profiles.nm.trust_host_ca, which would make the sandbox trust the CAs"},
+          {"trust on network-wide", "[network]\ntrust_host_ca = true\n",
+           "sets network.trust_host_ca"},
+          {"deny", "[network]\nask_unattended = \"deny\"\n", nullptr},
+          {"wait where the user waits", "[profiles.op]\nask_unattended = \"wait\"\n", nullptr},
+          {"wait where the user denies", "[network]\nask_unattended = \"wait\"\n",
+           "sets network.ask_unattended to \"wait\""},
+      });
+}
+
+TEST(NetworkNarrowingTest, WorkspacePortsIsAnErrorEvenWhenTrusted) {
+  Scratch s;
+  const std::string user = "[profiles.dev]\nimage = \"localhost/x:1\"\nports = [\"3000\"]\n";
+  for (bool trusted : {false, true}) {
+    LoadedConfig c = Load(s, user, "[profiles.dev]\nports = [\"3000\"]\n", "", trusted);
+    EXPECT_FALSE(c.status().ok()) << trusted;
+    EXPECT_THAT(Errors(c), HasSubstr("lazaret.toml:2:9: profiles.dev.ports: a workspace file may "
+                                     "not open ports"))
+        << trusted;
+  }
+  // The user's own file and an explicit --config file may.
+  LoadedConfig c = Load(s, user, "", "[profiles.dev]\nports = [\"8080:3000\"]\n");
+  ASSERT_TRUE(c.status().ok()) << Errors(c);
+  absl::StatusOr<ResolvedProfile> dev = c.Profile("dev");
+  ASSERT_TRUE(dev.ok());
+  ASSERT_EQ(dev->ports.size(), 1u);
+  EXPECT_EQ(dev->ports[0].value.host_port, 8080u);
+  EXPECT_EQ(dev->ports[0].origin.layer, Layer::kExplicit);
 }
 
 }  // namespace

@@ -38,6 +38,64 @@ std::vector<Setting<std::string>> GrantedNames(const LayerConfig& c, const Profi
   return out;
 }
 
+// The egress settings a workspace table (`w`) writes against the user's
+// grant for the same scope: the ceiling's own value (`c`), else the
+// network-wide one (`cn`), else the built-in default.
+void CheckEgressSettings(const EgressSettings& w, const EgressSettings& c, const EgressSettings* cn,
+                         const std::string& scope, const std::string& hint, Diagnostics& diags) {
+  auto granted = [&](auto member) {
+    const auto& own = c.*member;
+    if (own || cn == nullptr) return own;
+    return cn->*member;
+  };
+  const std::string at = scope.empty() ? "network" : scope;
+  if (w.egress) {
+    const auto g = granted(&EgressSettings::egress);
+    const EgressMode limit = g ? g->value : EgressMode::kAsk;
+    if (static_cast<int>(w.egress->value) > static_cast<int>(limit)) {
+      diags.Widening(w.egress->origin,
+                     absl::StrCat("sets ", at, ".egress to ", Q(EgressModeName(w.egress->value)),
+                                  "; your configuration has ", Q(EgressModeName(limit)),
+                                  " (a workspace may only move it toward \"names\": names < "
+                                  "ask < open)"),
+                     hint);
+    }
+  }
+  if (w.ask_timeout) {
+    const auto g = granted(&EgressSettings::ask_timeout);
+    const uint32_t limit = g ? g->value : kDefaultAskTimeoutSeconds;
+    if (w.ask_timeout->value > limit) {
+      diags.Widening(w.ask_timeout->origin,
+                     absl::StrCat("raises ", at, ".ask_timeout to ", w.ask_timeout->value,
+                                  " seconds; your configuration has ", limit,
+                                  " (a workspace may only lower it)"),
+                     hint);
+    }
+  }
+  if (w.ask_unattended_wait && w.ask_unattended_wait->value) {
+    const auto g = granted(&EgressSettings::ask_unattended_wait);
+    if (!(g && g->value)) {
+      diags.Widening(w.ask_unattended_wait->origin,
+                     absl::StrCat("sets ", at,
+                                  ".ask_unattended to \"wait\"; your configuration refuses "
+                                  "unlisted names at once when no approver is attached (a "
+                                  "workspace may only set \"deny\")"),
+                     hint);
+    }
+  }
+  if (w.trust_host_ca && w.trust_host_ca->value) {
+    const auto g = granted(&EgressSettings::trust_host_ca);
+    if (!(g && g->value)) {
+      diags.Widening(w.trust_host_ca->origin,
+                     absl::StrCat("sets ", at,
+                                  ".trust_host_ca, which would make the sandbox trust the CAs "
+                                  "your host adds; your configuration does not (a workspace "
+                                  "may only set it to false)"),
+                     hint);
+    }
+  }
+}
+
 }  // namespace
 
 bool NameCoveredBy(const std::string& name, const std::vector<Setting<std::string>>& granted) {
@@ -121,11 +179,13 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
                      hint);
     }
   }
+  CheckEgressSettings(w.net, c.net, nullptr, "", hint, diags);
   for (const auto& [name, wp] : w.profiles) {
     auto it = c.profiles.find(name);
     if (it == c.profiles.end()) continue;
     const ProfileLayer& cp = it->second;
     const std::string base = absl::StrCat("profiles.", name);
+    CheckEgressSettings(wp.net, cp.net, &c.net, base, hint, diags);
     if (wp.default_allow) {
       const bool own = cp.default_allow.has_value();
       const std::vector<Setting<Cidr>>& granted =

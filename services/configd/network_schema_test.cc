@@ -171,5 +171,63 @@ TEST(NetworkSchemaTest, OneBadEntryRefusesTheWholeList) {
   EXPECT_FALSE(p.layer.dns_upstream);
 }
 
+TEST(NetworkSchemaTest, EgressValuesParsedAndBadOnesNamed) {
+  Parsed p = ParseText(R"(
+[network]
+egress = "names"
+ask_timeout = 30
+ask_unattended = "wait"
+trust_host_ca = true
+[profiles.dev]
+image = "localhost/x:1"
+egress = "open"
+ports = ["3000", "8080:3000", "127.0.0.1:1455", "[::1]:3001", "0.0.0.0:9000:9000"]
+)");
+  ASSERT_FALSE(p.diags.has_errors()) << AllErrors(p.diags);
+  ASSERT_TRUE(p.layer.net.egress.has_value());
+  EXPECT_EQ(p.layer.net.egress->value, EgressMode::kNames);
+  EXPECT_EQ(p.layer.net.egress->origin.line, 3u);
+  EXPECT_EQ(p.layer.net.ask_timeout->value, 30u);
+  EXPECT_TRUE(p.layer.net.ask_unattended_wait->value);
+  EXPECT_TRUE(p.layer.net.trust_host_ca->value);
+  const ProfileLayer& dev = p.layer.profiles.at("dev");
+  EXPECT_EQ(dev.net.egress->value, EgressMode::kOpen);
+  std::vector<std::string> ports;
+  for (const Setting<PortSpec>& f : dev.ports->value) ports.push_back(FormatPortSpec(f.value));
+  EXPECT_THAT(ports, ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:3001:3001",
+                                 "0.0.0.0:9000:9000"));
+
+  const struct {
+    const char* text;
+    const char* error;
+  } bad[] = {
+      {"[network]\negress = \"closed\"\n",
+       "config.toml:2:10: network.egress: \"closed\" is not an egress mode"},
+      {"[network]\negress = true\n", "network.egress"},
+      {"[network]\nask_timeout = 4\n", "network.ask_timeout"},
+      {"[network]\nask_timeout = 601\n", "network.ask_timeout"},
+      {"[network]\nask_unattended = \"allow\"\n", "\"allow\" is not a choice here"},
+      {"[network]\ntrust_host_ca = \"yes\"\n", "network.trust_host_ca"},
+      {"[network]\nports = [\"3000\"]\n", "unknown key 'ports'"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [\"80\"]\n",
+       "host port 80 is below 1024"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [\"3000:0\"]\n",
+       "sandbox port 0 is not a port number"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [\"::1:3000\"]\n",
+       "write an IPv6 address in brackets"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [\"localhost:3000\"]\n",
+       "host port \"localhost\" is not a port number"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [\"999.1.1.1:3000\"]\n",
+       "is not an IPv4 address"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [\"3000\", \"3000:4000\"]\n",
+       "host port 3000 is forwarded twice"},
+      {"[profiles.x1]\nimage = \"localhost/x:1\"\nports = [3000]\n", "profiles.x1.ports[0]"},
+  };
+  for (const auto& b : bad) {
+    Parsed q = ParseText(b.text);
+    EXPECT_THAT(AllErrors(q.diags), HasSubstr(b.error)) << b.text;
+  }
+}
+
 }  // namespace
 }  // namespace lazaret::config

@@ -65,6 +65,27 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
     ToProto(d.origin, e->mutable_source());
   }
   for (const std::string& u : p.dns_upstream) net->add_dns_upstream(u);
+  switch (p.egress.value) {
+    case EgressMode::kOpen:
+      net->set_egress(pb::EGRESS_MODE_OPEN);
+      break;
+    case EgressMode::kNames:
+      net->set_egress(pb::EGRESS_MODE_NAMES);
+      break;
+    case EgressMode::kAsk:
+      net->set_egress(pb::EGRESS_MODE_ASK);
+      break;
+  }
+  ToProto(p.egress.origin, net->mutable_egress_source());
+  net->set_ask_timeout_seconds(p.ask_timeout_seconds);
+  net->set_ask_unattended(p.ask_unattended_wait ? pb::ASK_UNATTENDED_WAIT : pb::ASK_UNATTENDED_DENY);
+  for (const Setting<PortSpec>& f : p.ports) {
+    cpb::PortForward* pf = net->add_ports();
+    pf->set_host_address(f.value.host_address);
+    pf->set_host_port(f.value.host_port);
+    pf->set_sandbox_port(f.value.sandbox_port);
+  }
+  out->set_trust_host_ca(p.trust_host_ca);
   for (const ResolvedEnv& e : p.env) {
     pb::EnvVar* v = out->add_env();
     v->set_name(e.name);

@@ -59,6 +59,22 @@ void AddSource(ResolvedProfile& p, const std::string& key, const Origin& o) {
   p.sources.push_back({key, o.layer, o.file});
 }
 
+// The profile's own setting, else the network-wide one, else `fallback`.
+template <typename T>
+Setting<T> Pick(ResolvedProfile& p, const std::optional<Setting<T>>& own,
+                const std::optional<Setting<T>>& global, const std::string& base,
+                const char* key, T fallback) {
+  if (own) {
+    AddSource(p, absl::StrCat(base, ".", key), own->origin);
+    return *own;
+  }
+  if (global) {
+    AddSource(p, absl::StrCat("network.", key), global->origin);
+    return *global;
+  }
+  return Setting<T>{fallback, {}};
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ExpandGlobal(const Setting<std::string>& s, unsigned tokens,
@@ -237,11 +253,38 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     p.keep_planted_repositories = pl.keep_planted_repositories->value;
     AddSource(p, base + ".keep_planted_repositories", pl.keep_planted_repositories->origin);
   }
+  // Each egress setting: the profile's own, else [network]'s (which the
+  // built-in default always sets).
+  p.egress = Pick(p, pl.net.egress, m.net.egress, base, "egress", EgressMode::kAsk);
+  p.ask_timeout_seconds =
+      Pick(p, pl.net.ask_timeout, m.net.ask_timeout, base, "ask_timeout", kDefaultAskTimeoutSeconds)
+          .value;
+  p.ask_unattended_wait =
+      Pick(p, pl.net.ask_unattended_wait, m.net.ask_unattended_wait, base, "ask_unattended", false)
+          .value;
+  p.trust_host_ca =
+      Pick(p, pl.net.trust_host_ca, m.net.trust_host_ca, base, "trust_host_ca", false).value;
+  if (pl.ports) {
+    p.ports = pl.ports->value;
+    AddSource(p, base + ".ports", pl.ports->origin);
+  }
   const bool own_default_allow = pl.default_allow.has_value();
   const SettingList<Cidr>& default_allow = own_default_allow ? *pl.default_allow : *m.default_allow;
-  AppendNew(p.allow, default_allow.value);
-  AddSource(p, own_default_allow ? base + ".default_allow" : "network.default_allow",
-            default_allow.origin);
+  if (p.egress.value == EgressMode::kOpen) {
+    AppendNew(p.allow, default_allow.value);
+    AddSource(p, own_default_allow ? base + ".default_allow" : "network.default_allow",
+              default_allow.origin);
+  } else if (default_allow.origin.layer != Layer::kEmbeddedDefault &&
+             !default_allow.value.empty()) {
+    // Only the CIDRs the user listed for the profile open addresses when
+    // names decide; a default_allow written for open egress would
+    // otherwise silently do nothing.
+    diags.Warning(default_allow.origin,
+                  absl::StrCat("default_allow is ignored when egress is not open (profile ",
+                               Q(name), " has egress = ", Q(EgressModeName(p.egress.value)), ")"),
+                  absl::StrCat("list the networks this profile needs in ", base,
+                               ".allow_egress, or set egress = \"open\""));
+  }
   if (pl.allow_egress) {
     AppendNew(p.allow, pl.allow_egress->value);
     AddSource(p, base + ".allow_egress", pl.allow_egress->origin);

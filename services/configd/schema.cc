@@ -21,7 +21,8 @@ using KeyList = std::vector<absl::string_view>;
 const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation", "profiles"};
 const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
-                              "dns_upstream"};
+                              "dns_upstream",  "egress",       "ask_timeout",
+                              "ask_unattended", "trust_host_ca"};
 const KeyList kEscalationKeys = {"enabled",         "socket_dir",       "auto_approve",
                                  "command_timeout", "approval_timeout", "rate_limit",
                                  "approver"};
@@ -29,7 +30,10 @@ const KeyList kProfileKeys = {"image",           "persistent_dirs",
                               "allow_egress",    "default_allow",
                               "allow_domains",   "env",
                               "volumes",         "keep_planted_repositories",
-                              "command_timeout", "persistent_cap"};
+                              "command_timeout", "persistent_cap",
+                              "egress",          "ask_timeout",
+                              "ask_unattended",  "trust_host_ca",
+                              "ports"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 
 // Where each known key lives, for "belongs in [section]" hints.
@@ -97,6 +101,7 @@ class LayerParser {
       if (const toml::node* n = t->get("dns_upstream")) {
         out.dns_upstream = r_.DnsUpstreamList(*n, "network.dns_upstream");
       }
+      out.net = Egress(*t, "network");
     }
     if (const toml::table* t = r_.Table(root, "escalation", "escalation")) {
       CheckKeys(*t, "escalation", kEscalationKeys);
@@ -344,6 +349,20 @@ class LayerParser {
       p.persistent_cap = r_.ByteSize(*n, absl::StrCat(path, ".persistent_cap"),
                                      kMinPersistentCapBytes, kMaxPersistentCapBytes);
     }
+    p.net = Egress(t, path);
+    if (const toml::node* n = t.get("ports")) {
+      const std::string kp = absl::StrCat(path, ".ports");
+      if (layer_ == Layer::kWorkspace) {
+        // Trusted or not: a forward exposes the sandbox to the host, and
+        // the workspace is written by the agent.
+        diags_.Error(r_.At(kp, *n), "a workspace file may not open ports",
+                     "open ports in your own configuration file "
+                     "(~/.config/lazaret/config.toml), with lazaret run -p, or with "
+                     "lazaret port SESSION add");
+      } else {
+        p.ports = r_.PortList(*n, kp, kMaxPortForwards);
+      }
+    }
     if (const toml::node* n = t.get("volumes")) {
       const std::string kp = absl::StrCat(path, ".volumes");
       if (const toml::array* a = r_.Array(*n, kp)) {
@@ -370,6 +389,51 @@ class LayerParser {
       }
     }
     return p;
+  }
+
+  // egress, ask_timeout, ask_unattended and trust_host_ca of [network] or
+  // [profiles.<name>] (`path`).
+  EgressSettings Egress(const toml::table& t, const std::string& path) {
+    EgressSettings out;
+    if (const toml::node* n = t.get("egress")) {
+      const std::string kp = absl::StrCat(path, ".egress");
+      if (auto s = r_.String(*n, kp)) {
+        absl::StatusOr<EgressMode> mode = ParseEgressMode(View(s->value));
+        if (mode.ok()) {
+          out.egress = Setting<EgressMode>{*mode, s->origin};
+        } else {
+          diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), " ", mode.status().message()),
+                       "egress is \"open\" (every public address and name), \"names\" (only "
+                       "listed names and CIDRs) or \"ask\" (as names, and unlisted names are "
+                       "asked for)");
+        }
+      }
+    }
+    if (const toml::node* n = t.get("ask_timeout")) {
+      out.ask_timeout = r_.Seconds(*n, absl::StrCat(path, ".ask_timeout"), kMinAskTimeoutSeconds,
+                                   kMaxAskTimeoutSeconds);
+    }
+    if (const toml::node* n = t.get("ask_unattended")) {
+      const std::string kp = absl::StrCat(path, ".ask_unattended");
+      if (auto s = r_.String(*n, kp)) {
+        if (s->value == "deny" || s->value == "wait") {
+          out.ask_unattended_wait = Setting<bool>{s->value == "wait", s->origin};
+        } else {
+          diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), " is not a choice here"),
+                       "ask_unattended is \"deny\" (refuse unlisted names at once when no "
+                       "approver is attached) or \"wait\" (hold them until ask_timeout)");
+        }
+      }
+    }
+    if (const toml::node* n = t.get("trust_host_ca")) {
+      const std::string kp = absl::StrCat(path, ".trust_host_ca");
+      if (const auto* b = n->as_boolean()) {
+        out.trust_host_ca = Setting<bool>{b->get(), r_.At(kp, *n)};
+      } else {
+        r_.TypeError(*n, kp, "a boolean (true or false)");
+      }
+    }
+    return out;
   }
 
   std::optional<VolumeSpec> Volume(const toml::node& n, const std::string& path) {

@@ -40,6 +40,13 @@ inline constexpr int64_t kMaxRateLimit = 100000;
 inline constexpr uint64_t kMinPersistentCapBytes = uint64_t{32} << 20;
 inline constexpr uint64_t kMaxPersistentCapBytes = uint64_t{16} << 40;
 inline constexpr uint64_t kDefaultPersistentCapBytes = uint64_t{4} << 30;
+// ask_timeout: seconds a held name waits for a decision before it is
+// refused. The upper bound is far beyond any resolver's own patience.
+inline constexpr int64_t kMinAskTimeoutSeconds = 5;
+inline constexpr int64_t kMaxAskTimeoutSeconds = 600;
+inline constexpr uint32_t kDefaultAskTimeoutSeconds = 120;
+// profiles.<name>.ports: forwards one profile may open.
+inline constexpr size_t kMaxPortForwards = 16;
 
 // A value with the place it was written.
 template <typename T>
@@ -68,6 +75,21 @@ struct VolumeSpec {
   std::string mode_text;  // as written (default "ro")
 };
 
+// The egress settings of [network] and of [profiles.<name>] (a profile's
+// own value wins over the network-wide one).
+struct EgressSettings {
+  // Wider: kNames < kAsk < kOpen.
+  std::optional<Setting<EgressMode>> egress;
+  // Seconds a held name waits for a decision. Higher is a widening.
+  std::optional<Setting<uint32_t>> ask_timeout;
+  // true: "wait" (hold until ask_timeout with no approver); false: "deny".
+  // true is a widening.
+  std::optional<Setting<bool>> ask_unattended_wait;
+  // Add the CAs the host trusts to the sandbox's trust store. true is a
+  // widening.
+  std::optional<Setting<bool>> trust_host_ca;
+};
+
 // One [profiles.<name>] table as written in one layer.
 struct ProfileLayer {
   Origin origin;  // the table header (or first key)
@@ -90,6 +112,10 @@ struct ProfileLayer {
   // (kDefaultPersistentCapBytes when no layer sets it). Higher is a
   // widening.
   std::optional<Setting<uint64_t>> persistent_cap;
+  EgressSettings net;
+  // Inbound forwards opened when a session of this profile starts. Never
+  // from a workspace file (ParseLayer refuses them there).
+  std::optional<SettingList<PortSpec>> ports;
 };
 
 // One layer, every key optional. The same type holds a merge of layers, in
@@ -103,6 +129,7 @@ struct LayerConfig {
   std::optional<SettingList<Cidr>> default_deny;
   std::optional<SettingList<std::string>> default_allow_domains;  // canonical patterns
   std::optional<SettingList<std::string>> dns_upstream;           // canonical "address:port"
+  EgressSettings net;
   std::optional<Setting<bool>> escalation_enabled;
   std::optional<Setting<std::string>> socket_dir;  // template
   std::optional<SettingList<CommandPrefix>> auto_approve;

@@ -19,6 +19,41 @@ namespace lazaret::config {
 enum class Access { kReadOnly, kReadWrite };
 enum class SelinuxLabel { kNone, kShared, kPrivate };  // "", z, Z
 
+// network.egress / profiles.<name>.egress, ordered from the narrowest:
+// a workspace file may only move toward kNames.
+enum class EgressMode { kNames = 0, kAsk = 1, kOpen = 2 };
+
+// "open", "names" or "ask".
+absl::StatusOr<EgressMode> ParseEgressMode(absl::string_view text);
+const char* EgressModeName(EgressMode mode);
+
+// The lowest host port a forward may bind: below it a port is privileged,
+// and a sandbox has no business standing in for a system service.
+inline constexpr uint32_t kMinForwardHostPort = 1024;
+
+// An inbound port forward: connections to host_address:host_port on the
+// host reach sandbox_port on the sandbox's own loopback. An empty
+// host_address means the host's loopback (127.0.0.1 and ::1).
+struct PortSpec {
+  std::string host_address;  // canonical text of an IP literal, or empty
+  uint32_t host_port = 0;
+  uint32_t sandbox_port = 0;
+  bool operator==(const PortSpec& o) const {
+    return host_address == o.host_address && host_port == o.host_port &&
+           sandbox_port == o.sandbox_port;
+  }
+};
+
+// Parses [ADDRESS:]HOSTPORT[:SANDBOXPORT]: "3000", "8080:3000",
+// "127.0.0.1:1455", "127.0.0.1:1455:1455", "[::1]:3000", "[::]:80:3000".
+// An IPv6 address is written in brackets. HOSTPORT is at least
+// kMinForwardHostPort; SANDBOXPORT defaults to HOSTPORT.
+absl::StatusOr<PortSpec> ParsePortSpec(absl::string_view text);
+
+// The spec the way ParsePortSpec reads it back ("8080:3000",
+// "127.0.0.1:1455:1455", "[::1]:3000:3000").
+std::string FormatPortSpec(const PortSpec& spec);
+
 // ^[a-z0-9_-]{2,32}$
 bool IsValidProfileName(absl::string_view name);
 

@@ -192,6 +192,38 @@ std::optional<SettingList<std::string>> TomlReader::DomainList(const toml::node&
       });
 }
 
+std::optional<SettingList<PortSpec>> TomlReader::PortList(const toml::node& n,
+                                                         const std::string& path, size_t max) {
+  if (const toml::array* a = n.as_array(); a != nullptr && a->size() > max) {
+    diags_.Error(At(path, n), absl::StrCat("more than ", max, " port forwards"),
+                 "a profile opens a few ports; forward the others live with lazaret port");
+    return std::nullopt;
+  }
+  std::vector<PortSpec> seen;
+  return StringList<PortSpec>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<PortSpec> {
+        absl::StatusOr<PortSpec> spec = ParsePortSpec(View(s.value));
+        if (!spec.ok()) {
+          diags_.Error(s.origin, absl::StrCat(QuoteValue(s.value), ": ", spec.status().message()),
+                       "write [ADDRESS:]HOSTPORT[:SANDBOXPORT], e.g. \"3000\", \"8080:3000\", "
+                       "\"127.0.0.1:1455\" or \"[::1]:3000\"");
+          return std::nullopt;
+        }
+        for (const PortSpec& o : seen) {
+          if (o.host_port == spec->host_port &&
+              (o.host_address.empty() || spec->host_address.empty() ||
+               o.host_address == spec->host_address)) {
+            diags_.Error(s.origin,
+                         absl::StrCat("host port ", spec->host_port, " is forwarded twice"),
+                         "each host port is forwarded once");
+            return std::nullopt;
+          }
+        }
+        seen.push_back(*spec);
+        return *std::move(spec);
+      });
+}
+
 std::optional<SettingList<std::string>> TomlReader::DnsUpstreamList(const toml::node& n,
                                                                     const std::string& path) {
   std::vector<std::string> seen;

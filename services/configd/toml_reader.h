@@ -53,6 +53,10 @@ class TomlReader {
   // none listed twice.
   std::optional<SettingList<std::string>> DnsUpstreamList(const toml::node& n,
                                                           const std::string& path);
+  // profiles.<name>.ports: at most `max` forwards (ParsePortSpec), no host
+  // port twice on the same address.
+  std::optional<SettingList<PortSpec>> PortList(const toml::node& n, const std::string& path,
+                                                size_t max);
   // escalation.auto_approve: each entry is a string (the prefix form) or a
   // table with exactly one of `prefix` or `exact`, and passes
   // CheckAutoApproveEntry in its form.

@@ -452,11 +452,12 @@ TEST_F(ConfigApiTest, ConfigShowPrintsEachNetworkEntryWithItsFileAndLine) {
   ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
   EXPECT_THAT(json.out, HasSubstr("\"*.example.net\""));
   EXPECT_THAT(json.out, HasSubstr("\"dns_upstream\""));
-  // With nothing of the user's: the host's resolvers, no names.
+  // With nothing of the user's: the host's resolvers, the built-in
+  // developer hosts.
   unlink(cfg.c_str());
   r = Lazaret({"config", "show"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("allow_domains    (none)"));
+  EXPECT_THAT(line_of("registry.npmjs.org"), HasSubstr("[embedded default]")) << r.out;
   EXPECT_THAT(r.out, HasSubstr("dns_upstream     (the host's resolvers, /etc/resolv.conf)"));
 }
 
@@ -941,6 +942,99 @@ TEST_F(ConfigApiTest, TheCliSaysToRunLazaretUpWhenTheServiceIsDown) {
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("nothing was trusted"));
   EXPECT_FALSE(WorkspaceTrusted());
+}
+
+
+TEST_F(ConfigApiTest, NameAllowForAProfileEditsOnlyTheUsersFileAfterThePreview) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  const std::string before =
+      "# mine\n[profiles.dev]\nimage = \"localhost/x:1\"  # pinned\nallow_domains = "
+      "[\"a.example.com\"]\n";
+  WriteFile(cfg, before);
+  pb::NameAllowRequest req;
+  *req.mutable_selector() = Selector("");
+  req.set_profile("dev");
+  req.set_name("b.example.com");
+  pb::NameAllowPreview preview;
+  {
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Status s = stub_->PreviewNameAllow(&cc, req, &preview);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(preview.file(), cfg);
+  EXPECT_THAT(preview.diff(), HasSubstr("-allow_domains = [\"a.example.com\"]\n+allow_domains = "
+                                        "[\"a.example.com\", \"b.example.com\"]\n"));
+  EXPECT_EQ(test::ReadFile(cfg), before) << "a preview writes nothing";
+  // A stale hash is refused and changes nothing.
+  req.set_before_sha256(std::string(64, '0'));
+  pb::NameAllowPreview applied;
+  {
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    EXPECT_EQ(stub_->ApplyNameAllow(&cc, req, &applied).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  EXPECT_EQ(test::ReadFile(cfg), before);
+  req.set_before_sha256(preview.before_sha256());
+  {
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Status s = stub_->ApplyNameAllow(&cc, req, &applied);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(test::ReadFile(cfg),
+            "# mine\n[profiles.dev]\nimage = \"localhost/x:1\"  # pinned\nallow_domains = "
+            "[\"a.example.com\", \"b.example.com\"]\n");
+  pb::ResolveProfileResponse resp;
+  ASSERT_TRUE(Resolve("dev", &resp).ok());
+  const auto& names = resp.profile().network().allow_domains();
+  ASSERT_GT(names.size(), 0);
+  EXPECT_EQ(names[names.size() - 1].pattern(), "b.example.com");
+  // A wildcard never comes from an approval.
+  req.set_name("*.example.com");
+  {
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    EXPECT_EQ(stub_->PreviewNameAllow(&cc, req, &preview).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+}
+
+TEST_F(ConfigApiTest, ConfigShowPrintsTheEgressSettingsAndPorts) {
+  const std::string cfg = home_ + "/.config/lazaret/config.toml";
+  WriteFile(cfg,
+            "[profiles.dev]\nimage = \"localhost/x:1\"\negress = \"names\"\n"
+            "ports = [\"8080:3000\"]\n");
+  CommandResult r = Lazaret({"config", "show", "--profile", "dev"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("egress           names (only the listed ones)   [user: " + cfg));
+  EXPECT_THAT(r.out, HasSubstr("ask_timeout      120 s   [embedded default]"));
+  EXPECT_THAT(r.out, HasSubstr("ask_unattended   deny (refuse at once)   [embedded default]"));
+  EXPECT_THAT(r.out, HasSubstr("ports            host 127.0.0.1 and ::1 port 8080 -> sandbox "
+                               "port 3000"));
+  r = Lazaret({"config", "show", "--profile", "default", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"egress\":\"EGRESS_MODE_ASK\""));
+  EXPECT_THAT(r.out, HasSubstr("\"ask_timeout_seconds\":120"));
+}
+
+
+TEST_F(ConfigApiTest, AWorkspaceFileMayNotOpenPortsEvenWhenTrusted) {
+  WriteFile(home_ + "/.config/lazaret/config.toml",
+            "[profiles.dev]\nimage = \"localhost/x:1\"\nports = [\"3000\"]\n");
+  WriteFile(ws_ + "/lazaret.toml", "[profiles.dev]\nports = [\"0.0.0.0:8080:3000\"]\n");
+  pb::ResolveProfileResponse resp;
+  grpc::Status s = Resolve("dev", &resp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error_message(), HasSubstr("a workspace file may not open ports"));
+  // Not a widening that trust could accept: an error, which lazaret trust
+  // refuses to trust (NetworkNarrowingTest covers a trusted file).
+  CommandResult trust = Lazaret({"trust", "--sha256", WorkspaceSha256()});
+  EXPECT_NE(trust.exit_code, 0) << trust.out << trust.err;
+  EXPECT_THAT(trust.err, HasSubstr("a workspace file may not open ports"));
+  s = Resolve("dev", &resp);
+  EXPECT_FALSE(s.ok());
 }
 
 }  // namespace

@@ -147,6 +147,31 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
         "");
   }
   PrintNetwork(p.network(), from);
+  // The egress settings: each comes from the profile's own key, else
+  // [network]'s.
+  auto own_or_network = [&](const char* key) {
+    const std::string own = base + key;
+    return from.count(own) != 0 ? own : absl::StrCat("network.", key);
+  };
+  const pb::NetworkPolicy& n = p.network();
+  const char* egress = n.egress() == pb::EGRESS_MODE_OPEN    ? "open (every public address and name)"
+                       : n.egress() == pb::EGRESS_MODE_NAMES ? "names (only the listed ones)"
+                                                             : "ask (unlisted names are asked for)";
+  row("egress", egress, own_or_network("egress"));
+  row("ask_timeout", absl::StrCat(n.ask_timeout_seconds(), " s"), own_or_network("ask_timeout"));
+  row("ask_unattended",
+      n.ask_unattended() == pb::ASK_UNATTENDED_WAIT ? "wait (hold until ask_timeout)"
+                                                    : "deny (refuse at once)",
+      own_or_network("ask_unattended"));
+  row("trust_host_ca", p.trust_host_ca() ? "true" : "false", own_or_network("trust_host_ca"));
+  if (n.ports().empty()) row("ports", "(none)", "");
+  for (int i = 0; i < n.ports_size(); ++i) {
+    const cpb::PortForward& f = n.ports(i);
+    const std::string host = f.host_address().empty() ? "127.0.0.1 and ::1"
+                                                       : EscapeForTerminal(f.host_address());
+    std::printf("  %-16s host %s port %u -> sandbox port %u   %s\n", i == 0 ? "ports" : "",
+                host.c_str(), f.host_port(), f.sandbox_port(), from[base + "ports"].c_str());
+  }
   if (p.env().empty()) row("env", "(none)", "");
   for (int i = 0; i < p.env_size(); ++i) {
     const pb::EnvVar& e = p.env(i);
