@@ -143,6 +143,7 @@ absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next
     pb::RuleSource source = rule.source();
     source.set_kind(pb::RULE_KIND_LIVE);
     bool deny = rule.action() == pb::RULE_ACTION_DENY;
+    if (!deny && in.host_unknown) continue;
     out.Add(prefix, rule.action(), source, deny ? Class::kHardDeny : Class::kAllow, false);
     if (!deny) PinAlwaysDenied(prefix, out);
   }
@@ -152,16 +153,28 @@ absl::Status CollectStatic(const CompileInput& in, Collector& out, int64_t* next
   }
   for (const auto& entry : in.network.allow()) {
     LAZ_ASSIGN_OR_RETURN(IpPrefix prefix, IpPrefix::Parse(entry.cidr().prefix()));
+    if (in.host_unknown) continue;
     out.Add(prefix, pb::RULE_ACTION_ALLOW, SourceOf(entry.source()), Class::kAllow, false);
     PinAlwaysDenied(prefix, out);
   }
-  for (const auto& host : in.host_addresses) {
+  for (const auto& host : in.host.addresses) {
     if (!host.address.is_host()) {
       return absl::InvalidArgumentError(
           absl::StrCat("host address ", host.address.ToString(), " is not a host prefix"));
     }
     out.Add(host.address, pb::RULE_ACTION_DENY,
             SourceOf(pb::RULE_KIND_HOST_ADDRESS, absl::StrCat("host interface ", host.interface)),
+            Class::kSoftDeny, false);
+  }
+  // A LAN, a VPN's network, a container bridge: whatever the host sits on
+  // is as private as the host itself, whatever its addresses look like (an
+  // IPv6 LAN uses global prefixes). Soft: an allow of exactly the network
+  // opens it; longest prefix wins, so a /0 never does.
+  for (const auto& net : in.host.on_link) {
+    out.Add(net.prefix, pb::RULE_ACTION_DENY,
+            SourceOf(pb::RULE_KIND_HOST_NETWORK,
+                     absl::StrCat("on-link on ", net.interface.empty() ? "?" : net.interface,
+                                  " (table ", RouteTableName(net.table), ")")),
             Class::kSoftDeny, false);
   }
   for (const auto& gateway : in.namespace_info.gateways()) {
@@ -243,6 +256,7 @@ NameVerdict CompiledPolicy::MatchName(absl::string_view name) const {
 
 absl::StatusOr<CompiledPolicy> Compile(const CompileInput& in) {
   CompiledPolicy policy;
+  policy.host_unknown_ = in.host_unknown;
   Collector collector;
   LAZ_RETURN_IF_ERROR(CollectStatic(in, collector, &policy.next_expiry_unix_));
 
@@ -260,7 +274,9 @@ absl::StatusOr<CompiledPolicy> Compile(const CompileInput& in) {
     }
     policy.names_.push_back(std::move(normalized));
   }
+  if (in.host_unknown) policy.names_.clear();
   for (const auto& entry : in.network.allow_domains()) {
+    if (in.host_unknown) break;
     pb::NameRule rule;
     LAZ_ASSIGN_OR_RETURN(*rule.mutable_pattern(), NormalizePattern(entry.pattern()));
     rule.set_action(pb::RULE_ACTION_ALLOW);
@@ -297,9 +313,14 @@ absl::StatusOr<CompiledPolicy> Compile(const CompileInput& in) {
   std::vector<Candidate>& candidates = collector.candidates();
   build(candidates);
 
+  // Unspecified counts as open: a configuration written before the egress
+  // modes existed keeps its meaning.
+  const lazaret::config::v1::EgressMode egress = in.network.egress();
+  const bool open_egress = egress == lazaret::config::v1::EGRESS_MODE_OPEN ||
+                           egress == lazaret::config::v1::EGRESS_MODE_UNSPECIFIED;
   for (auto family : {IpPrefix::Family::kIpv4, IpPrefix::Family::kIpv6}) {
     const pb::Rule& top = policy.rules_[policy.static_.at(IpPrefix::Default(family)).rule];
-    if (top.action() == pb::RULE_ACTION_ALLOW && !policy.names_unrestricted_) {
+    if (open_egress && top.action() == pb::RULE_ACTION_ALLOW && !policy.names_unrestricted_) {
       policy.names_unrestricted_ = true;
       policy.unrestricted_rule_.set_pattern("*");
       policy.unrestricted_rule_.set_action(pb::RULE_ACTION_ALLOW);
@@ -314,7 +335,8 @@ absl::StatusOr<CompiledPolicy> Compile(const CompileInput& in) {
     if (route.expires_unix <= in.now_unix || !route.address.is_host()) continue;
     const pb::Rule* deciding = nullptr;
     if (!policy.AdmitsNameAddress(route.address, &deciding)) continue;
-    if (!policy.MatchName(route.name).answered) continue;
+    const NameVerdict verdict = policy.MatchName(route.name);
+    if (!verdict.answered && !(route.approved && verdict.rule.pattern().empty())) continue;
     pb::RuleSource source = SourceOf(pb::RULE_KIND_NAME, route.name);
     source.set_expires_unix(route.expires_unix);
     collector.Push(route.address, pb::RULE_ACTION_ALLOW, source, Class::kName, false);

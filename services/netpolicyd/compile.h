@@ -14,7 +14,12 @@
 //   - every IPv4 rule also judges its IPv4-mapped, NAT64 and 6to4 forms;
 //   - name routes (an allowed name's addresses) are admitted only where no
 //     explicit or always deny decides the address, and while the name is
-//     still answered.
+//     still answered;
+//   - the host's own addresses and on-link networks are denied like the
+//     always-denied entries: only an allow of exactly that prefix (or of a
+//     narrower one inside it) opens them, never a broader one such as /0;
+//   - every name is answered only when the whole space of a family is
+//     allowed and the egress mode is "open".
 #ifndef LAZARET_SERVICES_NETPOLICYD_COMPILE_H_
 #define LAZARET_SERVICES_NETPOLICYD_COMPILE_H_
 
@@ -28,27 +33,30 @@
 #include "lazaret/config/v1/config.pb.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "lazaret/netrouter/v1/netrouter.pb.h"
+#include "services/netpolicyd/host_networks.h"
 #include "services/netpolicyd/ip_prefix.h"
 #include "services/netpolicyd/route_digest.h"
 
 namespace lazaret::netpolicyd {
-
-// An address of a host interface, read at attach (getifaddrs).
-struct HostAddress {
-  std::string interface;
-  IpPrefix address;  // a host prefix
-};
 
 // An address an allowed name resolved to, allowed until `expires_unix`.
 struct NameRoute {
   IpPrefix address;
   std::string name;  // the name asked, lowercase
   int64_t expires_unix = 0;
+  // Allowed by an approver (`egress = "ask"`, "once"): kept although no
+  // pattern answers the name; a deny pattern still drops it.
+  bool approved = false;
 };
 
 struct CompileInput {
   lazaret::config::v1::NetworkPolicy network;
-  std::vector<HostAddress> host_addresses;
+  // The host's addresses and the networks it is directly connected to
+  // (host_monitor.h), denied unless an allow names exactly one of them.
+  HostNetworks host;
+  // No snapshot of the host: every allow is left out (fail closed) and no
+  // name is answered, until one arrives.
+  bool host_unknown = false;
   lazaret::netrouter::v1::GetNamespaceInfoResponse namespace_info;
   // `lazaret net allow|deny` of a CIDR: destination, action and
   // source.expires_unix (0: no expiry) are used; the kind becomes LIVE.
@@ -79,8 +87,11 @@ class CompiledPolicy {
   const std::vector<lazaret::netpolicy::v1::NameRule>& names() const { return names_; }
   // The name routes that made it into the table.
   const std::vector<NameRoute>& name_routes() const { return name_routes_; }
-  // The whole space of a family is allowed: every name is answered.
+  // The whole space of a family is allowed and the egress mode is open:
+  // every name is answered.
   bool names_unrestricted() const { return names_unrestricted_; }
+  // Compiled without a snapshot of the host: everything is closed.
+  bool host_unknown() const { return host_unknown_; }
   // The router's digest of routes() (RoutesDigest).
   const std::string& digest() const { return digest_; }
   // The earliest expiry among the live rules and name routes in force; 0
@@ -115,6 +126,7 @@ class CompiledPolicy {
   std::vector<lazaret::netpolicy::v1::NameRule> names_;
   std::vector<NameRoute> name_routes_;
   bool names_unrestricted_ = false;
+  bool host_unknown_ = false;
   lazaret::netpolicy::v1::NameRule unrestricted_rule_;
   std::string digest_;
   int64_t next_expiry_unix_ = 0;

@@ -135,7 +135,7 @@ TEST_F(CompileTest, RulesAreLongestPrefixFirst) {
 
 TEST_F(CompileTest, HostAddressesInsideAnAllowedRangeStayDenied) {
   Allow("192.168.0.0/16");
-  in_.host_addresses = {{"lo", *IpPrefix::ParseAddress("127.0.0.1")},
+  in_.host.addresses = {{"lo", *IpPrefix::ParseAddress("127.0.0.1")},
                         {"eth0", *IpPrefix::ParseAddress("192.168.1.5")},
                         {"eth0", *IpPrefix::ParseAddress("fd12::5")}};
   CompiledPolicy p = Compiled();
@@ -155,7 +155,7 @@ TEST_F(CompileTest, ExactHostAllowOpensAnAlwaysDeniedAddressButNotAConfiguredDen
   Allow("192.168.1.5/32");
   Allow("192.168.1.7/32");
   Deny("192.168.1.7/32");
-  in_.host_addresses = {{"eth0", *IpPrefix::ParseAddress("192.168.1.5")},
+  in_.host.addresses = {{"eth0", *IpPrefix::ParseAddress("192.168.1.5")},
                         {"eth1", *IpPrefix::ParseAddress("192.168.1.7")}};
   CompiledPolicy p = Compiled();
   EXPECT_TRUE(Allowed(p, "192.168.1.5"));
@@ -270,7 +270,7 @@ TEST_F(CompileTest, LiveRulesTakeTheirPrefixPrecedenceAndExpire) {
 }
 
 TEST_F(CompileTest, LiveAllowOpensAHostAddressOnlyWhenExact) {
-  in_.host_addresses = {{"eth0", *IpPrefix::ParseAddress("192.168.1.5")}};
+  in_.host.addresses = {{"eth0", *IpPrefix::ParseAddress("192.168.1.5")}};
   Live("192.168.0.0/16", pb::RULE_ACTION_ALLOW);
   EXPECT_FALSE(Allowed(Compiled(), "192.168.1.5"));
   Live("192.168.1.5/32", pb::RULE_ACTION_ALLOW);
@@ -280,7 +280,7 @@ TEST_F(CompileTest, LiveAllowOpensAHostAddressOnlyWhenExact) {
 TEST_F(CompileTest, NameRoutesAreAdmittedOnlyOutsideExplicitAndAlwaysDenies) {
   Deny("10.0.0.0/8");
   Domain("*.example.test");
-  in_.host_addresses = {{"eth0", *IpPrefix::ParseAddress("192.0.2.10")}};
+  in_.host.addresses = {{"eth0", *IpPrefix::ParseAddress("192.0.2.10")}};
   NameRoute("198.51.100.1", "api.example.test", 1300);
   NameRoute("2001:db8::1", "api.example.test", 1200);
   NameRoute("10.1.1.1", "api.example.test", 1300);         // rebinding into a deny
@@ -380,6 +380,106 @@ TEST_F(CompileTest, TenThousandCidrsCompile) {
   EXPECT_GT(p.routes().size(), 40000u);  // each with three IPv6 forms
   EXPECT_FALSE(Allowed(p, "10.39.15.1"));
   EXPECT_TRUE(Allowed(p, "10.200.0.1"));
+}
+
+
+HostNetwork OnLink(const std::string& cidr, const std::string& interface,
+                   uint32_t table = 254) {
+  return {*IpPrefix::Parse(cidr), interface, table};
+}
+
+TEST_F(CompileTest, OnLinkPrefixIsDeniedUnderSlashZeroAllow) {
+  Allow("0.0.0.0/0");
+  Allow("::/0");
+  in_.host.on_link = {OnLink("2001:db8:23::/64", "eth0"), OnLink("203.0.113.0/24", "wlan0")};
+  CompiledPolicy p = Compiled();
+  EXPECT_FALSE(Allowed(p, "2001:db8:23::2"));
+  EXPECT_FALSE(Allowed(p, "203.0.113.9"));
+  EXPECT_EQ(Decide(p, "2001:db8:23::2").source().kind(), pb::RULE_KIND_HOST_NETWORK);
+  EXPECT_EQ(Decide(p, "2001:db8:23::2").source().detail(), "on-link on eth0 (table main)");
+  EXPECT_TRUE(Allowed(p, "2001:db8:24::2"));
+  EXPECT_TRUE(Allowed(p, "203.0.114.9"));
+  ASSERT_NE(RouteFor(p, "2001:db8:23::/64"), nullptr);
+  EXPECT_EQ(RouteFor(p, "2001:db8:23::/64")->action(), rt::ROUTE_ACTION_PROHIBIT);
+}
+
+TEST_F(CompileTest, ExactAllowOfTheOnLinkNetworkOpensIt) {
+  Allow("0.0.0.0/0");
+  Allow("203.0.113.0/24");
+  in_.host.on_link = {OnLink("203.0.113.0/24", "eth0"), OnLink("198.18.0.0/24", "wg0", 51820)};
+  in_.host.addresses = {{"eth0", *IpPrefix::ParseAddress("203.0.113.1")}};
+  Live("198.18.0.0/24", pb::RULE_ACTION_ALLOW);
+  CompiledPolicy p = Compiled();
+  EXPECT_TRUE(Allowed(p, "203.0.113.2"));
+  EXPECT_TRUE(Allowed(p, "198.18.0.7"));
+  // The host's own address on it stays closed.
+  EXPECT_FALSE(Allowed(p, "203.0.113.1"));
+  EXPECT_EQ(Decide(p, "203.0.113.1").source().kind(), pb::RULE_KIND_HOST_ADDRESS);
+}
+
+TEST_F(CompileTest, BroaderNonDefaultAllowDoesNotOpenItButANarrowerOneDoes) {
+  Allow("2001:db8::/32");
+  Allow("2001:db8:23::7/128");
+  in_.host.on_link = {OnLink("2001:db8:23::/64", "eth0")};
+  CompiledPolicy p = Compiled();
+  EXPECT_FALSE(Allowed(p, "2001:db8:23::2"));
+  EXPECT_TRUE(Allowed(p, "2001:db8:23::7"));
+  EXPECT_TRUE(Allowed(p, "2001:db8:99::2"));
+}
+
+TEST_F(CompileTest, NameAnswerInsideAHostNetworkIsDropped) {
+  Allow("0.0.0.0/0");
+  Domain("*.example.test");
+  in_.host.on_link = {OnLink("203.0.113.0/24", "eth0")};
+  NameRoute("203.0.113.5", "lan.example.test", 1300);
+  NameRoute("198.51.100.1", "api.example.test", 1300);
+  CompiledPolicy p = Compiled();
+  EXPECT_FALSE(Allowed(p, "203.0.113.5"));
+  const pb::Rule* deciding = nullptr;
+  EXPECT_FALSE(p.AdmitsNameAddress(*IpPrefix::ParseAddress("203.0.113.5"), &deciding));
+  EXPECT_EQ(deciding->source().kind(), pb::RULE_KIND_HOST_NETWORK);
+  EXPECT_TRUE(Allowed(p, "198.51.100.1"));
+}
+
+TEST_F(CompileTest, Ipv4OnLinkEmbeddedFormsDenied) {
+  Allow("0.0.0.0/0");
+  Allow("::/0");
+  in_.host.on_link = {OnLink("203.0.113.0/24", "eth0")};
+  CompiledPolicy p = Compiled();
+  for (const char* form : {"::ffff:203.0.113.2", "64:ff9b::cb00:7102", "2002:cb00:7102::1"}) {
+    EXPECT_FALSE(Allowed(p, form)) << form;
+    EXPECT_EQ(Decide(p, form).source().kind(), pb::RULE_KIND_DERIVED) << form;
+  }
+  EXPECT_TRUE(Allowed(p, "::ffff:203.0.114.2"));
+}
+
+TEST_F(CompileTest, UnknownHostStateClosesEverything) {
+  Allow("0.0.0.0/0");
+  Allow("::/0");
+  Allow("10.1.0.0/16");
+  Live("10.2.0.0/16", pb::RULE_ACTION_ALLOW);
+  Domain("*.example.test");
+  NameRoute("198.51.100.1", "api.example.test", 1300);
+  in_.host_unknown = true;
+  CompiledPolicy p = Compiled();
+  EXPECT_TRUE(p.host_unknown());
+  for (const auto& route : p.routes()) {
+    EXPECT_EQ(route.action(), rt::ROUTE_ACTION_PROHIBIT) << route.destination().prefix();
+  }
+  EXPECT_FALSE(p.names_unrestricted());
+  EXPECT_FALSE(p.MatchName("api.example.test").answered);
+}
+
+TEST_F(CompileTest, EveryNameIsAnsweredOnlyInOpenEgress) {
+  Allow("0.0.0.0/0");
+  EXPECT_TRUE(Compiled().names_unrestricted());  // unspecified: open
+  in_.network.set_egress(cfg::EGRESS_MODE_OPEN);
+  EXPECT_TRUE(Compiled().names_unrestricted());
+  in_.network.set_egress(cfg::EGRESS_MODE_NAMES);
+  EXPECT_FALSE(Compiled().names_unrestricted());
+  EXPECT_TRUE(Allowed(Compiled(), "198.51.100.1"));  // the addresses stay as configured
+  in_.network.set_egress(cfg::EGRESS_MODE_ASK);
+  EXPECT_FALSE(Compiled().names_unrestricted());
 }
 
 }  // namespace

@@ -1,15 +1,14 @@
 // What lazaret-netpolicyd asks of the host for one session beyond the
 // record and profile (services/common/session_client.h): the session's
-// network settings, the host's interface addresses, and the path of the
-// session's router socket. Runs in lazaret-netpolicyd, unprivileged. The
-// supervisor and configd are Lazaret's own services on the private runtime
+// network settings and the path of the session's router socket (the
+// host's addresses and networks come from host_monitor.h). Runs in
+// lazaret-netpolicyd, unprivileged. The supervisor and configd are Lazaret's own services on the private runtime
 // directory; every path is derived here from a validated session id, never
 // taken from a request or from a reply.
 #ifndef LAZARET_SERVICES_NETPOLICYD_HOST_INPUTS_H_
 #define LAZARET_SERVICES_NETPOLICYD_HOST_INPUTS_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lazaret/common/v1/common.pb.h"
@@ -24,10 +23,6 @@ std::string RouterSocketPath(const std::string& runtime_dir, const std::string& 
 // The network part of ResolveSessionProfile (session_client.h).
 absl::StatusOr<lazaret::config::v1::NetworkPolicy> ResolveNetwork(
     const std::string& runtime_dir, const lazaret::common::v1::SessionRecord& record);
-
-// Every IPv4 and IPv6 address of every host interface, loopback included
-// (getifaddrs), as host prefixes.
-absl::StatusOr<std::vector<HostAddress>> ReadHostAddresses();
 
 }  // namespace lazaret::netpolicyd
 

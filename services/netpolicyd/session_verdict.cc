@@ -78,9 +78,21 @@ absl::StatusOr<pb::TestDestinationResponse> Session::Test(const pb::TestDestinat
   if (address.ok()) {
     judge(*address, "");
     const pb::AddressVerdict& v = resp.addresses(0);
-    resp.set_explanation(absl::StrCat(req.host(), ":", req.port(),
-                                      v.allowed() ? " allowed" : " denied", " by ",
-                                      DescribeRule(v.rule())));
+    std::string explanation =
+        absl::StrCat(req.host(), ":", req.port(), v.allowed() ? " allowed" : " denied", " by ",
+                     DescribeRule(v.rule()));
+    if (!v.allowed() && v.rule().source().kind() == pb::RULE_KIND_HOST_NETWORK) {
+      absl::StrAppend(&explanation,
+                      ": a network the host is directly connected to; only an allow "
+                      "of exactly ",
+                      v.rule().destination().prefix(), " (or of a narrower prefix) opens it");
+    }
+    if (policy->host_unknown()) {
+      absl::StrAppend(&explanation,
+                      " (everything is closed: lazaret-netpolicyd cannot read the "
+                      "host's addresses and routes just now)");
+    }
+    resp.set_explanation(explanation);
     return resp;
   }
   if (absl::StrContains(host, "*")) return absl::InvalidArgumentError("a name, not a pattern");

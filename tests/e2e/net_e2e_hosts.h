@@ -14,7 +14,11 @@
 
 namespace lazaret::test::e2e::net {
 
-// "public": allowed by the profiles that allow anything.
+// "public": allowed by the profiles that allow anything. Reached through a
+// gateway (the test host's inner end, on a link net in 10.210.0.0/16 and
+// fd42:210::/48, denied anyway), so none of these is on a network the host
+// is directly connected to; the host's own address among them is a /32
+// (/128) without a prefix route.
 inline constexpr char kPublicV4[] = "198.51.100.2";
 inline constexpr char kPublicV6[] = "2001:db8:51::2";
 inline constexpr char kPublicCname[] = "198.51.100.3";     // a CNAME chain's end
@@ -43,6 +47,30 @@ inline constexpr char kMappedPrivate[] = "::ffff:10.203.0.2";
 inline constexpr char kSubnetHost[] = "10.204.0.2";
 inline constexpr char kSubnetHostSide[] = "10.204.0.1";
 inline constexpr char kSubnetCidr[] = "10.204.0.0/24";
+
+// Host networks: prefixes the host is directly connected to (on-link),
+// public addresses otherwise. "lan4" and "lan6" are a LAN the host sits on,
+// with a peer on it (the host side is the host's address on that LAN).
+// Not TEST-NET-3: some build machines resolve their package mirrors into
+// 203.0.113.0/24, and an on-link route there would cut them off.
+inline constexpr char kLan4[] = "198.51.100.130";
+inline constexpr char kLan4Cidr[] = "198.51.100.128/28";
+inline constexpr char kLan4HostSide[] = "198.51.100.129";
+inline constexpr char kLan6[] = "2001:db8:23::2";
+inline constexpr char kLan6Cidr[] = "2001:db8:23::/64";
+inline constexpr char kLan6HostSide[] = "2001:db8:23::1";
+// Public addresses inside "pub" whose prefix a test makes on-link for a
+// while (TestHost::AddOnLinkPrefix on "pub"): routing does not change (the
+// /32 via the gateway is longer), only whether the host is connected.
+inline constexpr char kMidV4[] = "198.51.100.200";
+inline constexpr char kMidPrefixV4[] = "198.51.100.192/27";
+inline constexpr char kMidV6[] = "2001:db8:51:1::2";
+inline constexpr char kMidPrefixV6[] = "2001:db8:51:1::/64";
+// Addresses a test adds to the host ("pub"'s host side) while a sandbox
+// runs. "pub" carries them too (through its gateway), so a connect to one
+// reaches a test host whether or not the host holds it at that moment.
+inline constexpr char kLateV4[] = "198.51.100.77";
+inline constexpr char kLateV6[] = "2001:db8:51::77";
 
 std::vector<TestHostSpec> NetTestHostSpecs();
 

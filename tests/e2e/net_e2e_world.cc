@@ -95,18 +95,21 @@ void NetWorld::Build() {
   ws_pub_ = std::make_unique<UserDir>("netws-pub");
   ws_names_ = std::make_unique<UserDir>("netws-names");
   ws_kill_ = std::make_unique<UserDir>("netws-kill");
-  const std::string pub_body = absl::StrCat("allow_egress = [\"", kSubnetCidr,
+  // Open egress: every name resolves (the tests of addresses need that);
+  // netnames answers listed names only.
+  const std::string pub_body = absl::StrCat("egress = \"open\"\nallow_egress = [\"", kSubnetCidr,
                                             "\", \"10.203.0.3/32\", \"172.20.99.0/24\"]\n");
-  config_ = config_dir_->Write(
-      "net.toml",
+  config_text_ =
       absl::StrCat("[network]\ndefault_deny = ", DefaultDenyWith({"172.20.99.0/24"}), "\n\n",
                    Profile(kPubProfile, pub_body, probe_dir_->path()),
                    Profile(kKillProfile, pub_body, probe_dir_->path()),
                    Profile(kNamesProfile,
-                           absl::StrCat("default_allow = []\nallow_domains = [\"", kNameOk,
-                                        "\", \"*.wild.lzt.test\", \"", kNameChain, "\", \"",
-                                        kNamePrivate, "\", \"", kNameHostAddr, "\"]\n"),
-                           probe_dir_->path())));
+                           absl::StrCat("egress = \"names\"\ndefault_allow = []\n"
+                                        "allow_domains = [\"",
+                                        kNameOk, "\", \"*.wild.lzt.test\", \"", kNameChain,
+                                        "\", \"", kNamePrivate, "\", \"", kNameHostAddr, "\"]\n"),
+                           probe_dir_->path()));
+  config_ = config_dir_->Write("net.toml", config_text_);
 
   // The upstream resolver is the user's own setting.
   user_config_ = std::make_unique<UserConfig>(
@@ -117,6 +120,8 @@ void NetWorld::Build() {
 NetWorld::~NetWorld() {
   pub_.reset();
   names_.reset();
+  extra_sessions_.clear();
+  extra_workspaces_.clear();
   user_config_.reset();
   dns_.reset();
   host_listener_.reset();
@@ -137,9 +142,41 @@ NetSession* NetWorld::Shared(const std::string& profile, std::unique_ptr<NetSess
 }
 
 NetSession* NetWorld::Pub() { return Shared(kPubProfile, &pub_); }
+
+NetSession* NetWorld::SharedSession(const std::string& profile) {
+  if (extra_workspaces_.count(profile) == 0) {
+    extra_errors_[profile] = absl::StrCat("no profile ", profile, ": AddProfile it first");
+    return nullptr;
+  }
+  std::unique_ptr<NetSession>& slot = extra_sessions_[profile];
+  if (slot == nullptr && extra_errors_[profile].empty()) {
+    absl::StatusOr<std::unique_ptr<NetSession>> s = StartSession(profile);
+    if (s.ok()) {
+      slot = *std::move(s);
+    } else {
+      extra_errors_[profile] = s.status().ToString();
+    }
+  }
+  return slot.get();
+}
 NetSession* NetWorld::Names() { return Shared(kNamesProfile, &names_); }
 
+absl::Status NetWorld::AddProfile(const std::string& name, const std::string& body) {
+  if (config_dir_ == nullptr) return absl::FailedPreconditionError("the world was not built");
+  if (name == kPubProfile || name == kKillProfile || name == kNamesProfile ||
+      extra_workspaces_.count(name) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat("profile ", name, " is already in the config"));
+  }
+  extra_workspaces_[name] = std::make_unique<UserDir>("netws-" + name);
+  absl::StrAppend(&config_text_, Profile(name, body, probe_dir_->path()));
+  config_ = config_dir_->Write("net.toml", config_text_);
+  return absl::OkStatus();
+}
+
 std::string NetWorld::Workspace(const std::string& profile) const {
+  if (auto it = extra_workspaces_.find(profile); it != extra_workspaces_.end()) {
+    return it->second->path();
+  }
   if (profile == kPubProfile) return ws_pub_->path();
   if (profile == kNamesProfile) return ws_names_->path();
   return ws_kill_->path();

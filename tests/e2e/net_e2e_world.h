@@ -8,6 +8,7 @@
 #ifndef LAZARET_TESTS_E2E_NET_E2E_WORLD_H_
 #define LAZARET_TESTS_E2E_NET_E2E_WORLD_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -19,11 +20,13 @@
 namespace lazaret::test::e2e::net {
 
 // Profiles of the --config file:
-//  netpub   every public address (the built-in default_allow), the default
+//  netpub   egress "open": every name, every public address (the built-in
+//           default_allow) but the host's own networks, the default
 //           deny list plus "172.20.99.0/24", allow_egress
 //           ["10.204.0.0/24", "10.203.0.3/32", "172.20.99.0/24"];
 //  netkill  the same, for the session whose sidecar is killed;
-//  netnames nothing by address (default_allow = []), names only.
+//  netnames egress "names": nothing by address (default_allow = []),
+//           listed names only.
 inline constexpr char kPubProfile[] = "netpub";
 inline constexpr char kKillProfile[] = "netkill";
 inline constexpr char kNamesProfile[] = "netnames";
@@ -60,10 +63,20 @@ class NetWorld {
   NetSession* Names();
   // Why a shared session did not start ("" when it did or was not tried).
   std::string SessionError(const std::string& profile) const {
+    if (auto it = extra_errors_.find(profile); it != extra_errors_.end()) return it->second;
     return profile == kPubProfile ? pub_error_ : names_error_;
   }
   // A session of its own (in a workspace of its own).
   absl::StatusOr<std::unique_ptr<NetSession>> StartSession(const std::string& profile);
+  // Adds profile `name` to the --config file, for sessions started after
+  // it: `body` is the profile table's keys ("egress = \"open\"\n"); the
+  // image and the probe's volume are added. The profile gets a workspace of
+  // its own. A name already there is an error.
+  absl::Status AddProfile(const std::string& name, const std::string& body);
+  // The shared session of a profile AddProfile added, started on first use
+  // and ended with the world; nullptr (and why in SessionError) when it
+  // cannot start.
+  NetSession* SharedSession(const std::string& profile);
   // The host directory a session's /workspace is.
   std::string Workspace(const std::string& profile) const;
 
@@ -81,6 +94,10 @@ class NetWorld {
   std::unique_ptr<UserDir> config_dir_;
   std::unique_ptr<UserDir> ws_pub_, ws_names_, ws_kill_;
   std::string config_;
+  std::string config_text_;
+  std::map<std::string, std::unique_ptr<UserDir>> extra_workspaces_;
+  std::map<std::string, std::unique_ptr<NetSession>> extra_sessions_;
+  std::map<std::string, std::string> extra_errors_;
   std::unique_ptr<UserConfig> user_config_;
   std::unique_ptr<NetSession> pub_, names_;
   std::string pub_error_, names_error_;

@@ -284,7 +284,53 @@ std::vector<std::string> TestHost::HostSideAddresses() const {
   for (const auto& a : {spec_.host_v4, spec_.host_v6}) {
     if (!a.empty()) out.push_back(Strip(a));
   }
+  out.insert(out.end(), spec_.host_only.begin(), spec_.host_only.end());
   return out;
+}
+
+namespace {
+
+absl::Status IpStep(const std::vector<std::string>& args) {
+  CommandResult r = Ip(args);
+  if (r.exit_code != 0) {
+    return absl::InternalError(absl::StrCat("ip ", absl::StrJoin(args, " "), ": ", r.err));
+  }
+  return absl::OkStatus();
+}
+
+// "ip addr add|del" arguments for a host-side address: a bare address is a
+// /32 (/128) without a prefix route.
+std::vector<std::string> HostAddressArgs(const std::string& verb, const std::string& address,
+                                         const std::string& link) {
+  const bool v6 = IsV6(address);
+  std::vector<std::string> args = {v6 ? "-6" : "-4", "addr", verb};
+  if (address.find('/') == std::string::npos) {
+    args.push_back(address + (v6 ? "/128" : "/32"));
+    args.insert(args.end(), {"dev", link});
+    if (verb == "add") args.push_back("noprefixroute");
+  } else {
+    args.insert(args.end(), {address, "dev", link});
+  }
+  if (v6 && verb == "add") args.push_back("nodad");
+  return args;
+}
+
+}  // namespace
+
+absl::Status TestHost::AddHostAddress(const std::string& address) const {
+  return IpStep(HostAddressArgs("add", address, host_link()));
+}
+
+absl::Status TestHost::DelHostAddress(const std::string& address) const {
+  return IpStep(HostAddressArgs("del", address, host_link()));
+}
+
+absl::Status TestHost::AddOnLinkPrefix(const std::string& cidr) const {
+  return IpStep({IsV6(cidr) ? "-6" : "-4", "route", "add", cidr, "dev", host_link()});
+}
+
+absl::Status TestHost::DelOnLinkPrefix(const std::string& cidr) const {
+  return IpStep({IsV6(cidr) ? "-6" : "-4", "route", "del", cidr, "dev", host_link()});
 }
 
 absl::Status TestHost::RunInside(const std::function<void()>& fn) const {
@@ -362,9 +408,23 @@ absl::Status TestHosts::Build(const TestHostSpec& spec) {
     steps.push_back({"-n", ns, "-6", "route", "add", "default", "via", Strip(spec.host_v6)});
     steps.push_back({"-6", "addr", "add", spec.host_v6, "dev", h, "nodad"});
   }
+  for (const auto& a : spec.host_only) {
+    steps.push_back(HostAddressArgs("add", a, h));
+  }
   steps.push_back({"link", "set", h, "up"});
   for (const auto& r : spec.routed) {
-    steps.push_back({IsV6(r) ? "-6" : "-4", "route", "add", r, "dev", h});
+    std::vector<std::string> route = {IsV6(r) ? "-6" : "-4", "route", "add", r};
+    if (spec.gateway_routed) {
+      const auto gateway = std::find_if(spec.addresses.begin(), spec.addresses.end(),
+                                        [&](const std::string& a) { return IsV6(a) == IsV6(r); });
+      if (gateway == spec.addresses.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(spec.name, ": no inner address to route ", r, " through"));
+      }
+      route.insert(route.end(), {"via", Strip(*gateway)});
+    }
+    route.insert(route.end(), {"dev", h});
+    steps.push_back(std::move(route));
   }
   for (const auto& s : steps) {
     CommandResult r = Ip(s);

@@ -3,7 +3,9 @@
 // constants. Each test host is a network namespace ("lztn-<name>") joined
 // to the host's namespace by a veth pair ("lztn-<name>-h" on the host,
 // "lztn-<name>-n" inside), with addresses this machine does not otherwise
-// use, host routes to the addresses it carries, and a TCP listener and a
+// use, host routes to the addresses it carries (through the link, or
+// through the inner end as a gateway, so that the address is not on one of
+// the host's own networks), and a TCP listener and a
 // UDP echo on every one of them (port kTestPort) that record who reached
 // which address when. Everything is removed on destruction, and whatever
 // an earlier run left under the "lztn-" prefix is removed first. No host
@@ -86,15 +88,23 @@ class Listeners {
 };
 
 struct TestHostSpec {
-  std::string name;  // at most 8 characters: link names have 15 at most
+  std::string name{};  // at most 8 characters: link names have 15 at most
   // Host side of the veth, with prefix ("198.51.100.1/24"); empty: none.
-  std::string host_v4;
-  std::string host_v6;
+  std::string host_v4{};
+  std::string host_v6{};
   // Addresses inside, with prefix, on the subnets of host_v4/host_v6.
-  std::vector<std::string> addresses;
+  std::vector<std::string> addresses{};
   // Further addresses inside (no prefix), each routed from the host as a
   // /32 or /128 through the veth.
-  std::vector<std::string> routed;
+  std::vector<std::string> routed{};
+  // Routes `routed` via the inner end's first address of the same family
+  // (a gateway) instead of through the link: netpolicyd denies every
+  // prefix the host is directly connected to, and these addresses stand for
+  // hosts beyond the host's own networks.
+  bool gateway_routed = false;
+  // Addresses of the host side without an on-link prefix (/32 or /128,
+  // noprefixroute): a host address that puts no network on the host.
+  std::vector<std::string> host_only{};
 };
 
 class TestHost {
@@ -109,6 +119,18 @@ class TestHost {
   // Runs fn on a thread that joined this host's namespace and waits for
   // it: sockets fn creates (and threads it starts) live in that namespace.
   absl::Status RunInside(const std::function<void()>& fn) const;
+  // The host side's link ("lztn-<name>-h").
+  std::string host_link() const { return netns() + "-h"; }
+
+  // Changes to the host while tests run (gone with the link at the end).
+  // An address on the host side: "198.51.100.77" as a /32 (/128) without
+  // a prefix route, "203.0.114.1/24" with its on-link prefix.
+  absl::Status AddHostAddress(const std::string& address) const;
+  absl::Status DelHostAddress(const std::string& address) const;
+  // An on-link route ("198.51.100.192/27 dev lztn-<name>-h") without an
+  // address: the host becomes directly connected to that prefix.
+  absl::Status AddOnLinkPrefix(const std::string& cidr) const;
+  absl::Status DelOnLinkPrefix(const std::string& cidr) const;
 
  private:
   friend class TestHosts;

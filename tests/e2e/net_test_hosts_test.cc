@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "tests/e2e/net_e2e_hosts.h"
 #include "tests/support/test_support.h"
@@ -74,7 +76,7 @@ class NetTestHostsTest : public ::testing::Test {
 TEST_F(NetTestHostsTest, EveryAddressAnswersTcpAndUdpAndIsRecordedByAddress) {
   absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(net::NetTestHostSpecs());
   ASSERT_TRUE(hosts.ok()) << hosts.status();
-  for (const char* name : {"pub", "priv", "sub"}) {
+  for (const char* name : {"pub", "priv", "sub", "lan4", "lan6"}) {
     const TestHost* host = (*hosts)->Find(name);
     ASSERT_NE(host, nullptr) << name;
     for (const auto& a : host->Addresses()) {
@@ -107,6 +109,74 @@ TEST_F(NetTestHostsTest, HostSideAddressesAreHostInterfaceAddresses) {
     EXPECT_NE(a, "::1");
     EXPECT_NE(a.rfind("fe80:", 0), 0u) << a;
   }
+}
+
+// The routes the host holds through a test host's link that carry no
+// gateway and are not local: the prefixes it is directly connected to.
+std::string OnLinkRoutes(const std::string& link) {
+  std::string out;
+  for (const char* family : {"-4", "-6"}) {
+    std::istringstream lines(Ip({family, "-o", "route", "show", "table", "all", "dev", link}));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("local ", 0) == 0 || line.rfind("multicast ", 0) == 0 ||
+          line.rfind("broadcast ", 0) == 0 || line.rfind("fe80::", 0) == 0 ||
+          line.find(" via ") != std::string::npos) {
+        continue;
+      }
+      out += line.substr(0, line.find(' ')) + "\n";
+    }
+  }
+  return out;
+}
+
+TEST_F(NetTestHostsTest, PublicHostsAreBehindAGatewayAndTheLanIsOnLink) {
+  absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(net::NetTestHostSpecs());
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  const std::string pub = OnLinkRoutes("lztn-pub-h");
+  EXPECT_THAT(pub, HasSubstr("10.210.0.0/24"));
+  EXPECT_THAT(pub, Not(HasSubstr("198.51.100.")));
+  EXPECT_THAT(pub, Not(HasSubstr("2001:db8:51")));
+  for (const auto& a : (*hosts)->Find("pub")->Addresses()) {
+    if (a.rfind("10.210.", 0) == 0 || a.rfind("fd42:210:", 0) == 0) continue;
+    EXPECT_THAT(Ip({"route", "get", a}), HasSubstr(" via ")) << a;
+  }
+  EXPECT_THAT(OnLinkRoutes("lztn-priv-h"), Not(HasSubstr("10.203.")));
+  EXPECT_THAT(OnLinkRoutes("lztn-lan4-h"), HasSubstr(std::string(net::kLan4Cidr) + "\n"));
+  EXPECT_THAT(OnLinkRoutes("lztn-lan6-h"), HasSubstr(std::string(net::kLan6Cidr) + "\n"));
+  const std::vector<std::string> mine = HostInterfaceAddresses();
+  for (const char* a : {net::kLan4HostSide, net::kLan6HostSide, "10.210.0.1"}) {
+    EXPECT_NE(std::find(mine.begin(), mine.end(), a), mine.end()) << a;
+  }
+}
+
+TEST_F(NetTestHostsTest, HostAddressesAndPrefixesChangeWhileTheHostsRun) {
+  absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(net::NetTestHostSpecs());
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  const TestHost& pub = *(*hosts)->Find("pub");
+  absl::StatusOr<std::unique_ptr<Listeners>> l = Listeners::Start("", {"0.0.0.0", "::"}, 0);
+  ASSERT_TRUE(l.ok()) << l.status();
+  for (const char* a : {net::kLateV4, net::kLateV6}) {
+    ASSERT_TRUE(pub.AddHostAddress(a).ok()) << a;
+    const std::vector<std::string> mine = HostInterfaceAddresses();
+    EXPECT_NE(std::find(mine.begin(), mine.end(), a), mine.end()) << a;
+    EXPECT_EQ(Reach(a, (*l)->port(), false), 0) << a;
+    EXPECT_TRUE((*l)->WaitForCount(a, false, 1)) << a;
+    EXPECT_THAT(OnLinkRoutes(pub.host_link()), Not(HasSubstr(std::string(a) + "/")));
+    ASSERT_TRUE(pub.DelHostAddress(a).ok()) << a;
+    const std::vector<std::string> after = HostInterfaceAddresses();
+    EXPECT_EQ(std::find(after.begin(), after.end(), a), after.end()) << a;
+  }
+  const std::pair<const char*, const char*> mids[] = {{net::kMidPrefixV4, net::kMidV4},
+                                                      {net::kMidPrefixV6, net::kMidV6}};
+  for (const auto& [prefix, address] : mids) {
+    ASSERT_TRUE(pub.AddOnLinkPrefix(prefix).ok()) << prefix;
+    EXPECT_THAT(OnLinkRoutes(pub.host_link()), HasSubstr(std::string(prefix) + "\n"));
+    // The /32 (/128) through the gateway still carries the traffic.
+    EXPECT_EQ(Reach(address, kTestPort, false), 0) << address;
+    ASSERT_TRUE(pub.DelOnLinkPrefix(prefix).ok()) << prefix;
+    EXPECT_THAT(OnLinkRoutes(pub.host_link()), Not(HasSubstr(prefix)));
+  }
+  EXPECT_FALSE(pub.DelOnLinkPrefix(net::kMidPrefixV4).ok());
 }
 
 TEST_F(NetTestHostsTest, SocketsMadeInsideBelongToTheTestHost) {
@@ -163,7 +233,7 @@ TEST_F(NetTestHostsTest, EverythingIsRemovedAndLeftoversAreCleared) {
 
 TEST_F(NetTestHostsTest, AFailingBuildRemovesWhatItBuilt) {
   std::vector<TestHostSpec> specs = net::NetTestHostSpecs();
-  specs.push_back({"bad", "10.205.0.1/24", "", {"not-an-address/24"}, {}});
+  specs.push_back({.name = "bad", .host_v4 = "10.205.0.1/24", .addresses = {"not-an-address/24"}});
   absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(specs);
   EXPECT_FALSE(hosts.ok());
   EXPECT_THAT(std::string(hosts.status().message()), HasSubstr("not-an-address"));
