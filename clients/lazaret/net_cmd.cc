@@ -48,6 +48,12 @@ int CmdNet(const Context& ctx, const std::vector<std::string>& args) {
     return error_exit;
   }
   absl::StatusOr<std::string> id = session::ChooseLiveSession(*dirs, parsed->session);
+  // An ended session's egress log is kept: a full id that is no longer
+  // live is asked for as is (lazaret-netpolicyd reads its file).
+  if (!id.ok() && absl::IsNotFound(id.status()) && parsed->verb == net::NetVerb::kLog &&
+      session::IsValidSessionId(parsed->session)) {
+    id = parsed->session;
+  }
   if (!id.ok()) {
     std::fprintf(stderr, "lazaret net: %s\n", std::string(id.status().message()).c_str());
     return error_exit;

@@ -20,14 +20,14 @@ namespace lazaret::cli::net {
 const char kNetUsage[] =
     "usage: lazaret net show [SESSION] [--json]\n"
     "       lazaret net test SESSION HOST:PORT [--udp]\n"
-    "       lazaret net log SESSION [--follow]\n"
+    "       lazaret net log SESSION [--follow] [--json]\n"
     "       lazaret net reload SESSION\n"
     "       lazaret net allow|deny SESSION CIDR|NAME [--for DURATION]\n";
 
 const char kNetHelp[] =
     "usage: lazaret net show [SESSION] [--json]\n"
     "       lazaret net test SESSION HOST:PORT [--udp]\n"
-    "       lazaret net log SESSION [--follow]\n"
+    "       lazaret net log SESSION [--follow] [--json]\n"
     "       lazaret net reload SESSION\n"
     "       lazaret net allow|deny SESSION CIDR|NAME [--for DURATION]\n"
     "\n"
@@ -37,9 +37,12 @@ const char kNetHelp[] =
     "  test    allowed or denied, and by which rule, for each address of HOST\n"
     "          (HOST:PORT, [IPv6]:PORT or NAME:PORT), with the kernel's own answer;\n"
     "          exit 0 allowed, 1 denied, 2 error\n"
-    "  log     refused and answered names, dropped addresses, applied generations\n"
-    "          (--follow: keep printing). Refused connections are not logged: the\n"
-    "          kernel refuses them inside connect() without a trace\n"
+    "  log     the session's egress log: every DNS question and its decision, every\n"
+    "          connect() allowed or refused with the rule that decided it (as the\n"
+    "          sandbox's gVisor kernel reported it), policy and host-network changes;\n"
+    "          kept after the session ends (--follow: keep printing; --json: one\n"
+    "          LogEntry JSON mapping per line). Datagrams sent without connect() are\n"
+    "          not logged (DNS is)\n"
     "  reload  resolve the session's configuration again and apply it (after you\n"
     "          edited it); live changes that have not expired are kept\n"
     "  allow, deny\n"
@@ -246,7 +249,7 @@ absl::StatusOr<NetArgs> ParseNetArgs(const std::vector<std::string>& args) {
       out.verb = NetVerb::kHelp;
       return out;
     }
-    if (a == "--json" && out.verb == NetVerb::kShow) {
+    if (a == "--json" && (out.verb == NetVerb::kShow || out.verb == NetVerb::kLog)) {
       out.json = true;
     } else if (a == "--follow" && out.verb == NetVerb::kLog) {
       out.follow = true;

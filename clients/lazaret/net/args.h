@@ -40,7 +40,7 @@ struct ChangeTarget {
 struct NetArgs {
   NetVerb verb = NetVerb::kHelp;
   std::string session;            // as given: an id or a unique prefix; empty for `show` alone
-  bool json = false;              // show
+  bool json = false;              // show, log
   bool follow = false;            // log
   bool udp = false;               // test
   HostPort destination;           // test

@@ -137,7 +137,7 @@ TEST(ParseNetArgsTest, MistakesAreNamed) {
   EXPECT_THAT(Error(ParseNetArgs({"show", "XYZ"}).status()), HasSubstr("not a session id"));
   EXPECT_THAT(Error(ParseNetArgs({"show", "0123456789abc"}).status()),
               HasSubstr("not a session id"));
-  EXPECT_THAT(Error(ParseNetArgs({"log", "01", "--json"}).status()), HasSubstr("no option"));
+  EXPECT_THAT(Error(ParseNetArgs({"log", "01", "--udp"}).status()), HasSubstr("no option"));
   EXPECT_THAT(Error(ParseNetArgs({"reload", "01", "--for", "1m"}).status()),
               HasSubstr("no option '--for'"));
   EXPECT_THAT(Error(ParseNetArgs({"allow", "01", "a.com", "--for"}).status()),

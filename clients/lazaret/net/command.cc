@@ -6,10 +6,9 @@
 
 namespace lazaret::cli::net {
 
-const char kRefusedConnectionsNotice[] =
-    "lazaret: refused connections are not in this log: the kernel refuses them inside connect() "
-    "(a prohibit route, EACCES) without a trace; lazaret net test HOST:PORT shows which rule "
-    "decides\n";
+const char kEgressLogNotice[] =
+    "lazaret: UDP datagrams sent without connect() are not in this log (DNS is); connects are "
+    "as the sandbox's gVisor kernel reported them\n";
 
 namespace {
 
@@ -73,9 +72,15 @@ int Test(const NetArgs& args, const std::string& session, NetPolicyClient& clien
 
 int Log(const NetArgs& args, const std::string& session, NetPolicyClient& client,
         const NetOutput& o) {
-  o.err(kRefusedConnectionsNotice);
-  absl::Status s = client.WatchLog(
-      session, args.follow, [&](const pb::LogEntry& e) { o.out(absl::StrCat(LogLine(e), "\n")); });
+  o.err(kEgressLogNotice);
+  absl::Status s = client.WatchLog(session, args.follow, [&](const pb::LogEntry& e) {
+    if (!args.json) {
+      o.out(absl::StrCat(LogLine(e), "\n"));
+      return;
+    }
+    absl::StatusOr<std::string> json = LogEntryJson(e);
+    if (json.ok()) o.out(*json);
+  });
   if (!s.ok()) return Fail(args, o, s);
   return kExitOk;
 }

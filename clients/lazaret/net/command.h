@@ -36,7 +36,7 @@ int RunNetCommand(const NetArgs& args, const std::string& session, NetPolicyClie
                   const NetOutput& output);
 
 // The first line of `lazaret net log` (on stderr): what the log cannot show.
-extern const char kRefusedConnectionsNotice[];
+extern const char kEgressLogNotice[];
 
 }  // namespace lazaret::cli::net
 

@@ -16,6 +16,7 @@
 #include "clients/lazaret/net/args.h"
 #include "clients/lazaret/net/fake_netpolicy_service.h"
 #include "clients/lazaret/net/format.h"
+#include "absl/strings/str_split.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "google/protobuf/util/json_util.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
@@ -140,13 +141,30 @@ TEST_F(NetCommandTest, LogSaysWhatItCannotSeeThenOneLinePerEntry) {
   EXPECT_EQ(Net({"log", kId, "--follow"}), kExitOk) << err_;
   EXPECT_TRUE(fake_.watch.follow());
   EXPECT_EQ(fake_.watch.session().id(), kId);
-  EXPECT_EQ(err_, kRefusedConnectionsNotice);
-  EXPECT_THAT(err_, HasSubstr("inside connect()"));
+  EXPECT_EQ(err_, kEgressLogNotice);
+  EXPECT_THAT(err_, HasSubstr("without connect() are not in this log"));
   const std::string line = "2023-11-14T22:13:20.123Z  name-refused     x\\x1b[31m.example  A  -\n";
   EXPECT_EQ(out_, line + line);
 
   EXPECT_EQ(Net({"log", kId}), kExitOk);
   EXPECT_FALSE(fake_.watch.follow());
+}
+
+TEST_F(NetCommandTest, LogJsonPrintsOneMappingPerLine) {
+  pb::LogEntry e;
+  e.set_kind(pb::LOG_KIND_CONNECT_REFUSED);
+  e.set_destination("10.203.0.2");
+  e.set_port(80);
+  e.set_process("perl");
+  fake_.log = {e, e};
+  EXPECT_EQ(Net({"log", kId, "--json"}), kExitOk) << err_;
+  std::vector<std::string> lines = absl::StrSplit(out_, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u);
+  pb::LogEntry back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(lines[1], &back).ok()) << lines[1];
+  EXPECT_EQ(back.destination(), "10.203.0.2");
+  EXPECT_EQ(back.process(), "perl");
+  EXPECT_EQ(back.kind(), pb::LOG_KIND_CONNECT_REFUSED);
 }
 
 TEST_F(NetCommandTest, ReloadAllowAndDenyPrintTheNewGeneration) {

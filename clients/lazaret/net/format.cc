@@ -100,12 +100,49 @@ std::string LogKindText(pb::LogKind k) {
       return "policy-applied";
     case pb::LOG_KIND_NAME_FAILED:
       return "name-failed";
+    case pb::LOG_KIND_CONNECT_ALLOWED:
+      return "connect-allowed";
+    case pb::LOG_KIND_CONNECT_REFUSED:
+      return "connect-refused";
+    case pb::LOG_KIND_NAME_HELD:
+      return "name-held";
+    case pb::LOG_KIND_NAME_DECIDED:
+      return "name-decided";
+    case pb::LOG_KIND_HOST_NETWORKS_CHANGED:
+      return "host-networks";
+    case pb::LOG_KIND_HOST_NETWORKS_UNKNOWN:
+      return "host-unknown";
+    case pb::LOG_KIND_LOG_GAP:
+      return "log-gap";
     default:
       return "?";
   }
 }
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+// The networks the host is directly connected to (denied, followed live)
+// and the on-link routes deliberately left open, with their interfaces.
+void AppendHostNetworks(const pb::SessionPolicy& p, std::string* out) {
+  absl::StrAppend(out,
+                  "\nhost networks (on-link, followed live; only an exact allow opens one):\n");
+  bool any = false;
+  for (const pb::Rule& r : p.rules()) {
+    if (r.source().kind() != pb::RULE_KIND_HOST_NETWORK) continue;
+    any = true;
+    absl::StrAppend(out, "  ", Padded(ActionText(r.action()), 6), "  ",
+                    EscapeForTerminal(r.destination().prefix()), "  ",
+                    EscapeForTerminal(r.source().detail()), "\n");
+  }
+  if (!any) absl::StrAppend(out, "  (none)\n");
+  if (p.skipped_host_routes().empty()) return;
+  absl::StrAppend(out, "host routes not treated as host networks:\n");
+  for (const pb::HostRoute& h : p.skipped_host_routes()) {
+    absl::StrAppend(out, "  ", EscapeForTerminal(h.cidr().prefix()), " on ",
+                    OrDash(EscapeForTerminal(h.interface())), "  ", EscapeForTerminal(h.reason()),
+                    "\n");
+  }
+}
 
 }  // namespace
 
@@ -127,6 +164,8 @@ std::string RuleSourceText(const pb::RuleSource& s, int64_t now) {
           s.file().empty() && s.key_path().empty() ? "" : absl::StrCat(" (", ConfigPlace(s), ")"));
     case pb::RULE_KIND_HOST_ADDRESS:
       return WithDetail("host address", s.detail());
+    case pb::RULE_KIND_HOST_NETWORK:
+      return WithDetail("host network", s.detail());
     case pb::RULE_KIND_GATEWAY:
       return WithDetail("sidecar gateway", s.detail());
     case pb::RULE_KIND_ALWAYS:
@@ -175,6 +214,7 @@ std::string PolicyText(const pb::SessionPolicy& p, int64_t now) {
                     RuleSourceText(r.source(), now), "\n");
   }
   if (p.rules().empty()) absl::StrAppend(&out, "  (none)\n");
+  AppendHostNetworks(p, &out);
 
   absl::StrAppend(&out, "\nnames:\n");
   size_t name_width = 4;
@@ -259,16 +299,38 @@ std::string LogLine(const pb::LogEntry& e) {
   const time_t secs = static_cast<time_t>(ms / 1000);
   struct tm tm {};
   gmtime_r(&secs, &tm);
-  std::vector<std::string> addresses;
-  for (const std::string& a : e.addresses()) addresses.push_back(EscapeForTerminal(a));
-  std::string line = absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ  %-15s  %s  %s  %s",
-                                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                                     tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000),
-                                     LogKindText(e.kind()), OrDash(EscapeForTerminal(e.name())),
-                                     OrDash(EscapeForTerminal(e.query_type())),
-                                     addresses.empty() ? "-" : absl::StrJoin(addresses, ","));
+  std::string line = absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ  %-15s", tm.tm_year + 1900,
+                                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                                     static_cast<int>(ms % 1000), LogKindText(e.kind()));
+  if (e.kind() == pb::LOG_KIND_CONNECT_ALLOWED || e.kind() == pb::LOG_KIND_CONNECT_REFUSED) {
+    const std::string dst = EscapeForTerminal(e.destination());
+    const bool v6 = dst.find(':') != std::string::npos;
+    absl::StrAppend(&line, "  ", OrDash(EscapeForTerminal(e.process())), "  ", v6 ? "[" : "", dst,
+                    v6 ? "]" : "", ":", e.port(), "  ",
+                    e.has_rule() ? RuleText(e.rule(), secs) : "-");
+  } else {
+    std::vector<std::string> addresses;
+    for (const std::string& a : e.addresses()) addresses.push_back(EscapeForTerminal(a));
+    absl::StrAppend(&line, "  ", OrDash(EscapeForTerminal(e.name())), "  ",
+                    OrDash(EscapeForTerminal(e.query_type())), "  ",
+                    addresses.empty() ? "-" : absl::StrJoin(addresses, ","));
+  }
+  if (!e.decision().empty()) absl::StrAppend(&line, "  ", EscapeForTerminal(e.decision()));
+  if (!e.approver().empty()) absl::StrAppend(&line, " by ", EscapeForTerminal(e.approver()));
   if (!e.detail().empty()) absl::StrAppend(&line, "  ", EscapeForTerminal(e.detail()));
+  if (e.count() > 1) absl::StrAppend(&line, "  (x", e.count(), ")");
   return line;
+}
+
+absl::StatusOr<std::string> LogEntryJson(const pb::LogEntry& e) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(e, &out, o).ok()) {
+    return absl::InternalError("a log entry could not be written as JSON");
+  }
+  out.push_back('\n');
+  return out;
 }
 
 std::string AppliedText(const pb::PolicyApplied& a) {

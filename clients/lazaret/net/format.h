@@ -49,9 +49,16 @@ absl::StatusOr<std::string> PolicyJson(const ::lazaret::netpolicy::v1::SessionPo
 std::string TestText(const ::lazaret::netpolicy::v1::TestDestinationResponse& response,
                      const std::string& destination, int64_t now_unix);
 
-// `lazaret net log`: one line per entry - time (UTC), kind, name, query
-// type, addresses, detail.
+// `lazaret net log`: one line per entry - time (UTC), kind, then for a
+// connect the process, destination:port and the deciding rule, for a name
+// the name, query type and addresses, then the detail and a count of
+// folded repeats. Every string is escaped: names and processes come from
+// the sandbox.
 std::string LogLine(const ::lazaret::netpolicy::v1::LogEntry& entry);
+
+// `lazaret net log --json`: the entry's protobuf JSON mapping (proto field
+// names) on one line, with its newline.
+absl::StatusOr<std::string> LogEntryJson(const ::lazaret::netpolicy::v1::LogEntry& entry);
 
 // "generation 8 (25 routes, digest 3f2a...)".
 std::string AppliedText(const ::lazaret::netpolicy::v1::PolicyApplied& applied);

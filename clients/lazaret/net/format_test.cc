@@ -259,6 +259,34 @@ TEST(LogLineTest, OneEscapedLinePerEntry) {
       "2023-11-14T22:13:20.000Z  address-dropped  rebind.example.com  AAAA  fd00::1,10.0.0.1");
 }
 
+TEST(LogLineTest, ConnectsShowProcessDestinationRuleAndCount) {
+  pb::LogEntry e;
+  e.set_time_unix_ms(1700000000123);
+  e.set_kind(pb::LOG_KIND_CONNECT_REFUSED);
+  e.set_process("perl\x1b[2J");
+  e.set_destination("2001:db8::2");
+  e.set_port(443);
+  e.mutable_rule()->set_action(pb::RULE_ACTION_DENY);
+  e.mutable_rule()->mutable_destination()->set_prefix("2001:db8::/32");
+  e.set_detail("refused by the route table (EACCES)");
+  e.set_count(3);
+  const std::string line = LogLine(e);
+  EXPECT_THAT(line, ::testing::StartsWith("2023-11-14T22:13:20.123Z  connect-refused  "
+                                          "perl\\x1b[2J  [2001:db8::2]:443  deny 2001:db8::/32"));
+  EXPECT_THAT(line, ::testing::EndsWith("refused by the route table (EACCES)  (x3)"));
+  EXPECT_EQ(line.find('\x1b'), std::string::npos);
+}
+
+TEST(LogEntryJsonTest, OneLineWithProtoFieldNames) {
+  pb::LogEntry e;
+  e.set_kind(pb::LOG_KIND_CONNECT_ALLOWED);
+  e.set_process("a\nb");
+  e.set_port(80);
+  absl::StatusOr<std::string> j = LogEntryJson(e);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(*j, "{\"kind\":\"LOG_KIND_CONNECT_ALLOWED\",\"port\":80,\"process\":\"a\\nb\"}\n");
+}
+
 TEST(AppliedTextTest, GenerationRoutesDigest) {
   pb::PolicyApplied a;
   a.set_generation(8);

@@ -74,8 +74,11 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
   absl::StrAppend(&out, "# egress policy: NetPolicyService.AttachSession{", plan.id, "} on ",
                   net::NetPolicySocket(runtime_dir), " (at most ", net::kAttachTimeout.count(),
                   " s): lazaret-netpolicyd resolves profile ", plan.sandbox.profile,
-                  "'s network settings, applies them in the router and returns the applied "
-                  "generation; on any error the sandbox is not started\n");
+                  "'s network settings, applies them in the router, binds ", plan.session_path,
+                  "/trace.sock (runsc sends every connect() of the sandbox there, as ",
+                  plan.session_path, "/trace.json says; without it runsc does not start the "
+                  "sandbox) and returns the applied generation; on any error the sandbox is not "
+                  "started\n");
   absl::StrAppend(&out, "# held views: every path host programs act on in ",
                   plan.workspace_host_dir, " is copied into ", plan.session_path,
                   "/held/view/ and bound read-write over /workspace/<path> (added after the Git "

@@ -122,6 +122,10 @@ absl::Status SessionDir::WriteEnvFile(const std::string& text) {
   return fs::WriteNewFileAt(dir_, "env", text, 0600);
 }
 
+absl::Status SessionDir::WriteTraceConfig(const std::string& text) {
+  return fs::WriteNewFileAt(dir_, "trace.json", text, 0600);
+}
+
 absl::Status SessionDir::Remove() {
   if (removed_) return absl::OkStatus();
   removed_ = true;

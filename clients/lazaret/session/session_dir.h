@@ -8,6 +8,9 @@
 //     lock          flock()ed by the owning `lazaret run` for its lifetime
 //     session.json  who owns it, profile, workspace, Git Shadow state dir
 //     env           0600, the sandbox environment (podman --env-file)
+//     trace.json    0600, runsc's pod-init-config: the connect trace point
+//                   and its sink (trace_config.h)
+//     trace.sock    lazaret-netpolicyd's trace socket, 0600, bound at attach
 //     workspace-scan the git directories before the sandbox started
 //                   (workspace/snapshot.h), for `lazaret clean`
 //     held/         0700, the held views (held/view.h): units, view/, base/
@@ -73,6 +76,8 @@ class SessionDir {
 
   // Writes the env file, mode 0600, refusing to follow or replace anything.
   absl::Status WriteEnvFile(const std::string& text);
+  // Writes trace.json (trace_config.h) the same way.
+  absl::Status WriteTraceConfig(const std::string& text);
   // Removes the directory tree and releases the lock. Idempotent.
   absl::Status Remove();
 
