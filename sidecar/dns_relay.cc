@@ -90,6 +90,7 @@ struct DnsRelay::Pending {
   uint64_t conn_id = 0;
   std::string servfail;  // built up front: the query itself is not kept
   Clock::time_point deadline;
+  bool held = false;  // an approver is being asked (DnsAnswer.hold_ms)
 };
 
 absl::StatusOr<std::unique_ptr<DnsRelay>> DnsRelay::Start(const DnsRelayOptions& options) {
@@ -169,9 +170,9 @@ void DnsRelay::Detach(uint64_t epoch) {
   (void)!write(wake_fd_, &one, sizeof(one));
 }
 
-void DnsRelay::Answer(uint64_t epoch, uint64_t id, std::string message) {
+void DnsRelay::Answer(uint64_t epoch, uint64_t id, std::string message, uint32_t hold_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  events_.push_back({Event::Kind::kAnswer, epoch, id, std::move(message)});
+  events_.push_back({Event::Kind::kAnswer, epoch, id, std::move(message), hold_ms});
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
 }
@@ -378,6 +379,11 @@ void DnsRelay::DrainEvents() {
     }
     auto it = in_flight_.find(e.id);
     if (it == in_flight_.end() || it->second->epoch != e.epoch) continue;  // late or foreign
+    if (e.message.empty() && e.hold_ms > 0) {
+      if (HoldPending(*it->second, e.hold_ms)) continue;
+      in_flight_.erase(it);
+      continue;
+    }
     std::unique_ptr<Pending> p = std::move(it->second);
     in_flight_.erase(it);
     if (e.message.empty()) {
@@ -389,6 +395,22 @@ void DnsRelay::DrainEvents() {
     }
     Reply(*p, e.message);
   }
+}
+
+bool DnsRelay::HoldPending(Pending& p, uint32_t hold_ms) {
+  if (!p.held) {
+    // Counted when asked: at most max_in_flight entries to look at.
+    const size_t held = static_cast<size_t>(std::count_if(
+        in_flight_.begin(), in_flight_.end(), [](const auto& e) { return e.second->held; }));
+    if (held >= options_.max_held) {
+      ReplyServfail(p);
+      return false;
+    }
+    p.held = true;
+  }
+  const auto hold = std::min(std::chrono::milliseconds(hold_ms), options_.max_hold);
+  p.deadline = Clock::now() + hold;
+  return true;
 }
 
 void DnsRelay::ExpireTimeouts() {

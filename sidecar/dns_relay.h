@@ -45,6 +45,12 @@ struct DnsRelayOptions {
   size_t max_udp_query = 4096;
   size_t max_tcp_connections = 16;
   std::chrono::milliseconds tcp_idle_timeout{10000};
+  // A query the relay holds for an approver (DnsAnswer.hold_ms) waits at
+  // most this long, and at most max_held queries are held at once (past
+  // that, a hold is answered SERVFAIL): a sandbox cannot pile up queries
+  // that outlive the usual answer_timeout.
+  std::chrono::milliseconds max_hold{300000};
+  size_t max_held = 64;
 };
 
 class DnsRelay {
@@ -61,7 +67,10 @@ class DnsRelay {
   // The stream of `epoch` ended; its queries in flight get SERVFAIL.
   void Detach(uint64_t epoch);
   // What the stream of `epoch` answered for `id` (empty: no answer at all).
-  void Answer(uint64_t epoch, uint64_t id, std::string message);
+  // An empty message with `hold_ms` > 0 answers nothing yet: the query stays
+  // pending for min(hold_ms, max_hold) from now (a held TCP query keeps its
+  // connection from idling out).
+  void Answer(uint64_t epoch, uint64_t id, std::string message, uint32_t hold_ms = 0);
 
  private:
   struct Event {
@@ -69,6 +78,7 @@ class DnsRelay {
     uint64_t epoch;
     uint64_t id;
     std::string message;
+    uint32_t hold_ms = 0;
   };
   struct Conn;
   struct Pending;
@@ -84,6 +94,9 @@ class DnsRelay {
   void Reply(const Pending& p, const std::string& message);
   void ReplyServfail(const Pending& p);
   void DrainEvents();
+  // Holds `p` (DnsAnswer.hold_ms); false when the hold was refused: past
+  // max_held, SERVFAIL is sent and the caller drops `p`.
+  bool HoldPending(Pending& p, uint32_t hold_ms);
   void ExpireTimeouts();
 
   const DnsRelayOptions options_;

@@ -544,5 +544,135 @@ TEST_F(RouterKernelTest, DnsQueriesInFlightAreBounded) {
   EXPECT_EQ(stream.Take().size(), 8u);
 }
 
+// Answers the first query the stream receives with `hold_ms` (empty
+// message), and returns its id; 0 when none came within a second.
+uint64_t HoldFirst(DnsRelay& relay, uint64_t epoch, FakeRelayStream& stream, uint32_t hold_ms) {
+  for (int i = 0; i < 100; ++i) {
+    for (auto& [id, q] : stream.Take()) {
+      relay.Answer(epoch, id, "", hold_ms);
+      return id;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
+}
+
+std::string AnswerTo(const std::string& query) {
+  std::string a = query;
+  a[2] = static_cast<char>(a[2] | 0x80);
+  return a + "held";
+}
+
+TEST_F(RouterKernelTest, HeldQuerySurvivesPastTheAnswerTimeoutAndGetsItsAnswer) {
+  DnsRelayOptions options;
+  options.answer_timeout = 200ms;
+  absl::StatusOr<std::unique_ptr<DnsRelay>> relay = DnsRelay::Start(options);
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  FakeRelayStream stream;
+  const uint64_t epoch = (*relay)->Attach(&stream);
+  std::thread holder([&] {
+    const uint64_t id = HoldFirst(**relay, epoch, stream, 5000);
+    std::this_thread::sleep_for(700ms);  // well past answer_timeout
+    if (id != 0) (*relay)->Answer(epoch, id, AnswerTo(Query(0x2222)));
+  });
+  const auto start = Clock::now();
+  const std::string answer = AskUdp("127.0.0.1", Query(0x2222), 3000);
+  holder.join();
+  EXPECT_EQ(answer, AnswerTo(Query(0x2222)));
+  EXPECT_GE(Clock::now() - start, 600ms);
+  (*relay)->Detach(epoch);
+}
+
+TEST_F(RouterKernelTest, HoldIsCappedByMaxHold) {
+  DnsRelayOptions options;
+  options.answer_timeout = 100ms;
+  options.max_hold = 600ms;
+  absl::StatusOr<std::unique_ptr<DnsRelay>> relay = DnsRelay::Start(options);
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  FakeRelayStream stream;
+  const uint64_t epoch = (*relay)->Attach(&stream);
+  std::thread holder([&] { HoldFirst(**relay, epoch, stream, 300000); });
+  const auto start = Clock::now();
+  const std::string answer = AskUdp("127.0.0.1", Query(0x3333), 3000);
+  const auto took = Clock::now() - start;
+  holder.join();
+  EXPECT_TRUE(IsServfailFor(answer, 0x3333));
+  EXPECT_GE(took, 500ms) << "held past answer_timeout";
+  EXPECT_LT(took, 2000ms) << "but not past max_hold";
+  (*relay)->Detach(epoch);
+}
+
+TEST_F(RouterKernelTest, HoldsPastMaxHeldAreRefusedWithServfail) {
+  DnsRelayOptions options;
+  options.answer_timeout = 3000ms;
+  options.max_held = 2;
+  absl::StatusOr<std::unique_ptr<DnsRelay>> relay = DnsRelay::Start(options);
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  FakeRelayStream stream;
+  const uint64_t epoch = (*relay)->Attach(&stream);
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(53);
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  for (uint16_t i = 0; i < 3; ++i) {
+    const std::string q = Query(i);
+    sendto(fd, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  }
+  std::vector<std::pair<uint64_t, std::string>> queries;
+  for (int i = 0; i < 100 && queries.size() < 3; ++i) {
+    for (auto& q : stream.Take()) queries.push_back(std::move(q));
+    if (queries.size() < 3) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(queries.size(), 3u);
+  for (const auto& [id, q] : queries) (*relay)->Answer(epoch, id, "", 60000);
+  int servfails = 0;
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, 500) > 0) {
+    char buf[512];
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n >= 12 && (buf[3] & 0x0f) == 2) ++servfails;
+  }
+  close(fd);
+  EXPECT_EQ(servfails, 1) << "two held, the third refused at once";
+  (*relay)->Detach(epoch);
+}
+
+TEST_F(RouterKernelTest, HeldTcpQueryKeepsItsConnectionFromIdlingOut) {
+  DnsRelayOptions options;
+  options.answer_timeout = 200ms;
+  options.tcp_idle_timeout = 200ms;
+  absl::StatusOr<std::unique_ptr<DnsRelay>> relay = DnsRelay::Start(options);
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  FakeRelayStream stream;
+  const uint64_t epoch = (*relay)->Attach(&stream);
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(53);
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << std::strerror(errno);
+  const std::string q = Query(0x4444);
+  std::string framed = {static_cast<char>(q.size() >> 8), static_cast<char>(q.size() & 0xff)};
+  framed += q;
+  ASSERT_EQ(write(fd, framed.data(), framed.size()), static_cast<ssize_t>(framed.size()));
+  const uint64_t id = HoldFirst(**relay, epoch, stream, 5000);
+  ASSERT_NE(id, 0u);
+  std::this_thread::sleep_for(800ms);  // four idle timeouts
+  (*relay)->Answer(epoch, id, AnswerTo(q));
+  std::string got;
+  pollfd p{fd, POLLIN, 0};
+  while (got.size() < 2 + AnswerTo(q).size() && poll(&p, 1, 2000) > 0) {
+    char buf[512];
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  ASSERT_GE(got.size(), 2u) << "the connection was closed while its query was held";
+  EXPECT_EQ(got.substr(2), AnswerTo(q));
+  (*relay)->Detach(epoch);
+}
+
 }  // namespace
 }  // namespace lazaret::netrouter

@@ -3,7 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
+#include "services/common/runtime_dir.h"
 #include "services/common/session_client.h"
+#include "services/common/session_id.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 
@@ -117,8 +120,15 @@ absl::Status CheckDecideRequest(const pb::DecideRequest& request) {
       return CheckReason(request.abort().reason());
     case pb::DecideRequest::kEdit:
       return CheckEdit(request.edit());
+    case pb::DecideRequest::kAllowName:
+      if (request.allow_name().before_sha256().size() > 128 ||
+          !PrintableAscii(request.allow_name().before_sha256())) {
+        return absl::InvalidArgumentError("allow_name.before_sha256 is not a hash");
+      }
+      return absl::OkStatus();
     default:
-      return absl::InvalidArgumentError("no decision: give approve, deny, edit or abort");
+      return absl::InvalidArgumentError(
+          "no decision: give approve, deny, edit, abort or allow_name");
   }
 }
 
@@ -132,6 +142,9 @@ grpc::Status ApproverService::WatchPending(grpc::ServerContext* ctx,
   if (absl::Status s = CheckSessionFilter(req->session_id()); !s.ok()) return ToGrpcStatus(s);
   if (absl::Status s = CheckApprover(req->approver()); !s.ok()) return ToGrpcStatus(s);
   std::unique_ptr<PendingWatch> watch = book_->Watch(req->session_id(), req->approver().kind());
+  // Tells the caller it is counted (a script can wait for that before the
+  // request it means to decide is made).
+  writer->SendInitialMetadata();
   while (!ctx->IsCancelled()) {
     pb::PendingEvent event;
     switch (watch->Wait(&event, absl::Now() + kWatchPoll)) {
@@ -226,6 +239,49 @@ grpc::Status ApproverService::ReadAudit(grpc::ServerContext* ctx, const pb::Read
   }
   ctx->AddTrailingMetadata(kAuditUnparsableMetadata, absl::StrCat(scan->unparsable));
   return grpc::Status::OK;
+}
+
+grpc::Status ApproverService::WatchEgressLog(grpc::ServerContext* ctx,
+                                             const pb::WatchEgressLogRequest* req,
+                                             grpc::ServerWriter<netpolicy::v1::LogEntry>* writer) {
+  if (!IsValidSessionId(req->session_id())) {
+    return ToGrpcStatus(
+        absl::InvalidArgumentError("session_id is not a session id (12 lowercase hex digits)"));
+  }
+  if (!egress_log_) {
+    return ToGrpcStatus(absl::UnavailableError("this lazaret-brokerd does not serve egress logs"));
+  }
+  return egress_log_(ctx, req->session_id(), req->follow(),
+                     [writer](const netpolicy::v1::LogEntry& e) { return writer->Write(e); });
+}
+
+EgressLogSource NetpolicydEgressLog(const std::string& runtime_dir) {
+  return [socket = SocketPath(runtime_dir, "netpolicyd")](
+             grpc::ServerContext* ctx, const std::string& session_id, bool follow,
+             const std::function<bool(const netpolicy::v1::LogEntry&)>& write) {
+    auto stub = netpolicy::v1::NetPolicyService::NewStub(DialUnix(socket));
+    // Cancelled with the approver's call.
+    std::unique_ptr<grpc::ClientContext> call = grpc::ClientContext::FromServerContext(*ctx);
+    netpolicy::v1::WatchLogRequest request;
+    request.mutable_session()->set_id(session_id);
+    request.set_follow(follow);
+    std::unique_ptr<grpc::ClientReader<netpolicy::v1::LogEntry>> reader =
+        stub->WatchLog(call.get(), request);
+    netpolicy::v1::LogEntry entry;
+    while (reader->Read(&entry)) {
+      if (!write(entry)) {
+        call->TryCancel();
+        break;
+      }
+    }
+    grpc::Status st = reader->Finish();
+    if (st.error_code() == grpc::StatusCode::CANCELLED) return grpc::Status::OK;
+    if (!st.ok()) {
+      return grpc::Status(st.error_code(),
+                          absl::StrCat("lazaret-netpolicyd: ", st.error_message()));
+    }
+    return st;
+  };
 }
 
 }  // namespace lazaret::brokerd

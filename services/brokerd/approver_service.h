@@ -9,10 +9,12 @@
 #define LAZARET_SERVICES_BROKERD_APPROVER_SERVICE_H_
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "lazaret/approver/v1/approver.grpc.pb.h"
+#include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "services/brokerd/audit_log.h"
 #include "services/brokerd/pending.h"
 
@@ -25,6 +27,17 @@ using SessionView = std::function<std::vector<lazaret::approver::v1::SessionEndp
 // called with a checked request.
 using CommandParser = std::function<lazaret::approver::v1::ParseCommandResponse(
     const lazaret::approver::v1::ParseCommandRequest&)>;
+
+// Streams a session's egress log (lazaret-netpolicyd's WatchLog), calling
+// `write` per entry until it returns false or the stream ends. `ctx` is
+// the approver's call: its cancellation ends the stream.
+using EgressLogSource = std::function<grpc::Status(
+    grpc::ServerContext* ctx, const std::string& session_id, bool follow,
+    const std::function<bool(const lazaret::netpolicy::v1::LogEntry&)>& write)>;
+
+// The source that asks lazaret-netpolicyd on <runtime_dir>/netpolicyd.sock
+// (same user: brokerd is one of its clients, like `lazaret net log`).
+EgressLogSource NetpolicydEgressLog(const std::string& runtime_dir);
 
 // Bounds on what an approver may send.
 inline constexpr size_t kMaxApproverTextBytes = 64;   // Approver.name, tty
@@ -59,12 +72,22 @@ class ApproverService final : public lazaret::approver::v1::ApproverService::Ser
   grpc::Status ReadAudit(grpc::ServerContext* ctx,
                          const lazaret::approver::v1::ReadAuditRequest* req,
                          grpc::ServerWriter<lazaret::approver::v1::AuditRecord>* writer) override;
+  // A pass-through of netpolicyd's WatchLog: the approver sees the same
+  // entries `lazaret net log` prints (names and processes unescaped, as
+  // the sandbox sent them: the approver escapes them for its screen).
+  grpc::Status WatchEgressLog(
+      grpc::ServerContext* ctx, const lazaret::approver::v1::WatchEgressLogRequest* req,
+      grpc::ServerWriter<lazaret::netpolicy::v1::LogEntry>* writer) override;
+
+  // Where WatchEgressLog reads from; unset, it answers UNAVAILABLE.
+  void set_egress_log(EgressLogSource source) { egress_log_ = std::move(source); }
 
  private:
   RequestBook* const book_;
   const SessionView sessions_;
   const CommandParser parse_;
   const AuditLog* const audit_;
+  EgressLogSource egress_log_;
 };
 
 // Trailing metadata of ReadAudit: how many lines of the log did not parse

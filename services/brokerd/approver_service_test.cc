@@ -3,6 +3,7 @@
 #include "services/brokerd/approver_service.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/brokerd/test_requests.h"
 #include "services/common/unix_server.h"
 #include "tests/support/test_support.h"
@@ -369,6 +371,65 @@ TEST_F(ApproverServiceTest, ReadAuditStreamsTheLogFilteredAndLast) {
   EXPECT_EQ(read(kSession, 0), (std::vector<std::string>{"r0", "r2"}));
   EXPECT_EQ(read("", 3), (std::vector<std::string>{"r1", "r2", "r3"}));
   EXPECT_EQ(read(kOther, 1), (std::vector<std::string>{"r3"}));
+}
+
+// A netpolicyd that streams two entries of session kSession.
+class FakeNetPolicy final : public netpolicy::v1::NetPolicyService::Service {
+ public:
+  grpc::Status WatchLog(grpc::ServerContext*, const netpolicy::v1::WatchLogRequest* req,
+                        grpc::ServerWriter<netpolicy::v1::LogEntry>* writer) override {
+    if (req->session().id() != kSession) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no");
+    follow = req->follow();
+    for (const char* dst : {"198.51.100.2", "10.0.0.1"}) {
+      netpolicy::v1::LogEntry e;
+      e.set_kind(netpolicy::v1::LOG_KIND_CONNECT_REFUSED);
+      e.set_destination(dst);
+      e.set_process("curl\x1b");
+      writer->Write(e);
+    }
+    return grpc::Status::OK;
+  }
+  bool follow = false;
+};
+
+TEST_F(ApproverServiceTest, WatchEgressLogPassesNetpolicydsLogThrough) {
+  auto call = [&](const std::string& id, std::vector<netpolicy::v1::LogEntry>* out) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::WatchEgressLogRequest req;
+    req.set_session_id(id);
+    req.set_follow(true);
+    auto reader = stub_->WatchEgressLog(&ctx, req);
+    netpolicy::v1::LogEntry e;
+    while (reader->Read(&e)) out->push_back(e);
+    return reader->Finish();
+  };
+  std::vector<netpolicy::v1::LogEntry> got;
+  // Not configured: says so.
+  EXPECT_EQ(call(kSession, &got).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  const std::string runtime = dir_.path() + "/run";
+  ASSERT_EQ(mkdir(runtime.c_str(), 0700), 0);
+  FakeNetPolicy fake;
+  auto listener = UnixListener::Bind(runtime + "/netpolicyd.sock");
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  auto netpolicyd = GrpcUnixServer::Start(std::move(*listener), {&fake}, {.allowed_uid = geteuid()});
+  ASSERT_TRUE(netpolicyd.ok()) << netpolicyd.status();
+  service_->set_egress_log(NetpolicydEgressLog(runtime));
+
+  ASSERT_TRUE(call(kSession, &got).ok());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].destination(), "198.51.100.2");
+  EXPECT_EQ(got[1].process(), "curl\x1b");
+  EXPECT_TRUE(fake.follow);
+  // netpolicyd's refusal comes back with its code; a malformed id never
+  // leaves brokerd.
+  got.clear();
+  grpc::Status other = call(kOther, &got);
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::NOT_FOUND) << other.error_message();
+  EXPECT_EQ(call("../etc", &got).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(got.empty());
+  (*netpolicyd)->Shutdown();
 }
 
 }  // namespace

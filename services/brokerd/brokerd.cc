@@ -11,6 +11,7 @@
 #include "services/brokerd/approver_service.h"
 #include "services/brokerd/audit_log.h"
 #include "services/brokerd/audit_reader.h"
+#include "services/brokerd/network_approval_service.h"
 #include "services/brokerd/request_flow.h"
 #include "services/brokerd/session_manager.h"
 #include "services/brokerd/tls/private_dir.h"
@@ -92,15 +93,21 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
                        .ended = [sessions](const std::string& id) { sessions->OnEnded(id); },
                    });
   ServiceHandlers h;
-  h.services.push_back(std::make_unique<ApproverService>(
+  auto approver = std::make_unique<ApproverService>(
       b->book.get(), [sessions] { return sessions->Views(); },
       [sessions](const approver::v1::ParseCommandRequest& req) {
         std::shared_ptr<LiveSession> live =
             req.session_id().empty() ? nullptr : sessions->Find(req.session_id());
         return ParseForApprover(req.command(), live == nullptr ? nullptr : &live->entries());
       },
-      b->audit.get()));
+      b->audit.get());
+  approver->set_egress_log(NetpolicydEgressLog(runtime_dir));
+  h.services.push_back(std::move(approver));
   h.services.push_back(std::make_unique<EndpointService>(sessions));
+  // netpolicyd's questions about held names; their requests share the book
+  // (and its per-session cap) with escalations.
+  h.services.push_back(std::make_unique<NetworkApprovalService>(
+      b->book.get(), ConfigdNetworkApprovalDeps(runtime_dir, b->audit.get())));
   h.on_shutdown = [b] { b->Stop(); };
   return h;
 }

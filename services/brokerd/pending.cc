@@ -175,7 +175,8 @@ void RequestBook::Finished(Entry& entry) {
 }
 
 absl::StatusOr<Decision> RequestBook::WaitForDecision(const RequestHandle& handle,
-                                                      absl::Time expiry) {
+                                                      absl::Time expiry,
+                                                      const std::function<bool()>& gone) {
   std::unique_lock<std::mutex> lock(mu_);
   Entry* entry = Find(handle);
   if (entry == nullptr) return absl::NotFoundError("the request is no longer held");
@@ -188,15 +189,32 @@ absl::StatusOr<Decision> RequestBook::WaitForDecision(const RequestHandle& handl
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           absl::ToChronoNanoseconds(std::max(expiry - absl::Now(), absl::ZeroDuration())));
-  cv_.wait_until(lock, until, [&] {
+  auto decided = [&] {
     entry = Find(handle);
     return entry == nullptr || entry->decision.has_value() || closed_;
-  });
+  };
+  bool asker_gone = false;
+  if (gone == nullptr) {
+    cv_.wait_until(lock, until, decided);
+  } else {
+    const auto slice = absl::ToChronoNanoseconds(kGoneCheck);
+    while (!decided() && std::chrono::steady_clock::now() < until) {
+      cv_.wait_until(lock, std::min(until, std::chrono::steady_clock::now() + slice), decided);
+      if (decided()) break;
+      lock.unlock();
+      asker_gone = gone();
+      lock.lock();
+      if (asker_gone) break;
+    }
+    decided();
+  }
   if (entry == nullptr) return absl::NotFoundError("the request is no longer held");
   if (!entry->decision.has_value()) {
     Decision expired;
     expired.kind = closed_ ? Decision::Kind::kSessionEnded : Decision::Kind::kExpired;
-    expired.resolution = closed_ ? "the broker is stopping" : "timed out";
+    expired.resolution = closed_      ? "the broker is stopping"
+                         : asker_gone ? "the asker went away"
+                                      : "timed out";
     Resolve(*entry, std::move(expired));
   }
   if (entry->taken) {
@@ -234,6 +252,17 @@ absl::StatusOr<pb::DecideResponse> RequestBook::Decide(const pb::DecideRequest& 
   const uint64_t serial = it->second.serial;
   const RequestHandle handle(id, it->second.request.session_id(), serial);
   const std::string who = DescribeApprover(request.approver());
+  const bool network = it->second.request.has_network();
+  const bool network_decision = request.decision_case() == pb::DecideRequest::kAllowName;
+  if (network && (request.decision_case() == pb::DecideRequest::kApprove ||
+                  request.decision_case() == pb::DecideRequest::kEdit)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "request '", shown, "' is a network request: allow the name (allow_name) or deny it"));
+  }
+  if (!network && network_decision) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("request '", shown, "' is a command request: approve, edit or deny it"));
+  }
 
   Decision decision;
   decision.approver = request.approver();
@@ -252,6 +281,30 @@ absl::StatusOr<pb::DecideResponse> RequestBook::Decide(const pb::DecideRequest& 
       decision.reason = request.abort().reason();
       decision.resolution = absl::StrCat("aborted by ", who);
       break;
+    case pb::DecideRequest::kAllowName: {
+      const pb::AllowName& allow = request.allow_name();
+      decision.kind = Decision::Kind::kNameAllowed;
+      decision.scope = allow.scope();
+      decision.before_sha256 = allow.before_sha256();
+      switch (allow.scope()) {
+        case pb::AllowName::SCOPE_ONCE:
+          decision.resolution = absl::StrCat("allowed once by ", who);
+          break;
+        case pb::AllowName::SCOPE_SESSION:
+          decision.resolution = absl::StrCat("allowed for this session by ", who);
+          break;
+        case pb::AllowName::SCOPE_PROFILE:
+          if (it->second.request.network().profile_diff().empty()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "request '", shown, "': allowing for the profile is not offered for this name"));
+          }
+          decision.resolution = absl::StrCat("allowed for the profile by ", who);
+          break;
+        default:
+          return absl::InvalidArgumentError("allow_name needs a scope: once, session or profile");
+      }
+      break;
+    }
     case pb::DecideRequest::kEdit: {
       pb::PendingRequest pending = it->second.request;
       lock.unlock();  // the check reads the filesystem

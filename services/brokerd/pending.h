@@ -10,6 +10,12 @@
 //   Add -> PENDING --Decide(approve|edit)--> RUNNING --Complete--> DONE
 //                  --Decide(deny|abort), expiry, EndSession--> DONE
 //   AddRunning (auto-approved) -> RUNNING --Complete--> DONE
+//
+// A network request (PendingRequest.network: a held DNS name) has no
+// RUNNING phase: PENDING --Decide(allow_name|deny|abort), expiry--> DONE.
+// allow_name is refused on a command request, approve and edit on a
+// network request (FAILED_PRECONDITION), so an approver that does not know
+// the kind cannot decide it the wrong way.
 #ifndef LAZARET_SERVICES_BROKERD_PENDING_H_
 #define LAZARET_SERVICES_BROKERD_PENDING_H_
 
@@ -61,8 +67,13 @@ using SessionAbort = std::function<void(const std::string& session_id)>;
 
 // What WaitForDecision hands the connection thread, once.
 struct Decision {
-  enum class Kind { kApproved, kEdited, kDenied, kAborted, kExpired, kSessionEnded };
+  enum class Kind { kApproved, kEdited, kDenied, kAborted, kExpired, kSessionEnded, kNameAllowed };
   Kind kind = Kind::kDenied;
+  // kNameAllowed: the scope, and for SCOPE_PROFILE the file hash the
+  // approver saw (AllowName.before_sha256).
+  lazaret::approver::v1::AllowName::Scope scope =
+      lazaret::approver::v1::AllowName::SCOPE_UNSPECIFIED;
+  std::string before_sha256;
   // Who decided (kApproved, kEdited, kDenied, kAborted).
   lazaret::approver::v1::Approver approver;
   std::string reason;                   // kDenied, kAborted: the approver's reason
@@ -185,7 +196,11 @@ class RequestBook {
   // FAILED_PRECONDITION when the decision was taken already; NOT_FOUND for
   // a stale handle. The connection thread waits even when its peer has gone
   // (or Completes the handle), so that nothing stays pending for ever.
-  absl::StatusOr<Decision> WaitForDecision(const RequestHandle& handle, absl::Time expiry);
+  // `gone`, when set, is asked every kGoneCheck while waiting: true (the
+  // asker went away) ends the wait as expired.
+  absl::StatusOr<Decision> WaitForDecision(const RequestHandle& handle, absl::Time expiry,
+                                           const std::function<bool()>& gone = nullptr);
+  static constexpr absl::Duration kGoneCheck = absl::Milliseconds(200);
 
   // The approver API's Decide; `request` checked by the service. The
   // request is named by DecideRequest.id (the book's id) when it is set,

@@ -272,6 +272,9 @@ void Exchange::Run() {
     case Decision::Kind::kSessionEnded:
       Refuse(Record::DECISION_REFUSED, "the session ended before anyone answered", false);
       return;
+    case Decision::Kind::kNameAllowed:  // the book refuses it for a command
+      Refuse(Record::DECISION_REFUSED, "a name allowance does not run a command", false);
+      return;
   }
 }
 

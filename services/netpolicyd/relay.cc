@@ -49,13 +49,39 @@ void WorkerPool::Work() {
   }
 }
 
-void DnsRelay::Stream::Write(uint64_t id, const std::string& message) {
+void DnsRelay::Stream::Write(uint64_t id, const std::string& message, uint32_t hold_ms) {
   rt::DnsAnswer answer;
   answer.set_id(id);
   answer.set_message(message);
+  answer.set_hold_ms(hold_ms);
   std::lock_guard<std::mutex> lock(mu);
   if (call != nullptr) call->Write(answer);
 }
+
+// One query's way back to the router. Leaves the stream's in-flight count
+// at its first answer or hold; one never answered (dropped) leaves it when
+// destroyed, and the router then SERVFAILs it at its deadline.
+class DnsRelay::Responder final : public DnsResponder {
+ public:
+  Responder(std::shared_ptr<Stream> stream, uint64_t id) : stream_(std::move(stream)), id_(id) {}
+  ~Responder() override { Release(); }
+  void Answer(const std::string& message) override {
+    stream_->Write(id_, message);
+    Release();
+  }
+  void Hold(uint32_t ms) override {
+    stream_->Write(id_, "", ms);
+    Release();
+  }
+
+ private:
+  void Release() {
+    if (!released_.exchange(true)) stream_->in_flight.fetch_sub(1);
+  }
+  const std::shared_ptr<Stream> stream_;
+  const uint64_t id_;
+  std::atomic<bool> released_{false};
+};
 
 DnsRelay::DnsRelay(std::shared_ptr<Session> session, WorkerPool* pool)
     : session_(std::move(session)), pool_(pool) {
@@ -148,9 +174,7 @@ void DnsRelay::Serve(const std::shared_ptr<Stream>& stream, const rt::DnsQuery& 
   }
   std::shared_ptr<Session> session = session_;
   bool queued = pool_->TrySubmit([stream, session, query, udp] {
-    std::string answer = session->AnswerDns(query.message(), udp);
-    stream->Write(query.id(), answer);
-    stream->in_flight.fetch_sub(1);
+    session->AnswerDns(query.message(), udp, std::make_unique<Responder>(stream, query.id()));
   });
   if (!queued) {
     stream->in_flight.fetch_sub(1);

@@ -3,7 +3,9 @@
 // answered by Session::AnswerDns on a small shared worker pool. Runs in
 // lazaret-netpolicyd, unprivileged. Bounded: a session has at most
 // kMaxInFlight queries being answered; beyond that, and when the pool's
-// queue is full, a query gets SERVFAIL at once. The call is re-opened
+// queue is full, a query gets SERVFAIL at once. A query held for an
+// approver leaves that count when the hold is sent (held names have their
+// own bounds, held_names.h), so held names never starve the others. The call is re-opened
 // (after a pause) when it ends while the session is attached.
 #ifndef LAZARET_SERVICES_NETPOLICYD_RELAY_H_
 #define LAZARET_SERVICES_NETPOLICYD_RELAY_H_
@@ -71,8 +73,10 @@ class DnsRelay {
     grpc::ClientReaderWriter<lazaret::netrouter::v1::DnsAnswer, lazaret::netrouter::v1::DnsQuery>*
         call ABSL_GUARDED_BY(mu) = nullptr;
     std::atomic<int> in_flight{0};
-    void Write(uint64_t id, const std::string& message);
+    // An answer, or (empty message, hold_ms > 0) a hold.
+    void Write(uint64_t id, const std::string& message, uint32_t hold_ms = 0);
   };
+  class Responder;
   void Run();
   void Serve(const std::shared_ptr<Stream>& stream, const lazaret::netrouter::v1::DnsQuery& query);
 

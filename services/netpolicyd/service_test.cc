@@ -3,8 +3,14 @@
 // servers on Unix sockets and a real DNS server as the upstream.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -38,11 +44,13 @@ class ServiceTest : public ::testing::Test {
     info.set_state(sv::SESSION_STATE_ATTACHED);
     supervisor_.Add(info);
     test::TestDnsServerOptions dns;
-    for (const char* r : {"api.example.test=A:198.51.100.7@30", "api.example.test=AAAA:2001:db8::7",
-                          "www.example.test=CNAME:edge.cdn.test",
-                          "edge.cdn.test=A:198.51.100.8@600", "rebind.example.test=A:10.1.2.3",
-                          "mixed.example.test=A:10.1.2.4", "mixed.example.test=A:198.51.100.9",
-                          "other.test=A:198.51.100.10", "host.example.test=A:127.0.0.1"}) {
+    for (const char* r :
+         {"api.example.test=A:198.51.100.7@30", "api.example.test=AAAA:2001:db8::7",
+          "www.example.test=CNAME:edge.cdn.test", "edge.cdn.test=A:198.51.100.8@600",
+          "rebind.example.test=A:10.1.2.3", "mixed.example.test=A:10.1.2.4",
+          "mixed.example.test=A:198.51.100.9", "other.test=A:198.51.100.10",
+          "host.example.test=A:127.0.0.1", "private.test=A:10.9.9.9", "mixedask.test=A:10.1.2.5",
+          "mixedask.test=A:198.51.100.11"}) {
       dns.records.push_back(*test::ParseTestDnsRecord(r));
     }
     auto upstream = test::TestDnsServer::Start(dns);
@@ -86,6 +94,7 @@ class ServiceTest : public ::testing::Test {
     options.tick = std::chrono::milliseconds(20);
     options.session.now_unix = [this] { return clock_.load(); };
     options.session.resolver.timeout = std::chrono::milliseconds(500);
+    options.session.approval = approvals_;
     registry_ = std::make_shared<Registry>(dir_.path(), options);
     registry_->Start();
     impl_ = std::make_unique<NetPolicyServiceImpl>(registry_);
@@ -148,6 +157,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   test::TempDir dir_{"lzp"};
+  std::shared_ptr<ApprovalClient> approvals_;  // nullptr: brokerd.sock (absent)
   std::atomic<int64_t> clock_{0};
   uint64_t router_generation_ = 0;
   cfg::NetworkPolicy network_;
@@ -462,6 +472,149 @@ TEST_F(ServiceTest, SessionsAttachedBeforeAStartAreTakenUpAgain) {
   auto resp = Ask("api.example.test");
   ASSERT_TRUE(resp.ok()) << resp.status();
   EXPECT_EQ(resp->rcode, dns::Rcode::kNoError);
+}
+
+// brokerd as the ask tests script it: each Ask is recorded and answered
+// with the next outcome the test releases.
+class ScriptedApprovals : public ApprovalClient {
+ public:
+  absl::StatusOr<netapproval::v1::AskResponse> Ask(const netapproval::v1::AskRequest& request,
+                                                   std::chrono::system_clock::time_point,
+                                                   AskCall&) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    asked_.push_back(request);
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !outcomes_.empty(); });
+    if (outcomes_.empty()) return absl::DeadlineExceededError("the test decided nothing");
+    netapproval::v1::AskResponse r;
+    r.set_outcome(outcomes_.front());
+    outcomes_.pop_front();
+    return r;
+  }
+  void Decide(netapproval::v1::AskResponse::Outcome outcome) {
+    std::lock_guard<std::mutex> lock(mu_);
+    outcomes_.push_back(outcome);
+    cv_.notify_all();
+  }
+  std::optional<netapproval::v1::AskRequest> WaitAsked(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return asked_.size() >= n; })) {
+      return std::nullopt;
+    }
+    return asked_[n - 1];
+  }
+  size_t asked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return asked_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<netapproval::v1::AskRequest> asked_;
+  std::deque<netapproval::v1::AskResponse::Outcome> outcomes_;
+};
+
+class AskModeTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    network_.set_egress(cfg::EGRESS_MODE_ASK);
+    network_.set_ask_timeout_seconds(5);
+    scripted_ = std::make_shared<ScriptedApprovals>();
+    approvals_ = scripted_;
+  }
+  std::shared_ptr<ScriptedApprovals> scripted_;
+};
+
+TEST_F(AskModeTest, UnlistedNameIsHeldUntilAllowedOnceAndOnlyThenRouted) {
+  Start();
+  AttachOk();
+  absl::StatusOr<dns::Response> resp = absl::UnknownError("not asked");
+  std::thread asker([&] { resp = Ask("other.test"); });
+  std::optional<netapproval::v1::AskRequest> asked = scripted_->WaitAsked(1);
+  ASSERT_TRUE(asked.has_value());
+  EXPECT_EQ(asked->session_id(), kId);
+  EXPECT_EQ(asked->name(), "other.test");
+  EXPECT_EQ(asked->timeout_seconds(), 5u);
+  ASSERT_EQ(asked->addresses_size(), 1);
+  EXPECT_EQ(asked->addresses(0).address(), "198.51.100.10");
+  EXPECT_TRUE(asked->addresses(0).allowed());
+  ASSERT_TRUE(test::WaitFor([&] { return router_->holds() >= 1; }, std::chrono::seconds(5)));
+  EXPECT_EQ(router_->Table().count("198.51.100.10/32"), 0u) << "no route before a decision";
+  scripted_->Decide(netapproval::v1::AskResponse::OUTCOME_ONCE);
+  asker.join();
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->rcode, dns::Rcode::kNoError);
+  ASSERT_EQ(resp->answers.size(), 1u);
+  EXPECT_EQ(router_->Table()["198.51.100.10/32"], "allow");
+  EXPECT_TRUE(Logged(pb::LOG_KIND_NAME_HELD, "other.test"));
+  EXPECT_TRUE(Logged(pb::LOG_KIND_NAME_DECIDED, "other.test"));
+  // Once: the next query asks again.
+  std::thread again([&] { resp = Ask("other.test"); });
+  ASSERT_TRUE(scripted_->WaitAsked(2).has_value());
+  scripted_->Decide(netapproval::v1::AskResponse::OUTCOME_EXPIRED);
+  again.join();
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->rcode, dns::Rcode::kRefused);
+}
+
+TEST_F(AskModeTest, ApprovedNameAnsweringAPrivateAddressKeepsItRefused) {
+  Start();
+  AttachOk();
+  auto priv = Ask("private.test");
+  ASSERT_TRUE(priv.ok()) << priv.status();
+  EXPECT_EQ(priv->rcode, dns::Rcode::kRefused) << "nothing to ask about";
+  EXPECT_EQ(scripted_->asked(), 0u);
+  absl::StatusOr<dns::Response> resp = absl::UnknownError("not asked");
+  std::thread asker([&] { resp = Ask("mixedask.test"); });
+  std::optional<netapproval::v1::AskRequest> asked = scripted_->WaitAsked(1);
+  ASSERT_TRUE(asked.has_value());
+  ASSERT_EQ(asked->addresses_size(), 2);
+  for (const auto& a : asked->addresses()) {
+    EXPECT_EQ(a.allowed(), a.address() == "198.51.100.11") << a.address();
+    if (!a.allowed()) {
+      EXPECT_NE(a.rule_text().find("10.0.0.0/8"), std::string::npos) << a.rule_text();
+    }
+  }
+  scripted_->Decide(netapproval::v1::AskResponse::OUTCOME_SESSION);
+  asker.join();
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_EQ(resp->answers.size(), 1u);
+  EXPECT_EQ(resp->answers[0].address[3], 11);
+  EXPECT_EQ(router_->Table().count("10.1.2.5/32"), 0u);
+  // Session scope: a live allow, so the next query is answered unasked.
+  auto next = Ask("mixedask.test");
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->rcode, dns::Rcode::kNoError);
+  EXPECT_EQ(scripted_->asked(), 1u);
+}
+
+TEST_F(AskModeTest, DenyRefusesAndLaterQueriesAreRefusedUnasked) {
+  Start();
+  AttachOk();
+  absl::StatusOr<dns::Response> resp = absl::UnknownError("not asked");
+  std::thread asker([&] { resp = Ask("other.test", dns::kTypeAaaa); });
+  ASSERT_TRUE(scripted_->WaitAsked(1).has_value());
+  scripted_->Decide(netapproval::v1::AskResponse::OUTCOME_DENIED);
+  asker.join();
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->rcode, dns::Rcode::kRefused);
+  auto again = Ask("other.test");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->rcode, dns::Rcode::kRefused);
+  EXPECT_EQ(scripted_->asked(), 1u);
+  EXPECT_EQ(router_->Table().count("198.51.100.10/32"), 0u);
+}
+
+TEST_F(AskModeTest, NoBrokerRefuses) {
+  approvals_ = nullptr;  // brokerd.sock of the test's runtime directory: absent
+  Start();
+  AttachOk();
+  auto resp = Ask("other.test");
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->rcode, dns::Rcode::kRefused);
+  EXPECT_EQ(router_->Table().count("198.51.100.10/32"), 0u);
 }
 
 }  // namespace

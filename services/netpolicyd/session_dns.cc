@@ -1,6 +1,7 @@
 // Session's DNS path: a query relayed by the router from the sandbox, the
 // name policy, the upstream, the address filter, the name routes, the
-// answer. See session.h.
+// answer; in `egress = "ask"`, an unlisted name held for the session's
+// approvers (held_names.h). See session.h.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -40,37 +41,154 @@ IpPrefix RecordAddress(const dns::ResourceRecord& rr) {
                         rr.address, rr.type == dns::kTypeA ? 32 : 128);
 }
 
-std::string Session::AnswerDns(absl::string_view message, bool udp) {
+// The session as its HeldNames sees it: resolving and answering through
+// the session's own path, live allows and denies, its log.
+class Session::HeldHost final : public HeldNamesHost {
+ public:
+  explicit HeldHost(Session* session) : session_(session) {}
+  ResolvedName Resolve(const dns::Question& question) override {
+    return session_->ResolveForApproval(question);
+  }
+  std::string AnswerFrom(const dns::Query& query, bool udp, const ResolvedName& resolved) override {
+    return session_->AnswerFromResolved(query, udp, resolved);
+  }
+  absl::Status AllowName(const std::string& name) override { return Change(name, true); }
+  absl::Status DenyName(const std::string& name) override { return Change(name, false); }
+  void Log(pb::LogEntry entry) override { session_->Log(std::move(entry)); }
+
+ private:
+  // The same live change as `lazaret net allow|deny NAME`.
+  absl::Status Change(const std::string& name, bool allow) {
+    pb::ChangeSessionRequest request;
+    request.mutable_session()->set_id(session_->id());
+    request.set_name(name);
+    request.set_action(allow ? pb::RULE_ACTION_ALLOW : pb::RULE_ACTION_DENY);
+    return session_->Change(request).status();
+  }
+  Session* const session_;
+};
+
+Session::~Session() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  held_.reset();
+}
+
+HeldNames& Session::Held() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (held_ == nullptr) {
+    held_host_ = std::make_unique<HeldHost>(this);
+    held_ = std::make_unique<HeldNames>(id_, held_host_.get(), options_.approval, options_.held);
+  }
+  return *held_;
+}
+
+void Session::StopHeldNames() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (held_ != nullptr) held_->Stop();
+}
+
+std::optional<AskSettings> Session::AskMode() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const lazaret::config::v1::NetworkPolicy& network = inputs_.network;
+  if (network.egress() != lazaret::config::v1::EGRESS_MODE_ASK) return std::nullopt;
+  AskSettings settings;
+  settings.timeout_seconds =
+      network.ask_timeout_seconds() == 0 ? 60 : std::min(network.ask_timeout_seconds(), 300u);
+  settings.unattended_wait = network.ask_unattended() == lazaret::config::v1::ASK_UNATTENDED_WAIT;
+  return settings;
+}
+
+ResolvedName Session::ResolveForApproval(const dns::Question& question) {
+  ResolvedName out;
+  std::shared_ptr<const CompiledPolicy> policy = Applied();
+  std::shared_ptr<Resolver> resolver = CurrentResolver();
+  for (uint16_t type : {dns::kTypeA, dns::kTypeAaaa}) {
+    dns::Question q = question;
+    q.qtype = type;
+    absl::StatusOr<dns::Response> response =
+        resolver == nullptr ? absl::UnavailableError("no upstream") : resolver->Resolve(q);
+    if (response.ok() && response->rcode == dns::Rcode::kNoError && policy != nullptr) {
+      for (const auto& rr : dns::FollowChain(*response, q).addresses) {
+        const pb::Rule* deciding = nullptr;
+        auto& judged = out.addresses.emplace_back();
+        judged.set_address(RecordAddress(rr).Address());
+        judged.set_allowed(policy->AdmitsNameAddress(RecordAddress(rr), &deciding));
+        if (!judged.allowed() && deciding != nullptr) judged.set_rule_text(DescribeRule(*deciding));
+        if (out.addresses.size() >= 64) break;
+      }
+    }
+    out.responses.emplace(type, std::move(response));
+  }
+  return out;
+}
+
+std::string Session::AnswerFromResolved(const dns::Query& query, bool udp,
+                                        const ResolvedName& resolved) {
+  std::shared_ptr<const CompiledPolicy> policy = Applied();
+  if (policy == nullptr) return dns::BuildAnswer(query, dns::Rcode::kServFail, {}, udp);
+  const std::string name_text = dns::NameText(query.question.name);
+  auto it = resolved.responses.find(query.question.qtype);
+  if (it == resolved.responses.end() || !it->second.ok()) {
+    Log(pb::LOG_KIND_NAME_FAILED, name_text, dns::TypeName(query.question.qtype), {},
+        it == resolved.responses.end() ? std::string("not asked upstream")
+                                       : std::string(it->second.status().message()));
+    return dns::BuildAnswer(query, dns::Rcode::kServFail, {}, udp);
+  }
+  return AnswerFrom(query, name_text, *policy, udp, *it->second, /*approved=*/true);
+}
+
+void Session::AnswerDns(absl::string_view message, bool udp,
+                        std::unique_ptr<DnsResponder> responder) {
   absl::StatusOr<dns::Query> query = dns::ParseQuery(message);
   if (!query.ok()) {
     std::optional<uint16_t> id = dns::PeekId(message);
-    return id.has_value() ? dns::BuildFormErr(*id) : "";
+    responder->Answer(id.has_value() ? dns::BuildFormErr(*id) : "");
+    return;
   }
-  const std::string name_text = dns::NameText(query->question.name);
-  const std::string type = dns::TypeName(query->question.qtype);
   std::shared_ptr<const CompiledPolicy> policy = Applied();
-  if (policy == nullptr) return dns::BuildAnswer(*query, dns::Rcode::kServFail, {}, udp);
-  if (query->question.qclass != dns::kClassIn) {
-    Log(pb::LOG_KIND_NAME_REFUSED, name_text, type, {},
-        absl::StrCat("class ", query->question.qclass, " is not answered"));
-    return dns::BuildAnswer(*query, dns::Rcode::kRefused, {}, udp);
+  if (policy == nullptr) {
+    responder->Answer(dns::BuildAnswer(*query, dns::Rcode::kServFail, {}, udp));
+    return;
   }
   const std::string name = PlainName(query->question.name);
-  NameVerdict verdict = policy->MatchName(name);
+  if (query->question.qclass == dns::kClassIn && !name.empty() &&
+      (query->question.qtype == dns::kTypeA || query->question.qtype == dns::kTypeAaaa)) {
+    NameVerdict verdict = policy->MatchName(name);
+    // Held: unlisted and not denied by a pattern (a deny is never asked).
+    if (!verdict.answered && verdict.rule.pattern().empty()) {
+      if (std::optional<AskSettings> ask = AskMode(); ask.has_value()) {
+        Held().Hold(name, *query, udp, std::move(responder), *ask);
+        return;
+      }
+    }
+  }
+  responder->Answer(AnswerNow(*query, udp, *policy));
+}
+
+std::string Session::AnswerNow(const dns::Query& query, bool udp, const CompiledPolicy& policy) {
+  const std::string name_text = dns::NameText(query.question.name);
+  const std::string type = dns::TypeName(query.question.qtype);
+  if (query.question.qclass != dns::kClassIn) {
+    Log(pb::LOG_KIND_NAME_REFUSED, name_text, type, {},
+        absl::StrCat("class ", query.question.qclass, " is not answered"));
+    return dns::BuildAnswer(query, dns::Rcode::kRefused, {}, udp);
+  }
+  const std::string name = PlainName(query.question.name);
+  NameVerdict verdict = policy.MatchName(name);
   if (!verdict.answered) {
     std::string why = name.empty() ? "not a plain host name"
                       : verdict.rule.pattern().empty()
                           ? "not listed"
                           : absl::StrCat("denied by ", verdict.rule.pattern());
     Log(pb::LOG_KIND_NAME_REFUSED, name_text, type, {}, why + "; nothing was asked upstream");
-    return dns::BuildAnswer(*query, dns::Rcode::kRefused, {}, udp);
+    return dns::BuildAnswer(query, dns::Rcode::kRefused, {}, udp);
   }
-  if (query->question.qtype != dns::kTypeA && query->question.qtype != dns::kTypeAaaa) {
+  if (query.question.qtype != dns::kTypeA && query.question.qtype != dns::kTypeAaaa) {
     Log(pb::LOG_KIND_NAME_ANSWERED, name_text, type, {},
         "only A and AAAA are asked upstream: empty answer");
-    return dns::BuildAnswer(*query, dns::Rcode::kNoError, {}, udp);
+    return dns::BuildAnswer(query, dns::Rcode::kNoError, {}, udp);
   }
-  return Answered(*query, name_text, *policy, udp);
+  return Answered(query, name_text, policy, udp);
 }
 
 std::string Session::Answered(const dns::Query& query, const std::string& name_text,
@@ -82,14 +200,21 @@ std::string Session::Answered(const dns::Query& query, const std::string& name_t
     Log(pb::LOG_KIND_NAME_FAILED, name_text, type, {}, std::string(response.status().message()));
     return dns::BuildAnswer(query, dns::Rcode::kServFail, {}, udp);
   }
-  if (response->rcode != dns::Rcode::kNoError) {
+  return AnswerFrom(query, name_text, policy, udp, *response);
+}
+
+std::string Session::AnswerFrom(const dns::Query& query, const std::string& name_text,
+                                const CompiledPolicy& policy, bool udp,
+                                const dns::Response& response, bool approved) {
+  const std::string type = dns::TypeName(query.question.qtype);
+  if (response.rcode != dns::Rcode::kNoError) {
     dns::Rcode rcode =
-        response->rcode == dns::Rcode::kNxDomain ? dns::Rcode::kNxDomain : dns::Rcode::kServFail;
+        response.rcode == dns::Rcode::kNxDomain ? dns::Rcode::kNxDomain : dns::Rcode::kServFail;
     Log(pb::LOG_KIND_NAME_ANSWERED, name_text, type, {},
-        absl::StrCat("upstream answered ", RcodeName(response->rcode)));
+        absl::StrCat("upstream answered ", RcodeName(response.rcode)));
     return dns::BuildAnswer(query, rcode, {}, udp);
   }
-  dns::Chain chain = dns::FollowChain(*response, query.question);
+  dns::Chain chain = dns::FollowChain(response, query.question);
   std::vector<dns::ResourceRecord> kept;
   std::vector<std::string> dropped;
   std::string dropped_why;
@@ -111,7 +236,7 @@ std::string Session::Answered(const dns::Query& query, const std::string& name_t
     return dns::BuildAnswer(query, dns::Rcode::kRefused, {}, udp);
 
   const std::string name = PlainName(query.question.name);
-  if (uint64_t version = AddNameRoutes(name, kept, policy); version != 0) {
+  if (uint64_t version = AddNameRoutes(name, kept, policy, approved); version != 0) {
     absl::StatusOr<pb::PolicyApplied> applied = Apply(version, /*force=*/false);
     if (!applied.ok()) {
       Log(pb::LOG_KIND_NAME_FAILED, name_text, type, {},
@@ -135,7 +260,7 @@ std::string Session::Answered(const dns::Query& query, const std::string& name_t
 
 uint64_t Session::AddNameRoutes(const std::string& name,
                                 std::vector<dns::ResourceRecord>& addresses,
-                                const CompiledPolicy& policy) {
+                                const CompiledPolicy& policy, bool approved) {
   const int64_t now = Now();
   std::lock_guard<std::mutex> lock(mu_);
   bool added = false;
@@ -151,6 +276,10 @@ uint64_t Session::AddNameRoutes(const std::string& name,
     auto it = name_routes_.find(key);
     if (it != name_routes_.end() && it->second.expires_unix > now) {
       it->second.expires_unix = std::max(it->second.expires_unix, expires);
+      if (approved && !it->second.approved) {
+        it->second.approved = true;
+        added = true;
+      }
     } else {
       if (name_routes_.size() >= kMaxNameRoutes) {
         auto first = std::min_element(name_routes_.begin(), name_routes_.end(),
@@ -159,7 +288,7 @@ uint64_t Session::AddNameRoutes(const std::string& name,
                                       });
         name_routes_.erase(first);
       }
-      it = name_routes_.insert_or_assign(key, NameRoute{address, name, expires}).first;
+      it = name_routes_.insert_or_assign(key, NameRoute{address, name, expires, approved}).first;
       added = true;
     }
     rr.ttl = static_cast<uint32_t>(std::min<int64_t>(rr.ttl, it->second.expires_unix - now));

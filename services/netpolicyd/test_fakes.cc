@@ -122,6 +122,12 @@ grpc::Status FakeRouter::RelayDns(grpc::ServerContext* ctx,
     rt::DnsAnswer answer;
     while (stream->Read(&answer)) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (answer.message().empty() && answer.hold_ms() > 0) {
+        // Held for an approver: the answer comes later.
+        ++holds_;
+        cv_.notify_all();
+        continue;
+      }
       answers_[answer.id()] = answer.message();
       cv_.notify_all();
     }
@@ -172,6 +178,11 @@ std::map<std::string, std::string> FakeRouter::Table() {
     out[r.destination().prefix()] = r.action() == rt::ROUTE_ACTION_ALLOW ? "allow" : "prohibit";
   }
   return out;
+}
+
+int FakeRouter::holds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return holds_;
 }
 
 uint64_t FakeRouter::generation() {

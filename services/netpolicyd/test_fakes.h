@@ -75,6 +75,8 @@ class FakeRouter final : public lazaret::netrouter::v1::NetRouterService::Servic
   std::map<std::string, std::string> Table();
   uint64_t generation();
   int applies();
+  // Holds received (DnsAnswer.hold_ms with no message).
+  int holds();
   void FailApplies(bool fail);
 
  private:
@@ -82,6 +84,7 @@ class FakeRouter final : public lazaret::netrouter::v1::NetRouterService::Servic
   std::condition_variable cv_;
   uint64_t generation_;
   int applies_ = 0;
+  int holds_ = 0;
   bool fail_ = false;
   std::vector<lazaret::netrouter::v1::Route> routes_;
   std::string digest_;

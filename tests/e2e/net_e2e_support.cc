@@ -134,7 +134,7 @@ absl::StatusOr<std::unique_ptr<NetSession>> NetSession::Start(const std::string&
     if (!id.empty()) {
       s->id_ = id;
       s->resolv_conf_is_router_ =
-          Trim(s->Exec({"cat", "/etc/resolv.conf"}).out) == "nameserver 127.0.0.1";
+          Trim(s->Exec({"cat", "/etc/resolv.conf"}).out) == kRouterResolvConf;
       return s;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -23,6 +23,11 @@ namespace lazaret::test::e2e::net {
 // Where the probe appears inside the sandbox.
 inline constexpr char kProbe[] = "/opt/probe/net_probe";
 
+// /etc/resolv.conf in every sandbox: the router only, and glibc's longest
+// wait per try (a name held for an approver).
+inline constexpr char kRouterResolvConf[] =
+    "nameserver 127.0.0.1\noptions timeout:30 attempts:4";
+
 // One `connect`, `dns` or `udp-send` line of the probe.
 struct ProbeResult {
   std::string line;
@@ -84,7 +89,7 @@ class NetSession {
   pid_t RouterPid() const;
   std::string Log() const;
 
-  // /etc/resolv.conf inside is exactly "nameserver 127.0.0.1" (read at
+  // /etc/resolv.conf inside is exactly kRouterResolvConf (read at
   // start). Only then do tests resolve through it: names the tests use must
   // never reach a resolver off this machine.
   bool resolv_conf_is_router() const { return resolv_conf_is_router_; }

@@ -37,7 +37,7 @@ TEST_F(NetE2eTest, ResolvConfNamesOnlyTheRouter) {
     ASSERT_NE(s, nullptr) << PubError() << NamesError();
     CommandResult r = s->Exec({"cat", "/etc/resolv.conf"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(Trim(r.out), "nameserver 127.0.0.1");
+    EXPECT_EQ(Trim(r.out), kRouterResolvConf);
   }
 }
 

@@ -4,13 +4,18 @@
 // broker's answers only as far as printing them.
 //
 //   lazaret-test-approver --socket PATH decide [--session ID] [--argv0 NAME]
-//       (--approve | --deny=REASON | --edit=COMMAND | --abort)
-//       [--count N] [--timeout S] [--name NAME]
-//     Watches pending requests and decides each one that matches (argv[0]
-//     equal to NAME, and the session), until N were decided. Prints one JSON
-//     line per decision: {"pending": PendingRequest, "decided": DecideResponse}
-//     or {"pending": ..., "error": "..."}. Exit 0 when N were decided, 3 on
-//     timeout, 2 on a usage error, 1 when the broker failed.
+//       [--network-name NAME]
+//       (--approve | --deny=REASON | --edit=COMMAND | --abort
+//        | --allow-name=once|session|profile | --watch-only)
+//       [--count N] [--timeout S] [--name NAME] [--delay-ms MS]
+//     Prints "watching" once the broker counts it, then watches pending
+//     requests and decides each one that matches (argv[0] equal to NAME, a
+//     network request's name equal to --network-name, and the session),
+//     MS after it appeared, until N were decided (--watch-only: prints each
+//     match and decides nothing). Prints one JSON line per decision:
+//     {"pending": PendingRequest, "decided": DecideResponse} or {"pending":
+//     ..., "error": "..."}. Exit 0 when N were decided, 3 on timeout, 2 on a
+//     usage error, 1 when the broker failed.
 //   lazaret-test-approver --socket PATH sessions
 //     Prints ListSessionsResponse as JSON.
 #include <grpcpp/grpcpp.h>
@@ -20,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -67,7 +73,11 @@ struct Options {
   std::string session;
   std::string argv0;
   std::string name = "lazaret-test-approver";
-  enum class Action { kNone, kApprove, kDeny, kEdit, kAbort } action = Action::kNone;
+  std::string network_name;
+  enum class Action { kNone, kApprove, kDeny, kEdit, kAbort, kAllowName, kWatch };
+  Action action = Action::kNone;
+  pb::AllowName::Scope scope = pb::AllowName::SCOPE_UNSPECIFIED;
+  int delay_ms = 0;
   std::string arg;  // deny reason or edited command
   int count = 1;
   int timeout_s = 60;
@@ -89,14 +99,25 @@ int Decide(const Options& o, pb::ApproverService::Stub& stub) {
   req.mutable_approver()->set_name(o.name);
   req.mutable_approver()->set_pid(getpid());
   auto reader = stub.WatchPending(&ctx, req);
+  // The broker sends the call's metadata once the watcher is counted.
+  reader->WaitForInitialMetadata();
+  std::printf("watching\n");
+  std::fflush(stdout);
   int decided = 0;
   pb::PendingEvent ev;
   while (decided < o.count && reader->Read(&ev)) {
     if (ev.kind() != pb::PendingEvent::KIND_ADDED) continue;
     const pb::PendingRequest& p = ev.request();
     if (!o.argv0.empty() && (p.argv_size() == 0 || p.argv(0) != o.argv0)) continue;
+    if (!o.network_name.empty() && p.network().name() != o.network_name) continue;
+    if (o.action == Options::Action::kWatch) {
+      std::printf("{\"pending\":%s}\n", Json(p).c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    if (o.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.delay_ms));
     pb::DecideRequest d;
-    d.set_request_id(p.request_id());
+    d.set_id(p.id());
     *d.mutable_approver() = req.approver();
     switch (o.action) {
       case Options::Action::kApprove:
@@ -111,7 +132,12 @@ int Decide(const Options& o, pb::ApproverService::Stub& stub) {
       case Options::Action::kAbort:
         d.mutable_abort()->set_reason("aborted by lazaret-test-approver");
         break;
+      case Options::Action::kAllowName:
+        d.mutable_allow_name()->set_scope(o.scope);
+        d.mutable_allow_name()->set_before_sha256(p.network().profile_sha256());
+        break;
       case Options::Action::kNone:
+      case Options::Action::kWatch:
         break;
     }
     grpc::ClientContext dctx;
@@ -162,7 +188,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     std::string v;
     if (Value(a, "--socket", &o.socket) || Value(a, "--session", &o.session) ||
-        Value(a, "--argv0", &o.argv0) || Value(a, "--name", &o.name)) {
+        Value(a, "--argv0", &o.argv0) || Value(a, "--name", &o.name) ||
+        Value(a, "--network-name", &o.network_name)) {
       continue;
     } else if (a == "--approve") {
       o.action = Options::Action::kApprove;
@@ -172,6 +199,19 @@ int main(int argc, char** argv) {
       o.action = Options::Action::kEdit;
     } else if (a == "--abort") {
       o.action = Options::Action::kAbort;
+    } else if (a == "--watch-only") {
+      o.action = Options::Action::kWatch;
+    } else if (Value(a, "--allow-name", &v)) {
+      o.action = Options::Action::kAllowName;
+      o.scope = v == "once"      ? pb::AllowName::SCOPE_ONCE
+                : v == "session" ? pb::AllowName::SCOPE_SESSION
+                : v == "profile" ? pb::AllowName::SCOPE_PROFILE
+                                 : pb::AllowName::SCOPE_UNSPECIFIED;
+      if (o.scope == pb::AllowName::SCOPE_UNSPECIFIED) {
+        return Usage("--allow-name takes once, session or profile");
+      }
+    } else if (Value(a, "--delay-ms", &v)) {
+      if (!absl::SimpleAtoi(v, &o.delay_ms) || o.delay_ms < 0) return Usage("--delay-ms takes MS");
     } else if (Value(a, "--count", &v)) {
       if (!absl::SimpleAtoi(v, &o.count) || o.count < 1) return Usage("--count takes N >= 1");
     } else if (Value(a, "--timeout", &v)) {
@@ -190,7 +230,9 @@ int main(int argc, char** argv) {
   if (o.command == "sessions") return Sessions(*stub);
   if (o.command != "decide") return Usage("say decide or sessions");
   if (o.action == Options::Action::kNone) {
-    return Usage("decide needs --approve, --deny=REASON, --edit=COMMAND or --abort");
+    return Usage(
+        "decide needs --approve, --deny=REASON, --edit=COMMAND, --abort, --allow-name=SCOPE or "
+        "--watch-only");
   }
   return Decide(o, *stub);
 }
