@@ -1,5 +1,5 @@
 // `lazaret approve [--session ID]`: the terminal approver - decide the host
-// commands sandboxes ask for (docs/escalation.md). Runs in the user's
+// commands and the network names sandboxes ask for (docs/escalation.md). Runs in the user's
 // terminal, as the user, on the host only. This front-end parses the
 // arguments; the approver is lazaret_approve's (clients/lazaret/approve/).
 #include <unistd.h>
@@ -24,7 +24,10 @@ constexpr char kApproveHelp[] =
     "Shows the host commands sandboxes ask for and decides them: a approve\n"
     "(type the code it shows, then Enter), d deny (with a reason), e edit the\n"
     "command, Q abort the session, o the output of the last approved one,\n"
-    "? every key, q quit. Requests are named by the broker's id (q12). Text\n"
+    "? every key, q quit. Names a sandbox asks for (egress = \"ask\") are\n"
+    "network requests: o allow once, s for the session, p for the profile\n"
+    "(shows the change to your configuration file first), each with the\n"
+    "code; d deny. Requests are named by the broker's id (q12). Text\n"
     "from the sandbox is shown with its hidden characters escaped and marked;\n"
     "keys are ignored for a moment when a request comes under the cursor.\n"
     "\n"

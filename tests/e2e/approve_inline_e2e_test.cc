@@ -5,19 +5,27 @@
 // Each case judges the screen before and after (restored exactly), the
 // host (audit log, files, podman) and that keys reach the agent whenever no
 // prompt shows. Shares the fixture, the agent session and the binary with
-// approve_e2e_test.cc. Runs as root, rootful and rootless.
+// approve_e2e_test.cc. Runs as root, rootful and rootless. The case of
+// names asked for (egress = "ask", escalation off) runs against the network
+// world of the net e2e tests (net_e2e_world.h): its test DNS server is the
+// upstream, its test hosts answer.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tests/e2e/approve_e2e_fixture.h"
+#include "tests/e2e/net_e2e_hosts.h"
+#include "tests/e2e/net_e2e_world.h"
 
 namespace lazaret::test::e2e::esc {
 namespace {
@@ -26,6 +34,15 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kPromptTitle[] = "lazaret run: the sandbox asks the host";
+
+// The network world is built only by the case that needs it, and torn down
+// (test hosts, the user's configuration file back) at the end.
+class NetWorldEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { net::NetWorld::Destroy(); }
+};
+::testing::Environment* const kNetEnvironment =
+    ::testing::AddGlobalTestEnvironment(new NetWorldEnvironment);
 
 class InlineE2eTest : public ApproveE2eTest {
  protected:
@@ -299,6 +316,126 @@ TEST_F(InlineE2eTest, AbortInlineStopsTheSession) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_FALSE(a[0].ran());
   EXPECT_EQ(DecisionName(a[0]), "DECISION_ABORTED");
+}
+
+// egress = "ask" and escalation off: each name the sandbox asks for that no
+// list allows is shown in the terminal of `lazaret run`, and keys typed
+// there decide it. Once answers only that query; for this session allows it
+// until the session ends; for this profile writes the change shown to the
+// file shown; deny refuses it for the rest of the session.
+TEST_F(InlineE2eTest, InlinePromptAllowsANameOnceSessionProfileAndDenies) {
+  net::NetWorld& world = net::NetWorld::Get();
+  ASSERT_TRUE(world.error().empty()) << world.error();
+  // The profile is the user's own (only the user's file is ever edited "for
+  // this profile"); the world's user file, which gets it, is put back when
+  // the world is torn down.
+  constexpr char kAskProfile[] = "netaskinline";
+  const std::string user_file = Env().home + "/.config/lazaret/config.toml";
+  const std::string before = test::ReadFile(user_file);
+  ASSERT_THAT(before, HasSubstr("dns_upstream"));
+  std::ofstream(user_file, std::ios::app)
+      << "\n[profiles." << kAskProfile
+      << "]\nimage = \"localhost/lazaret-sandbox:trixie\"\negress = \"ask\"\nask_timeout = 60\n";
+  // A workspace file may turn escalation off (it narrows): only names ask.
+  UserDir ws("apprws-ask");
+  ws.Write("lazaret.toml", "[escalation]\nenabled = false\n");
+  absl::StatusOr<std::string> own =
+      ap::StartAgent(tmux(), "agent-n", ws.path(), world.config(), kAskProfile);
+  ASSERT_TRUE(own.ok()) << own.status();
+  windows_.push_back("agent-n");
+  constexpr char kW[] = "agent-n";
+  auto ask = [&](const std::string& name, const std::string& tag) {
+    ASSERT_TRUE(tmux().Keys(kW, {"C-l"}));
+    AgentRuns("getent ahosts " + name, tag, kW);
+  };
+  auto prompt_for = [&](const std::string& name) -> ::testing::AssertionResult {
+    ::testing::AssertionResult shown = PromptShows(kW);
+    if (!shown) return shown;
+    shown = tmux().WaitForText(kW, "net  " + name + "  (");
+    if (!shown) return shown;
+    return ap::KeysCount(tmux(), kW);
+  };
+
+  // Once: the answer after the code, and the next query asks again.
+  ask(net::kNameSecret, "once");
+  ASSERT_TRUE(prompt_for(net::kNameSecret));
+  ASSERT_TRUE(tmux().Keys(kW, {"Enter"}));
+  ASSERT_TRUE(
+      tmux().WaitForText(kW, std::string("addresses  ") + net::kPublicV4 + "  would be allowed"));
+  EXPECT_THAT(Screen(kW), HasSubstr("session    " + *own));
+  EXPECT_THAT(Screen(kW), HasSubstr(std::string("profile    ") + kAskProfile));
+  ASSERT_TRUE(tmux().Keys(kW, {"o"}));
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), kW, "then Enter to allow"));
+  ASSERT_TRUE(tmux().WaitForText(kW, "DONE-once-0", kDecisionWait));
+  EXPECT_EQ(Alternate(kW), "0");
+  EXPECT_THAT(Screen(kW), HasSubstr(net::kPublicV4));
+  ask(net::kNameSecret, "again");
+  ASSERT_TRUE(prompt_for(net::kNameSecret));
+  // Deny: refused, and not asked again in this session.
+  ASSERT_TRUE(tmux().Keys(kW, {"d"}));
+  ASSERT_TRUE(tmux().WaitForText(kW, ": reason (optional)"));
+  ASSERT_TRUE(tmux().Keys(kW, {"Enter"}));
+  ASSERT_TRUE(tmux().WaitForText(kW, "DONE-again-2", kDecisionWait));
+  EXPECT_THAT(Screen(kW), Not(HasSubstr(net::kPublicV4)));
+  ask(net::kNameSecret, "denied");
+  ASSERT_TRUE(tmux().WaitForText(kW, "DONE-denied-2", kDecisionWait));
+  EXPECT_EQ(Alternate(kW), "0");
+
+  // For this session: allowed, and the next query is not asked.
+  ask(net::kNameLate, "session");
+  ASSERT_TRUE(prompt_for(net::kNameLate));
+  ASSERT_TRUE(tmux().Keys(kW, {"s"}));
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), kW, "then Enter to allow"));
+  ASSERT_TRUE(tmux().WaitForText(kW, "DONE-session-0", kDecisionWait));
+  ask(net::kNameLate, "session2");
+  ASSERT_TRUE(tmux().WaitForText(kW, "DONE-session2-0", kDecisionWait));
+  EXPECT_THAT(Screen(kW), Not(HasSubstr(kPromptTitle)));
+
+  // For this profile: the file and the change first, then the code; the
+  // file then holds the name.
+  ask(net::kNameFree, "profile");
+  ASSERT_TRUE(prompt_for(net::kNameFree));
+  ASSERT_TRUE(tmux().Keys(kW, {"p"}));
+  ASSERT_TRUE(tmux().WaitForText(kW, "Enter shows the code"));
+  const std::string change = Screen(kW);
+  EXPECT_THAT(change, Not(HasSubstr("Type ")));
+  EXPECT_THAT(change, HasSubstr(net::kNameFree));
+  std::string file;
+  for (absl::string_view row : absl::StrSplit(change, '\n')) {
+    if (absl::ConsumePrefix(&row, "file       ")) {
+      file = std::string(absl::StripTrailingAsciiWhitespace(row));
+    }
+  }
+  EXPECT_EQ(file, user_file);
+  const std::string shown = test::ReadFile(user_file);
+  EXPECT_THAT(shown, Not(HasSubstr(net::kNameFree)));
+  ASSERT_TRUE(tmux().Keys(kW, {"Enter"}));
+  ASSERT_TRUE(ap::TypeShownCode(tmux(), kW, "then Enter to allow"));
+  ASSERT_TRUE(tmux().WaitForText(kW, "DONE-profile-0", kDecisionWait));
+  // The one line shown is the only change to the file.
+  const std::string line = absl::StrCat("allow_domains = [\"", net::kNameFree, "\"]");
+  EXPECT_THAT(change, HasSubstr("+" + line));
+  const std::string after = test::ReadFile(user_file);
+  EXPECT_EQ(absl::StrReplaceAll(after, {{line + "\n", ""}}), shown) << after;
+
+  // The audit names each decision and the inline approver.
+  absl::StatusOr<std::vector<AuditRecord>> audit = Audit(*own);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  std::vector<std::string> seen;
+  for (const AuditRecord& r : *audit) {
+    if (r.network_name().empty()) continue;
+    seen.push_back(r.network_name() + " " + DecisionName(r));
+    if (DecisionName(r) == "DECISION_NAME_ALLOWED") {
+      EXPECT_EQ(r.approver().kind(), ::lazaret::approver::v1::Approver::KIND_INLINE);
+    }
+  }
+  EXPECT_THAT(seen,
+              ::testing::IsSupersetOf({std::string(net::kNameSecret) + " DECISION_NAME_ALLOWED",
+                                       std::string(net::kNameSecret) + " DECISION_DENIED",
+                                       std::string(net::kNameLate) + " DECISION_NAME_ALLOWED",
+                                       std::string(net::kNameFree) + " DECISION_NAME_ALLOWED"}));
+  ASSERT_TRUE(tmux().Keys(kW, {"C-d"}));
+  EXPECT_TRUE(tmux().WaitForExit(kW, std::chrono::seconds(60)));
 }
 
 }  // namespace

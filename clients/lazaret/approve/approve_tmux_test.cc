@@ -49,6 +49,30 @@ pb::PendingRequest Request(const std::string& id, const std::string& command) {
   return r;
 }
 
+// A name the sandbox asked for (docs/escalation.md "Network requests").
+pb::PendingRequest NetRequest(const std::string& name) {
+  pb::PendingRequest r;
+  r.set_profile("dev");
+  r.set_session_id("s-1");
+  r.set_workspace("/home/u/proj");
+  r.set_deadline_unix(time(nullptr) + 600);
+  pb::NetworkRequest* n = r.mutable_network();
+  n->set_name(name);
+  n->set_name_escaped(name);
+  n->add_query_types("A");
+  n->add_query_types("AAAA");
+  pb::NetworkRequest::Address* a = n->add_addresses();
+  a->set_address("203.0.113.7");
+  a->set_allowed(true);
+  a = n->add_addresses();
+  a->set_address("10.1.2.3");
+  a->set_rule_text("private (10.0.0.0/8)");
+  n->set_profile_file("/home/u/.config/lazaret/config.toml");
+  n->set_profile_sha256("5f3c");
+  n->set_profile_diff(absl::StrCat(" [profiles.dev.network]\n+allow_names = [\"", name, "\"]\n"));
+  return r;
+}
+
 class ApproveTmuxTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -111,6 +135,17 @@ class ApproveTmuxTest : public ::testing::Test {
     Keys({"Enter"});
   }
 
+  // `key` (o, s or p), the code read off the screen, Enter.
+  void AllowSelected(const std::string& key) {
+    Keys({key});
+    ASSERT_TRUE(WaitPane("then Enter to allow"));
+    const std::string code = Code();
+    ASSERT_EQ(code.size(), 4u) << Pane();
+    Literal(code);
+    ASSERT_TRUE(WaitPane("code: " + code));
+    Keys({"Enter"});
+  }
+
   std::vector<pb::DecideRequest> Decides() {
     std::lock_guard<std::mutex> l(fake_.mu);
     return fake_.decides;
@@ -155,6 +190,66 @@ TEST_F(ApproveTmuxTest, ApproveTakesTheCodeAndTheBrokerSeesATerminalApprover) {
   ASSERT_TRUE(WaitPane("No pending requests"));
   Keys({"q"});
   EXPECT_TRUE(WaitPane("EXITED-0"));
+}
+
+TEST_F(ApproveTmuxTest, NetworkRequestsAllowedOnceForTheSessionAndTheProfileOrDenied) {
+  Start();
+  fake_.Add(NetRequest("api.example.com"));
+  ASSERT_TRUE(WaitPane("> q1  net  api.example.com  (A,AAAA) -> 2 addresses"));
+  Ready();
+  // Approving and editing do not apply to a name.
+  Keys({"a"});
+  ASSERT_TRUE(WaitPane("q1 asks for a name: o allow once"));
+  Keys({"e"});
+  EXPECT_THAT(Pane(), Not(HasSubstr("Type ")));
+  // The detail: each address and what becomes of it.
+  Keys({"Enter"});
+  ASSERT_TRUE(WaitPane("addresses  203.0.113.7  would be allowed"));
+  EXPECT_THAT(Pane(), HasSubstr("10.1.2.3  stays refused: private (10.0.0.0/8)"));
+  AllowSelected("o");
+  ASSERT_TRUE(WaitDecides(1));
+  EXPECT_EQ(Decides()[0].id(), "q1");
+  EXPECT_EQ(Decides()[0].allow_name().scope(), pb::AllowName::SCOPE_ONCE);
+  EXPECT_EQ(Decides()[0].approver().kind(), pb::Approver::KIND_TERMINAL);
+  ASSERT_TRUE(WaitPane("allowed q1 api.example.com once"));
+
+  fake_.Add(NetRequest("b.example.com"));
+  ASSERT_TRUE(WaitPane("> q2  net  b.example.com"));
+  Ready();
+  AllowSelected("s");
+  ASSERT_TRUE(WaitDecides(2));
+  EXPECT_EQ(Decides()[1].allow_name().scope(), pb::AllowName::SCOPE_SESSION);
+
+  // For the profile: the change first, then the code.
+  fake_.Add(NetRequest("c.example.com"));
+  ASSERT_TRUE(WaitPane("> q3  net  c.example.com"));
+  Ready();
+  Keys({"p"});
+  ASSERT_TRUE(WaitPane("Enter shows the code"));
+  EXPECT_THAT(Pane(), HasSubstr("+allow_names = [\"c.example.com\"]"));
+  EXPECT_THAT(Pane(), HasSubstr("file       /home/u/.config/lazaret/config.toml"));
+  EXPECT_THAT(Pane(), Not(HasSubstr("Type ")));
+  Keys({"Enter"});
+  ASSERT_TRUE(WaitPane("then Enter to allow"));
+  EXPECT_THAT(Pane(), HasSubstr("+allow_names = [\"c.example.com\"]"));
+  const std::string code = Code();
+  ASSERT_EQ(code.size(), 4u) << Pane();
+  Literal(code);
+  Keys({"Enter"});
+  ASSERT_TRUE(WaitDecides(3));
+  EXPECT_EQ(Decides()[2].allow_name().scope(), pb::AllowName::SCOPE_PROFILE);
+  EXPECT_EQ(Decides()[2].allow_name().before_sha256(), "5f3c");
+
+  fake_.Add(NetRequest("d.example.com"));
+  ASSERT_TRUE(WaitPane("> q4  net  d.example.com"));
+  Ready();
+  Keys({"d"});
+  ASSERT_TRUE(WaitPane("Deny q4: reason"));
+  Keys({"Enter"});
+  ASSERT_TRUE(WaitDecides(4));
+  EXPECT_TRUE(Decides()[3].has_deny());
+  EXPECT_TRUE(WaitPane("denied q4"));
+  EXPECT_EQ(Decides().size(), 4u);
 }
 
 TEST_F(ApproveTmuxTest, DenyWithAReason) {

@@ -2,8 +2,10 @@
 // the events the test scripted (to every watcher, then each new one as the
 // test adds it), Add gives each request a broker id ("q1", "q2"... unless
 // the test set one), Decide records the decision and resolves the request
-// named by its id (first decision wins, as the broker's), ParseCommand splits at spaces,
-// GetRequest answers with a fixed output. Runs in the test process, served
+// named by its id (first decision wins, as the broker's; as the broker does,
+// it refuses approve and edit on a network request and allow_name on a
+// command), ParseCommand splits at spaces, GetRequest answers with a fixed
+// output. Runs in the test process, served
 // over a real Unix socket (GrpcUnixServer); trusts everything.
 #ifndef LAZARET_CLIENTS_LAZARET_APPROVE_FAKE_APPROVER_SERVICE_H_
 #define LAZARET_CLIENTS_LAZARET_APPROVE_FAKE_APPROVER_SERVICE_H_
@@ -30,7 +32,8 @@ class FakeApproverService final : public ::lazaret::approver::v1::ApproverServic
     {
       std::lock_guard<std::mutex> l(mu);
       if (r.id().empty()) r.set_id("q" + std::to_string(++next_id));
-      ids[r.request_id()] = r.id();
+      if (!r.request_id().empty()) ids[r.request_id()] = r.id();
+      if (r.has_network()) network.insert(r.id());
     }
     Event e;
     e.set_kind(Event::KIND_ADDED);
@@ -82,6 +85,15 @@ class FakeApproverService final : public ::lazaret::approver::v1::ApproverServic
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                             "already decided: approved by ci-script");
       }
+      const bool is_network = network.count(r->id()) != 0;
+      if (is_network && (r->has_approve() || r->has_edit())) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "a network request is allowed (allow_name) or denied");
+      }
+      if (!is_network && r->has_allow_name()) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "allow_name decides network requests only");
+      }
       resolved.insert(r->id());
       out->set_binary("/usr/bin/true");
     }
@@ -123,6 +135,7 @@ class FakeApproverService final : public ::lazaret::approver::v1::ApproverServic
   std::condition_variable cv;
   std::vector<Event> events;
   std::set<std::string> resolved;  // broker ids
+  std::set<std::string> network;   // broker ids of network requests
   std::map<std::string, std::string> ids;  // request_id -> broker id
   int next_id = 0;
   int watching = 0;

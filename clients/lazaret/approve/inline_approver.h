@@ -1,5 +1,6 @@
-// The inline approver of `lazaret run`: watches the session's escalation
-// requests (WatchPending, KIND_INLINE) for the whole session and, when one
+// The inline approver of `lazaret run`: watches the session's requests -
+// host commands (escalation) and names asked for (egress = "ask") - with
+// WatchPending, KIND_INLINE, for the whole session and, when one
 // arrives while no `lazaret approve` or script approver watches the session,
 // takes the developer's terminal from the pty proxy, shows the approver's
 // prompt on the alternate screen and gives the terminal back once nothing

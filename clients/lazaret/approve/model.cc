@@ -1,11 +1,14 @@
 #include "clients/lazaret/approve/model.h"
 
 #include <algorithm>
+#include <ctime>
 #include <random>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/process/command_line.h"
 
@@ -36,6 +39,26 @@ std::string KeyOf(const pb::PendingRequest& r) {
 // the text the agent chose.
 std::string LabelOf(const pb::PendingRequest& r) { return r.id().empty() ? "(no id)" : r.id(); }
 
+// A network request's name as it is shown (escaped: it is the sandbox's
+// question, even though the broker validated it as a DNS name).
+Line NameOf(const pb::PendingRequest& r) {
+  const pb::NetworkRequest& n = r.network();
+  return Display(n.name().empty() ? n.name_escaped() : n.name());
+}
+
+std::string ScopeWords(pb::AllowName::Scope scope) {
+  switch (scope) {
+    case pb::AllowName::SCOPE_ONCE:
+      return "once";
+    case pb::AllowName::SCOPE_SESSION:
+      return "for this session";
+    case pb::AllowName::SCOPE_PROFILE:
+      return "for this profile";
+    default:
+      return "";
+  }
+}
+
 std::string CommandOf(const pb::PendingRequest& r) {
   return r.command().empty() ? CommandLine({r.argv().begin(), r.argv().end()}) : r.command();
 }
@@ -54,6 +77,17 @@ std::vector<std::string> OdditiesOf(const pb::PendingRequest& r) {
   auto add = [&](std::vector<std::string> more) {
     for (std::string& m : more) out.push_back(std::move(m));
   };
+  if (r.has_network()) {
+    const std::string& name = r.network().name();
+    add(Oddities("the name", name));
+    // Punycode: what the name looks like in a browser may be another name.
+    if (absl::StartsWith(name, "xn--") || absl::StrContains(name, ".xn--")) {
+      out.push_back(
+          "the name has an internationalized (xn--) label: it may display as a "
+          "lookalike of another name");
+    }
+    return out;
+  }
   if (!r.command().empty()) add(Oddities("the command", r.command()));
   for (int i = 0; i < r.argv_size(); ++i) add(Oddities(absl::StrCat("argv[", i, "]"), r.argv(i)));
   add(Oddities("the binary", r.binary()));
@@ -133,7 +167,9 @@ Action QuitAction() {
   return a;
 }
 
-bool IsDecisionKey(const Key& key) {
+// The keys that open a decision on a request (`network`: a network
+// request's; a and e are among them only to say that they do not apply).
+bool IsDecisionKey(const Key& key, bool network) {
   if (key.code != Key::kChar) return false;
   switch (key.ch) {
     case 'a':
@@ -144,6 +180,13 @@ bool IsDecisionKey(const Key& key) {
     case 'E':
     case 'Q':
       return true;
+    case 'o':
+    case 'O':
+    case 's':
+    case 'S':
+    case 'p':
+    case 'P':
+      return network;
     default:
       return false;
   }
@@ -151,8 +194,11 @@ bool IsDecisionKey(const Key& key) {
 
 bool IsPrompt(Mode m) {
   return m == Mode::kConfirmApprove || m == Mode::kDenyReason || m == Mode::kEdit ||
-         m == Mode::kEditConfirm || m == Mode::kConfirmAbort;
+         m == Mode::kEditConfirm || m == Mode::kConfirmAbort || m == Mode::kProfileDiff ||
+         m == Mode::kConfirmAllow;
 }
+
+bool IsOutputKey(const Key& key) { return key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O'); }
 
 }  // namespace
 
@@ -189,6 +235,7 @@ void Model::BackToList() {
   view_gone_.clear();
   code_.clear();
   typed_.clear();
+  scope_ = pb::AllowName::SCOPE_UNSPECIFIED;
   parsed_.reset();
   parsing_ = false;
 }
@@ -251,6 +298,7 @@ void Model::Remove(const std::string& key, const std::string& how) {
   view_gone_ = how;
   code_.clear();
   typed_.clear();
+  scope_ = pb::AllowName::SCOPE_UNSPECIFIED;
   parsed_.reset();
   parsing_ = false;
   if (IsPrompt(mode_)) mode_ = Mode::kDetail;
@@ -312,7 +360,27 @@ std::vector<Action> Model::OnKey(const Key& key) {
       return {};
     case Mode::kConfirmApprove:
     case Mode::kEditConfirm:
+    case Mode::kConfirmAllow:
       return ConfirmKey(key);
+    case Mode::kProfileDiff: {
+      if (ScrollKey(key, false)) return {};
+      if (!key.Is(Key::kEnter)) {
+        CloseConfirm(back_, key.Is(Key::kEscape)
+                                ? ""
+                                : "not allowed: Enter shows the code, any other key cancels");
+        scope_ = pb::AllowName::SCOPE_UNSPECIFIED;
+        return {};
+      }
+      if (const std::string closed = ViewClosed(); !closed.empty()) {
+        CloseConfirm(Mode::kDetail, absl::StrCat("not pending: ", closed));
+        return {};
+      }
+      // The change was on the screen; now the code, the change still shown.
+      code_ = make_code_();
+      typed_.clear();
+      mode_ = Mode::kConfirmAllow;
+      return {};
+    }
     case Mode::kDenyReason: {
       if (key.Is(Key::kEscape)) {
         mode_ = back_;
@@ -428,8 +496,10 @@ std::vector<Action> Model::ListKey(const Key& key) {
     }
     return {};
   }
-  if (key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O')) return OutputKey();
   const pb::PendingRequest* sel = Selected();
+  // o on a network row allows it once (after the code); elsewhere it shows
+  // the last output.
+  if (IsOutputKey(key) && (sel == nullptr || !sel->has_network())) return OutputKey();
   if (sel == nullptr) return {};
   if (key.Is(Key::kEnter) || key.Is(Key::kRight)) {
     view_ = *sel;
@@ -438,7 +508,7 @@ std::vector<Action> Model::ListKey(const Key& key) {
     mode_ = Mode::kDetail;
     return {};
   }
-  if (!IsDecisionKey(key)) return {};
+  if (!IsDecisionKey(key, sel->has_network())) return {};
   detail_scroll_ = 0;
   return Open(key, *sel, Mode::kList);
 }
@@ -455,13 +525,19 @@ std::vector<Action> Model::DetailKey(const Key& key) {
     mode_ = Mode::kHelp;
     return {};
   }
-  if (key.Is(Key::kChar, 'o') || key.Is(Key::kChar, 'O')) return OutputKey();
+  if (IsOutputKey(key) && (!view_.has_value() || !view_->has_network())) return OutputKey();
   if (ScrollKey(key, true)) return {};
-  if (!IsDecisionKey(key) || !view_.has_value()) return {};
+  if (!view_.has_value() || !IsDecisionKey(key, view_->has_network())) return {};
   return Open(key, *view_, Mode::kDetail);
 }
 
 std::vector<Action> Model::Open(const Key& key, const pb::PendingRequest& r, Mode back) {
+  if (r.has_network() && (key.ch == 'a' || key.ch == 'A' || key.ch == 'e' || key.ch == 'E')) {
+    notice_ = absl::StrCat(LabelOf(r),
+                           " asks for a name: o allow once, s for this session, p for this "
+                           "profile, d deny");
+    return {};
+  }
   const pb::PendingRequest request = r;  // `r` may be view_ itself
   view_ = request;
   if (back == Mode::kList) view_gone_.clear();
@@ -473,6 +549,36 @@ std::vector<Action> Model::Open(const Key& key, const pb::PendingRequest& r, Mod
   }
   back_ = back;
   notice_.clear();
+  if (request.has_network()) {
+    switch (key.ch) {
+      case 'o':
+      case 'O':
+      case 's':
+      case 'S':
+        scope_ = key.ch == 'o' || key.ch == 'O' ? pb::AllowName::SCOPE_ONCE
+                                                : pb::AllowName::SCOPE_SESSION;
+        code_ = make_code_();
+        typed_.clear();
+        mode_ = Mode::kConfirmAllow;
+        return {};
+      case 'p':
+      case 'P':
+        if (request.network().profile_diff().empty()) {
+          notice_ = absl::StrCat(LabelOf(request),
+                                 ": \"for this profile\" is not offered (the broker could not "
+                                 "prepare the change to the configuration file); o or s allows it");
+          mode_ = back;
+          if (back == Mode::kList) view_.reset();
+          return {};
+        }
+        scope_ = pb::AllowName::SCOPE_PROFILE;
+        detail_scroll_ = 0;
+        mode_ = Mode::kProfileDiff;
+        return {};
+      default:
+        break;  // d and Q as for a command
+    }
+  }
   switch (key.ch) {
     case 'a':
     case 'A':
@@ -500,8 +606,9 @@ std::vector<Action> Model::Open(const Key& key, const pb::PendingRequest& r, Mod
 
 std::vector<Action> Model::ConfirmKey(const Key& key) {
   const bool edit = mode_ == Mode::kEditConfirm;
+  const bool allow = mode_ == Mode::kConfirmAllow;
   const Mode cancel_to = edit ? Mode::kEdit : back_;
-  const char* verb = edit ? "not run" : "not approved";
+  const char* verb = edit ? "not run" : allow ? "not allowed" : "not approved";
   if (ScrollKey(key, false)) return {};
   if (key.code == Key::kChar && key.ch >= '0' && key.ch <= '9') {
     typed_.push_back(static_cast<char>(key.ch));
@@ -530,11 +637,24 @@ std::vector<Action> Model::ConfirmKey(const Key& key) {
     CloseConfirm(Mode::kDetail, absl::StrCat("not pending: ", closed));
     return {};
   }
+  if (allow) return Allow();
   pb::DecideRequest d;
   if (edit) {
     d.mutable_edit()->set_command(editor_.Text());
   } else {
     d.mutable_approve();
+  }
+  return Decide(std::move(d));
+}
+
+std::vector<Action> Model::Allow() {
+  pb::DecideRequest d;
+  pb::AllowName* allow = d.mutable_allow_name();
+  allow->set_scope(scope_);
+  // The file as it was when the change was shown: changed since, the
+  // broker writes nothing and allows for the session only.
+  if (scope_ == pb::AllowName::SCOPE_PROFILE) {
+    allow->set_before_sha256(view_->network().profile_sha256());
   }
   return Decide(std::move(d));
 }
@@ -549,6 +669,8 @@ void Model::OnDecided(const pb::DecideRequest& request,
     notice_ = absl::StrCat(label, ": ", response.status().message());
     return;
   }
+  std::string name;
+  if (const int i = Index(key); i >= 0) name = queue_[static_cast<size_t>(i)].network().name();
   Remove(key, "decided here");
   switch (request.decision_case()) {
     case pb::DecideRequest::kApprove:
@@ -568,6 +690,10 @@ void Model::OnDecided(const pb::DecideRequest& request,
       break;
     case pb::DecideRequest::kAbort:
       notice_ = absl::StrCat("aborted ", label, " and its session");
+      break;
+    case pb::DecideRequest::kAllowName:
+      notice_ = absl::StrCat("allowed ", label, name.empty() ? "" : absl::StrCat(" ", name), " ",
+                             ScopeWords(request.allow_name().scope()));
       break;
     default:
       break;
@@ -621,9 +747,18 @@ std::vector<Line> Model::ListBody(size_t width, size_t height) const {
       row.push_back(Run{"!", true});
       Append(row, Plain(" "));
     }
-    Append(row, Display(r.profile()));
-    Append(row, Plain("  "));
-    Append(row, DisplayVisible(CommandOf(r)));
+    if (r.has_network()) {
+      const size_t n = static_cast<size_t>(r.network().addresses_size());
+      Append(row, Plain("net  "));
+      Append(row, NameOf(r));
+      Append(row, Plain("  ("));
+      Append(row, Display(absl::StrJoin(r.network().query_types(), ",")));
+      Append(row, Plain(absl::StrCat(") -> ", n, n == 1 ? " address" : " addresses")));
+    } else {
+      Append(row, Display(r.profile()));
+      Append(row, Plain("  "));
+      Append(row, DisplayVisible(CommandOf(r)));
+    }
     const size_t room = width > left.size() + 1 ? width - left.size() - 1 : width;
     row = Truncate(row, room);
     const size_t used = LineWidth(row);
@@ -635,8 +770,7 @@ std::vector<Line> Model::ListBody(size_t width, size_t height) const {
   return out;
 }
 
-std::vector<Line> Model::DetailBody(const pb::PendingRequest& r, size_t width) const {
-  std::vector<Line> out;
+void Model::DetailHead(std::vector<Line>& out, const pb::PendingRequest& r, size_t width) const {
   const int index = Index(KeyOf(r));
   const std::string closed = ViewClosed();
   Field(out, "request",
@@ -650,6 +784,12 @@ std::vector<Line> Model::DetailBody(const pb::PendingRequest& r, size_t width) c
                                ". Nothing can be decided here; Esc goes back to the list.")),
             width);
   }
+}
+
+std::vector<Line> Model::DetailBody(const pb::PendingRequest& r, size_t width) const {
+  if (r.has_network()) return NetworkBody(r, width);
+  std::vector<Line> out;
+  DetailHead(out, r, width);
   if (r.findings_size() > 0) {
     Warning(out, Plain("the broker found planted code where this would run:"), width);
     for (const std::string& finding : r.findings()) {
@@ -676,6 +816,67 @@ std::vector<Line> Model::DetailBody(const pb::PendingRequest& r, size_t width) c
   Field(out, "cwd", DisplayVisible(r.cwd()), width);
   Field(out, "not auto", Display(r.reason_not_auto()), width);
   Field(out, "time left", Plain(TimeLeft(r.deadline_unix(), now_)), width);
+  return out;
+}
+
+std::vector<Line> Model::NetworkBody(const pb::PendingRequest& r, size_t width) const {
+  std::vector<Line> out;
+  const pb::NetworkRequest& n = r.network();
+  DetailHead(out, r, width);
+  for (const std::string& oddity : OdditiesOf(r)) Warning(out, Plain(oddity), width);
+  if (r.had_invisible()) {
+    Warning(out, Plain("hidden or control characters: shown escaped and marked"), width);
+  }
+  Field(out, "network", Plain("the sandbox asks for a name no list allows"), width);
+  Field(out, "name", NameOf(r), width);
+  Field(out, "asked", Display(absl::StrJoin(n.query_types(), ", ")), width);
+  Field(out, "profile", Display(r.profile()), width);
+  Field(out, "session", Display(r.session_id()), width);
+  Field(out, "workspace", DisplayVisible(r.workspace()), width);
+  if (n.addresses_size() == 0) Field(out, "addresses", Plain("(none answered)"), width);
+  for (int i = 0; i < n.addresses_size(); ++i) {
+    const pb::NetworkRequest::Address& a = n.addresses(i);
+    Line value = Display(a.address());
+    if (a.allowed()) {
+      Append(value, Plain("  would be allowed"));
+    } else {
+      Append(value, Plain("  stays refused: "));
+      Append(value, Display(a.rule_text().empty() ? "no rule allows it" : a.rule_text()));
+    }
+    Field(out, i == 0 ? "addresses" : "", value, width);
+  }
+  if (n.profile_diff().empty()) {
+    Field(out, "profile", Plain("p not offered: no change to the configuration file prepared"),
+          width);
+  } else {
+    Field(out, "p writes", DisplayVisible(n.profile_file()), width);
+    bool first = true;
+    for (absl::string_view line : absl::StrSplit(n.profile_diff(), '\n', absl::SkipEmpty())) {
+      Field(out, first ? "change" : "", Display(line), width);
+      first = false;
+    }
+  }
+  Field(out, "time left", Plain(TimeLeft(r.deadline_unix(), now_)), width);
+  return out;
+}
+
+std::vector<Line> Model::ProfileBody(const pb::PendingRequest& r, size_t width) const {
+  std::vector<Line> out;
+  const pb::NetworkRequest& n = r.network();
+  Field(out, "request", Plain(LabelOf(r)), width);
+  if (const std::string closed = ViewClosed(); !closed.empty()) {
+    Warning(out, Plain(absl::StrCat("no longer pending: ", closed)), width);
+  }
+  Field(out, "name", NameOf(r), width);
+  Field(out, "profile", Display(r.profile()), width);
+  Field(out, "file", DisplayVisible(n.profile_file()), width);
+  out.push_back(Plain("The change, exactly (nothing else in the file changes):"));
+  for (absl::string_view line : absl::StrSplit(n.profile_diff(), '\n', absl::SkipEmpty())) {
+    Hanging(out, Plain("  "), Display(line), width);
+  }
+  out.push_back(
+      Truncate(Plain("If the file changes before you confirm, nothing is written"), width));
+  out.push_back(Truncate(Plain("and the name is allowed for this session only."), width));
   return out;
 }
 
@@ -740,6 +941,11 @@ std::vector<Line> Model::Body(size_t width) const {
     case Mode::kConfirmAbort:
       if (view_.has_value()) return DetailBody(*view_, width);
       return out;
+    case Mode::kProfileDiff:
+    case Mode::kConfirmAllow:
+      if (!view_.has_value()) return out;
+      if (scope_ == pb::AllowName::SCOPE_PROFILE) return ProfileBody(*view_, width);
+      return DetailBody(*view_, width);
     case Mode::kEditConfirm:
       return EditBody(width);
     case Mode::kHelp:
@@ -751,6 +957,7 @@ std::vector<Line> Model::Body(size_t width) const {
                "e              edit the command; Enter checks it, the code runs it",
                "Q              abort: deny and stop the sandbox (y confirms)",
                "o              output of the last approved request",
+               "o, s, p        a name asked for: allow once, this session, this profile",
                style_ == Style::kInline
                    ? "q, Ctrl-C      back to the sandbox (requests stay pending)"
                    : "q, Ctrl-C      quit (requests stay pending)",
@@ -809,6 +1016,25 @@ std::vector<Line> Model::Prompt(size_t width) const {
       add(Plain(absl::StrCat("code: ", typed)));
       break;
     }
+    case Mode::kProfileDiff:
+      add(Plain(absl::StrCat("Allow for this profile (", label,
+                             "): the change above is written to the file.")));
+      add(Plain("Enter shows the code; Esc or any other key cancels."));
+      break;
+    case Mode::kConfirmAllow: {
+      Line what = Plain("Allow ");
+      Append(what, NameOf(*view_));
+      Append(what, Plain(absl::StrCat(" ", ScopeWords(scope_), " (", label, ").")));
+      add(what);
+      Line code = Plain("Type ");
+      code.push_back(Run{code_, true});
+      Append(code, Plain(" then Enter to allow; any other key cancels."));
+      add(code);
+      std::string typed = typed_;
+      typed.resize(code_.size(), '_');
+      add(Plain(absl::StrCat("code: ", typed)));
+      break;
+    }
     default:
       break;
   }
@@ -823,13 +1049,26 @@ std::string Model::Footer() const {
     case Mode::kList:
       if (style_ == Style::kInline) {
         if (queue_.empty()) return "q back to the sandbox  ? help";
+        if (Selected() != nullptr && Selected()->has_network()) {
+          return "Enter details  o once  s session  p profile  d deny  ? help  q back";
+        }
         return "Enter details  a approve  d deny  e edit  Q abort  ? help  q back";
       }
       if (queue_.empty()) return "q quit  ? help";
+      if (Selected() != nullptr && Selected()->has_network()) {
+        return "Enter details  o once  s session  p profile  d deny  Q abort  ? help  q quit";
+      }
       return "Enter details  a approve  d deny  e edit  Q abort  o output  ? help  q quit";
     case Mode::kDetail:
       if (!ViewClosed().empty()) return "Esc list  j/k scroll  (no longer pending)";
+      if (view_.has_value() && view_->has_network()) {
+        return "o once  s session  p profile  d deny  Q abort  j/k scroll  Esc list  ? help";
+      }
       return "a approve  d deny  e edit  Q abort  j/k scroll  Esc list  ? help";
+    case Mode::kProfileDiff:
+      return "Enter shows the code  Esc cancels  PgDn scroll";
+    case Mode::kConfirmAllow:
+      return "type the code, Enter allows  Esc cancels  PgDn scroll";
     case Mode::kConfirmApprove:
       return "type the code, Enter approves  Esc cancels  PgDn scroll";
     case Mode::kEditConfirm:
@@ -954,6 +1193,13 @@ std::optional<CursorPos> Model::Cursor(size_t width, size_t height) const {
   std::optional<CursorPos> cursor;
   Layout(width, height, &cursor);
   return cursor;
+}
+
+std::vector<Line> RenderAdded(const pb::PendingEvent& added, size_t width, size_t height) {
+  Model model;
+  model.SetNow(static_cast<int64_t>(std::time(nullptr)));
+  model.OnEvent(added);
+  return model.Render(width, height);
 }
 
 }  // namespace lazaret::cli::approve

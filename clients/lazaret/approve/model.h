@@ -8,9 +8,10 @@
 //
 // Nothing a stray key does decides a request (docs/escalation.md
 // "Deciding"):
-// - approving, and running an edited command, takes a confirmation: a
-//   random code of kCodeDigits digits shown on the screen, typed, then
-//   Enter; any other key cancels. Denying stays one key and Enter.
+// - approving, running an edited command and allowing a name take a
+//   confirmation: a random code of kCodeDigits digits shown on the screen,
+//   typed, then Enter; any other key cancels. Denying stays one key and
+//   Enter.
 // - the list and every prompt name a request by the broker's id
 //   (PendingRequest.id), never by the agent's request_id.
 // - a view stays on its request: once the request in the detail (or a
@@ -24,14 +25,26 @@
 //   (TakeDiscard: the front-end flushes the terminal). The front-end starts
 //   it when the inline prompt opens (OnPromptOpen).
 //
+// A network request (PendingRequest.network: a name the sandbox asked for
+// that no list allows) is decided with its own keys: o allow once, s for
+// this session, p for this profile, d deny (Q aborts as for a command).
+// Every allow takes the same code as approving; p first shows the change to
+// the user's configuration file, and only then the code. a and e do nothing
+// on a network row, and s and p nothing on a command row.
+//
 // Keys:
 //   list     Up/Down or k/j select, Enter details, a approve (asks for the
 //            code), d deny, e edit, Q abort, o output of the last
-//            approved, ? help, q or Ctrl-C quit
-//   detail   Up/Down, k/j, PageUp/PageDown, Home/End scroll; a, d, e, Q as
-//            in the list, for this request; Esc, Left or q back to the list
+//            approved (on a network row: allow once), s and p allow a
+//            network row's name, ? help, q or Ctrl-C quit
+//   detail   Up/Down, k/j, PageUp/PageDown, Home/End scroll; a, d, e, Q, o,
+//            s, p as in the list, for this request; Esc, Left or q back to
+//            the list
 //   approve  type the code, Enter approves; PageUp/PageDown scroll; Esc or
 //            any other key cancels
+//   allow    (o, s, p) as approve, Enter allows the name
+//   profile  (p) the file and the change; Enter shows the code, PageUp/
+//            PageDown scroll, Esc or any other key cancels
 //   deny     type a reason (optional), Enter sends, Esc cancels
 //   edit     line editor (line_editor.h), Enter checks the command with the
 //            broker, then the new argv and the code: typed and Enter runs
@@ -77,6 +90,8 @@ enum class Mode {
   kList,
   kDetail,
   kConfirmApprove,  // the code for approving the request in view
+  kProfileDiff,     // the change "for this profile" writes, before its code
+  kConfirmAllow,    // the code for allowing the network request in view
   kDenyReason,
   kEdit,
   kEditConfirm,  // the edited argv and the code for running it
@@ -176,7 +191,15 @@ class Model {
   std::vector<Line> Layout(size_t width, size_t height, std::optional<CursorPos>* cursor) const;
   std::vector<Line> Body(size_t width) const;
   std::vector<Line> ListBody(size_t width, size_t height) const;
+  // The request line and, once it is no longer pending, why: the top of
+  // both detail views.
+  void DetailHead(std::vector<Line>& out, const PendingRequest& r, size_t width) const;
   std::vector<Line> DetailBody(const PendingRequest& r, size_t width) const;
+  std::vector<Line> NetworkBody(const PendingRequest& r, size_t width) const;
+  // The request, the user's file and the change "for this profile" makes.
+  std::vector<Line> ProfileBody(const PendingRequest& r, size_t width) const;
+  // Allows the network request in view at `scope_` (its code was typed).
+  std::vector<Action> Allow();
   std::vector<Line> EditBody(size_t width) const;
   std::vector<Line> OutputBody(size_t width) const;
   // The question or editor label of a prompt, under the body.
@@ -198,6 +221,9 @@ class Model {
   bool parsing_ = false;
   std::function<std::string()> make_code_;
   std::string code_;   // the confirmation's code
+  // What kProfileDiff and kConfirmAllow would allow.
+  ::lazaret::approver::v1::AllowName::Scope scope_ =
+      ::lazaret::approver::v1::AllowName::SCOPE_UNSPECIFIED;
   std::string typed_;  // what was typed of it
   // Keys (Key()) of requests this approver decided (their RESOLVED event
   // is not news).
@@ -218,6 +244,12 @@ class Model {
   bool discard_ = false;
   Style style_ = Style::kStandalone;
 };
+
+// The screen a fresh approver shows once `added` (a KIND_ADDED event) has
+// arrived: the work between a request reaching the approver and its row on
+// the screen (tests/bench/dns_ask_bench.cc times it).
+std::vector<Line> RenderAdded(const ::lazaret::approver::v1::PendingEvent& added, size_t width,
+                              size_t height);
 
 }  // namespace lazaret::cli::approve
 

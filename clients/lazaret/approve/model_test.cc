@@ -39,6 +39,35 @@ pb::PendingRequest Request(const std::string& id, const std::string& command) {
   return r;
 }
 
+// A network request with the broker's id `id` for `name`: two addresses a
+// decision would allow and a private one that stays refused.
+pb::PendingRequest NetRequest(const std::string& id, const std::string& name) {
+  pb::PendingRequest r;
+  r.set_id(id);
+  r.set_profile("dev");
+  r.set_session_id("s-1");
+  r.set_workspace("/home/u/proj");
+  r.set_deadline_unix(kNow + 25);
+  pb::NetworkRequest* n = r.mutable_network();
+  n->set_name(name);
+  n->set_name_escaped(name);
+  n->add_query_types("A");
+  n->add_query_types("AAAA");
+  auto add = [&](const std::string& address, bool allowed, const std::string& rule) {
+    pb::NetworkRequest::Address* a = n->add_addresses();
+    a->set_address(address);
+    a->set_allowed(allowed);
+    a->set_rule_text(rule);
+  };
+  add("203.0.113.7", true, "");
+  add("2001:db8::7", true, "");
+  add("10.1.2.3", false, "private (10.0.0.0/8)");
+  n->set_profile_file("/home/u/.config/lazaret/config.toml");
+  n->set_profile_sha256("5f3c");
+  n->set_profile_diff(absl::StrCat(" [profiles.dev.network]\n+allow_names = [\"", name, "\"]\n"));
+  return r;
+}
+
 pb::PendingEvent Added(const pb::PendingRequest& r) {
   pb::PendingEvent e;
   e.set_kind(pb::PendingEvent::KIND_ADDED);
@@ -87,6 +116,19 @@ class ModelTest : public ::testing::Test {
   void Later() {
     clock_ += 10'000;
     m_.SetClockMs(clock_);
+  }
+  // Adds a network request q3 for api.example.com and selects it.
+  void SelectNetwork() {
+    m_.OnEvent(Added(NetRequest("q3", "api.example.com")));
+    m_.OnKey(Key::Char('j'));
+    m_.OnKey(Key::Char('j'));
+    ASSERT_TRUE(absl::StartsWith(Screen(m_)[3], "> q3")) << ScreenText(m_);
+  }
+  // The actions among `actions` that allow a name.
+  static size_t Allows(const std::vector<Action>& actions) {
+    size_t n = 0;
+    for (const Action& a : actions) n += a.kind == Action::kDecide && a.decide.has_allow_name();
+    return n;
   }
   // Types the code and Enter.
   std::vector<Action> Confirm() {
@@ -715,6 +757,249 @@ TEST_F(ModelTest, ArgvRequestIsEditedAsAQuotedLine) {
   const std::vector<Action> a = m_.OnKey(Key::Of(Key::kEnter));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].parse.command(), "echo 'it'\\''s here'");
+}
+
+// Network requests (a held DNS name; docs/escalation.md "Network requests").
+
+TEST_F(ModelTest, NetworkRowAndDetailEscapeTheName) {
+  SelectNetwork();
+  const std::vector<std::string> s = Screen(m_);
+  EXPECT_TRUE(absl::StartsWith(s[3], "> q3  net  api.example.com  (A,AAAA) -> 3 addresses"))
+      << s[3];
+  EXPECT_TRUE(absl::EndsWith(s[3], "25s")) << s[3];
+  EXPECT_THAT(s[23], HasSubstr("o once  s session  p profile  d deny"));
+
+  // A name that is not one (the broker validates, the screen does not rely
+  // on it): its escape sequences never reach the terminal.
+  pb::PendingRequest evil = NetRequest("q4", "x\x1b[2J\x1b]0;pwned\x07.example.com\xE2\x80\xAE");
+  evil.mutable_network()->set_name_escaped("not what is shown");
+  evil.set_had_invisible(true);
+  m_.OnEvent(Added(evil));
+  m_.OnKey(Key::Char('j'));
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) m_.OnKey(Key::Of(Key::kEnter));
+    for (const Line& l : m_.Render(80, 24)) {
+      for (const approve::Run& run : l) {
+        for (unsigned char c : run.text) ASSERT_GE(c, 0x20) << ScreenText(m_);
+        if (absl::StrContains(run.text, "\\x1b")) {
+          EXPECT_TRUE(run.marked);
+        }
+      }
+    }
+  }
+  const std::string detail = ScreenText(m_);
+  EXPECT_THAT(detail, HasSubstr("name       x\\x1b[2J\\x1b]0;pwned\\x07.example.com\\u{202E}"));
+  EXPECT_THAT(detail, HasSubstr("! hidden or control characters"));
+  EXPECT_THAT(detail, Not(HasSubstr("not what is shown")));
+
+  // The plain one's detail: every field, each address with what becomes of
+  // it, and the change "for this profile" would make.
+  m_.OnKey(Key::Of(Key::kEscape));
+  m_.OnKey(Key::Char('k'));
+  m_.OnKey(Key::Of(Key::kEnter));
+  EXPECT_EQ(m_.viewing(), "q3");
+  const std::string d = ScreenText(m_);
+  EXPECT_THAT(d, HasSubstr("request    q3  (3 of 4)"));
+  EXPECT_THAT(d, HasSubstr("name       api.example.com"));
+  EXPECT_THAT(d, HasSubstr("asked      A, AAAA"));
+  EXPECT_THAT(d, HasSubstr("profile    dev"));
+  EXPECT_THAT(d, HasSubstr("session    s-1"));
+  EXPECT_THAT(d, HasSubstr("workspace  /home/u/proj"));
+  EXPECT_THAT(d, HasSubstr("addresses  203.0.113.7  would be allowed\n"
+                           "           2001:db8::7  would be allowed\n"
+                           "           10.1.2.3  stays refused: private (10.0.0.0/8)"));
+  EXPECT_THAT(d, HasSubstr("p writes   /home/u/.config/lazaret/config.toml"));
+  EXPECT_THAT(d, HasSubstr("+allow_names = [\"api.example.com\"]"));
+  EXPECT_THAT(d, HasSubstr("time left  25s"));
+  EXPECT_THAT(d, Not(HasSubstr("!")));
+  EXPECT_THAT(Screen(m_)[23], HasSubstr("o once  s session  p profile  d deny"));
+
+  // A punycode name is flagged: it may display as another name.
+  m_.OnKey(Key::Of(Key::kEscape));
+  m_.OnEvent(Added(NetRequest("q5", "xn--pple-43d.com")));
+  m_.OnKey(Key::Char('j'));
+  m_.OnKey(Key::Char('j'));
+  m_.OnKey(Key::Of(Key::kEnter));
+  EXPECT_THAT(ScreenText(m_), HasSubstr("! the name has an internationalized (xn--) label"));
+}
+
+TEST_F(ModelTest, AllowScopesNeedTheCode) {
+  SelectNetwork();
+  struct Case {
+    char32_t key;
+    pb::AllowName::Scope scope;
+    const char* words;
+  };
+  for (const Case& c : {Case{'o', pb::AllowName::SCOPE_ONCE, "once"},
+                        Case{'s', pb::AllowName::SCOPE_SESSION, "for this session"}}) {
+    SCOPED_TRACE(static_cast<char>(c.key));
+    EXPECT_TRUE(m_.OnKey(Key::Char(c.key)).empty());
+    EXPECT_EQ(m_.mode(), Mode::kConfirmAllow);
+    EXPECT_EQ(m_.code(), kCode);
+    const std::string s = ScreenText(m_);
+    EXPECT_THAT(s, HasSubstr("addresses  203.0.113.7  would be allowed"));
+    EXPECT_THAT(s, HasSubstr(absl::StrCat("Allow api.example.com ", c.words, " (q3).")));
+    EXPECT_THAT(s, HasSubstr("Type 4821 then Enter to allow; any other key cancels."));
+    EXPECT_THAT(s, HasSubstr("code: ____"));
+    const std::vector<Action> a = Confirm();
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].kind, Action::kDecide);
+    EXPECT_EQ(a[0].decide.id(), "q3");
+    ASSERT_TRUE(a[0].decide.has_allow_name());
+    EXPECT_EQ(a[0].decide.allow_name().scope(), c.scope);
+    EXPECT_TRUE(a[0].decide.allow_name().before_sha256().empty());
+    EXPECT_EQ(m_.mode(), Mode::kList);
+    // The broker refused it (another approver was first): still pending.
+    m_.OnDecided(a[0].decide, absl::FailedPreconditionError("already decided: by ci-script"));
+    EXPECT_EQ(m_.pending(), 3u);
+  }
+  // From the detail, for this profile: the diff, Enter, the code.
+  m_.OnKey(Key::Of(Key::kEnter));
+  EXPECT_TRUE(m_.OnKey(Key::Char('p')).empty());
+  EXPECT_EQ(m_.mode(), Mode::kProfileDiff);
+  EXPECT_TRUE(m_.OnKey(Key::Of(Key::kEnter)).empty());
+  EXPECT_EQ(m_.mode(), Mode::kConfirmAllow);
+  EXPECT_THAT(ScreenText(m_), HasSubstr("Allow api.example.com for this profile (q3)."));
+  const std::vector<Action> a = Confirm();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].decide.allow_name().scope(), pb::AllowName::SCOPE_PROFILE);
+  EXPECT_EQ(a[0].decide.allow_name().before_sha256(), "5f3c");
+  m_.OnDecided(a[0].decide, pb::DecideResponse());
+  EXPECT_EQ(m_.pending(), 2u);
+  EXPECT_EQ(m_.notice(), "allowed q3 api.example.com for this profile");
+  m_.OnEvent(Resolved("q3", "allowed for this profile by lazaret approve"));
+  EXPECT_THAT(m_.notice(), Not(HasSubstr("elsewhere")));
+}
+
+TEST_F(ModelTest, StrayKeysDoNotAllow) {
+  SelectNetwork();
+  // Whatever follows o, s or p that is not the whole code and Enter.
+  const std::vector<std::u32string> attempts = {
+      U"o\n",    U"oo",   U"o4822\n", U"o482\n", U"ox",      U"o 4821\n", U"s\n",     U"ss",
+      U"s4821q", U"sy\n", U"p\n\n",   U"pp",     U"p\n4822", U"py",       U"p4821\n", U"pq"};
+  for (const std::u32string& keys : attempts) {
+    std::vector<Action> all;
+    for (char32_t c : keys) {
+      for (Action& a : m_.OnKey(c == U'\n' ? Key::Of(Key::kEnter) : Key::Char(c))) {
+        all.push_back(std::move(a));
+      }
+    }
+    EXPECT_EQ(Allows(all), 0u) << std::string(keys.begin(), keys.end());
+    // Back where it started, nothing open.
+    m_.OnKey(Key::Of(Key::kEscape));
+    if (m_.mode() != Mode::kList) m_.OnKey(Key::Of(Key::kEscape));
+    ASSERT_EQ(m_.mode(), Mode::kList) << std::string(keys.begin(), keys.end());
+    EXPECT_TRUE(m_.code().empty());
+  }
+  // A name that arrives under the cursor while the user types: the guard
+  // eats the keys, and the typed input is discarded.
+  Model m = Fixed();
+  m.SetNow(kNow);
+  m.SetClockMs(1000);
+  m.OnEvent(Added(NetRequest("q1", "api.example.com")));
+  EXPECT_TRUE(m.TakeDiscard());
+  std::vector<Action> typed;
+  m.SetClockMs(1200);
+  for (char32_t c : std::u32string(U"os4821")) {
+    for (Action& a : m.OnKey(Key::Char(c))) typed.push_back(std::move(a));
+  }
+  m.SetClockMs(1300);
+  for (Action& a : m.OnKey(Key::Of(Key::kEnter))) typed.push_back(std::move(a));
+  EXPECT_EQ(Allows(typed), 0u);
+  EXPECT_EQ(m.mode(), Mode::kList);
+  // Resolved elsewhere while its code is open: the view stays on it and
+  // the code allows nothing.
+  m_.OnKey(Key::Char('s'));
+  ASSERT_EQ(m_.mode(), Mode::kConfirmAllow);
+  Type(m_, U"48");
+  m_.OnEvent(Resolved("q3", "denied by lazaret run"));
+  EXPECT_EQ(m_.mode(), Mode::kDetail);
+  EXPECT_EQ(m_.viewing(), "q3");
+  EXPECT_THAT(ScreenText(m_), HasSubstr("no longer pending: denied by lazaret run"));
+  Type(m_, U"21");
+  EXPECT_EQ(Allows(m_.OnKey(Key::Of(Key::kEnter))), 0u);
+  EXPECT_EQ(Allows(m_.OnKey(Key::Char('o'))), 0u);
+  EXPECT_NE(m_.mode(), Mode::kConfirmAllow);
+}
+
+TEST_F(ModelTest, ProfileDiffShownBeforeCode) {
+  SelectNetwork();
+  EXPECT_TRUE(m_.OnKey(Key::Char('p')).empty());
+  EXPECT_EQ(m_.mode(), Mode::kProfileDiff);
+  EXPECT_TRUE(m_.code().empty());
+  std::string s = ScreenText(m_);
+  EXPECT_THAT(s, HasSubstr("file       /home/u/.config/lazaret/config.toml"));
+  EXPECT_THAT(s, HasSubstr("The change, exactly (nothing else in the file changes):\n"
+                           "   [profiles.dev.network]\n"
+                           "  +allow_names = [\"api.example.com\"]"));
+  EXPECT_THAT(s, HasSubstr("Enter shows the code; Esc or any other key cancels."));
+  EXPECT_THAT(s, Not(HasSubstr("Type ")));
+  // Esc: nothing decided, back to the list.
+  m_.OnKey(Key::Of(Key::kEscape));
+  EXPECT_EQ(m_.mode(), Mode::kList);
+  // Again; Enter shows the code under the same change.
+  m_.OnKey(Key::Char('p'));
+  EXPECT_TRUE(m_.OnKey(Key::Of(Key::kEnter)).empty());
+  EXPECT_EQ(m_.code(), kCode);
+  s = ScreenText(m_);
+  EXPECT_THAT(s, HasSubstr("+allow_names = [\"api.example.com\"]"));
+  EXPECT_THAT(s, HasSubstr("Type 4821 then Enter to allow"));
+  // Not offered (no change could be prepared): p says so and opens nothing.
+  m_.OnKey(Key::Of(Key::kEscape));
+  pb::PendingRequest r = NetRequest("q4", "b.example.com");
+  r.mutable_network()->clear_profile_diff();
+  m_.OnEvent(Added(r));
+  m_.OnKey(Key::Char('j'));
+  EXPECT_TRUE(m_.OnKey(Key::Char('p')).empty());
+  EXPECT_EQ(m_.mode(), Mode::kList);
+  EXPECT_THAT(m_.notice(), HasSubstr("\"for this profile\" is not offered"));
+  m_.OnKey(Key::Of(Key::kEnter));
+  EXPECT_THAT(ScreenText(m_), HasSubstr("p not offered"));
+}
+
+TEST_F(ModelTest, ApproveKeysIgnoredOnNetworkRows) {
+  SelectNetwork();
+  for (const Mode mode : {Mode::kList, Mode::kDetail}) {
+    if (mode == Mode::kDetail) m_.OnKey(Key::Of(Key::kEnter));
+    ASSERT_EQ(m_.mode(), mode);
+    for (char32_t c : std::u32string(U"aAeE")) {
+      m_.ClearNotice();
+      EXPECT_TRUE(m_.OnKey(Key::Char(c)).empty());
+      EXPECT_EQ(m_.mode(), mode);
+      EXPECT_TRUE(m_.code().empty());
+      EXPECT_THAT(m_.notice(), HasSubstr("q3 asks for a name: o allow once"));
+    }
+  }
+  // In the detail the code approving would take, and Enter, do nothing.
+  Type(m_, U"4821");
+  EXPECT_TRUE(m_.OnKey(Key::Of(Key::kEnter)).empty());
+  EXPECT_EQ(m_.mode(), Mode::kDetail);
+  // The network keys do nothing on a command row; o there is the output.
+  m_.OnKey(Key::Of(Key::kEscape));
+  m_.OnKey(Key::Char('k'));
+  ASSERT_TRUE(absl::StartsWith(Screen(m_)[2], "> q2"));
+  for (char32_t c : std::u32string(U"sSpP")) {
+    EXPECT_TRUE(m_.OnKey(Key::Char(c)).empty());
+    EXPECT_EQ(m_.mode(), Mode::kList);
+  }
+  EXPECT_TRUE(m_.OnKey(Key::Char('o')).empty());
+  EXPECT_THAT(m_.notice(), HasSubstr("no approved request"));
+  // Deny on the network row: a reason and Enter, as for a command.
+  m_.OnKey(Key::Char('j'));
+  m_.OnKey(Key::Char('d'));
+  ASSERT_EQ(m_.mode(), Mode::kDenyReason);
+  const std::vector<Action> a = m_.OnKey(Key::Of(Key::kEnter));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].decide.id(), "q3");
+  EXPECT_TRUE(a[0].decide.has_deny());
+}
+
+TEST(RenderAddedTest, ShowsTheNetworkRow) {
+  pb::PendingEvent e = Added(NetRequest("q9", "api.example.com"));
+  e.mutable_request()->set_deadline_unix(0);
+  std::string s;
+  for (const Line& l : RenderAdded(e, 80, 24)) s += PlainText(l) + "\n";
+  EXPECT_THAT(s, HasSubstr("> q9  net  api.example.com  (A,AAAA) -> 3 addresses"));
 }
 
 }  // namespace
