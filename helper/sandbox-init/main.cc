@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,15 @@ int main(int argc, char** argv) {
   if (!options.git_dir.empty()) {
     if (auto r = lazaret::sandbox_init::BuildGitDir(options); !r.ok()) {
       std::fprintf(stderr, "lazaret-sandbox-init: setting up git failed: %s\n",
+                   std::string(r.message()).c_str());
+      return kSetupFailedExitCode;
+    }
+  }
+  if (!options.ca_bundle.empty()) {
+    const std::vector<std::string> bundles(std::begin(lazaret::sandbox_init::kImageCaBundles),
+                                           std::end(lazaret::sandbox_init::kImageCaBundles));
+    if (auto r = lazaret::sandbox_init::BuildCaBundle(options, bundles); !r.ok()) {
+      std::fprintf(stderr, "lazaret-sandbox-init: building the CA bundle failed: %s\n",
                    std::string(r.message()).c_str());
       return kSetupFailedExitCode;
     }

@@ -79,6 +79,10 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options) {
       options->git_index = value;
     } else if (name == "git-packed-refs") {
       options->git_packed_refs = value;
+    } else if (name == "ca-host") {
+      options->ca_host = value;
+    } else if (name == "ca-bundle") {
+      options->ca_bundle = value;
     } else if (name == "git-link") {
       bool allowed = false;
       for (const char* l : kAllowedLinks) allowed = allowed || value == l;
@@ -89,6 +93,19 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options) {
     }
   }
   options->command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (options->ca_host.empty() != options->ca_bundle.empty()) {
+    return Fail("--ca-host and --ca-bundle go together");
+  }
+  if (!options->ca_bundle.empty()) {
+    for (const std::string* p : {&options->ca_host, &options->ca_bundle}) {
+      if (!fs::IsCleanAbsolutePath(*p) || *p == "/") {
+        return Fail("--ca-host and --ca-bundle must be clean absolute file paths");
+      }
+    }
+    if (options->ca_bundle.rfind('/') == 0) {
+      return Fail("--ca-bundle must be a file in a directory of its own (a tmpfs), not in /");
+    }
+  }
   if (options->git_dir.empty()) {
     if (!options->git_shadow.empty() || !options->git_head.empty() || !options->git_index.empty() ||
         !options->git_packed_refs.empty() || !options->git_links.empty()) {
@@ -160,6 +177,49 @@ absl::Status BuildGitDir(const Options& options) {
     if (absl::Status r = CopyIndex(dir, options.git_index); !r.ok()) return r;
   }
   return absl::OkStatus();
+}
+
+absl::Status BuildCaBundle(const Options& options, const std::vector<std::string>& image_bundles) {
+  const std::string& target = options.ca_bundle;
+  const size_t slash = target.rfind('/');
+  const std::string dir_path = target.substr(0, slash);
+  const std::string name = target.substr(slash + 1);
+  // Only ever write into a tmpfs: without the runner's mount the directory
+  // is the image's (or a persistent directory's), and the bundle must not
+  // outlive the session there. Checked on the descriptor that is written
+  // through.
+  absl::StatusOr<fs::DirFd> dir = fs::DirFd::Open(dir_path);
+  if (!dir.ok()) return Fail(dir.status().message());
+  struct statfs fs_info {};
+  if (fstatfs(dir->get(), &fs_info) != 0) return Errno("inspecting " + dir_path);
+  if (fs_info.f_type != TMPFS_MAGIC) {
+    return Fail(dir_path + " is not a tmpfs; refusing to write the CA bundle there");
+  }
+  absl::StatusOr<std::string> host = fs::ReadRegularFile(options.ca_host, kMaxCaBundleBytes);
+  if (!host.ok()) {
+    return Fail(absl::StrCat("reading the host's certificates ", options.ca_host, ": ",
+                             host.status().message()));
+  }
+  // The image's bundle may be a symlink (Alpine's /etc/ssl/cert.pem): it is
+  // the image's own file, read as the image's tools would read it; only a
+  // regular file, never a FIFO or device.
+  std::string bundle;
+  for (const std::string& candidate : image_bundles) {
+    const int fd = open(candidate.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    absl::StatusOr<std::string> data = absl::FailedPreconditionError("not a regular file");
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      data = fs::ReadAll(fd, kMaxCaBundleBytes, candidate);
+    }
+    close(fd);
+    if (!data.ok()) continue;
+    bundle = *std::move(data);
+    break;
+  }
+  if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
+  bundle += *host;
+  return fs::WriteFileAtomicAt(*dir, name, bundle, 0644);
 }
 
 std::string DefaultShell() {

@@ -2,7 +2,9 @@
 // gVisor sandbox as the container's root, before the agent command, with
 // nothing of the agent running yet. It builds the Git Shadow's git directory
 // in the tmpfs the runner mounted (HEAD, symlinks into the read-only shadow,
-// an empty hooks/, a copy of the host index), and then becomes the command.
+// an empty hooks/, a copy of the host index), with trust_host_ca the CA
+// bundle (the image's own plus the host's certificates) in a tmpfs of its
+// own, and then becomes the command.
 // Host escalation needs nothing from it: the client reaches the broker over
 // the loopback the sandbox shares with its sidecar, and no host socket is
 // mounted into the sandbox to link to.
@@ -18,6 +20,7 @@
 #ifndef LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
 #define LAZARET_HELPER_SANDBOX_INIT_SANDBOX_INIT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,9 @@ struct Options {
   std::string git_index;               // --git-index: host index to copy (optional)
   std::string git_packed_refs;         // --git-packed-refs: what packed-refs links to
   std::vector<std::string> git_links;  // --git-link: names to symlink into the shadow
+  // The host's CAs (trust_host_ca); both empty, or both set.
+  std::string ca_host;    // --ca-host: the host's certificates, bound read-only
+  std::string ca_bundle;  // --ca-bundle: the file to write, in a tmpfs
   // After "--". Empty: the user's shell.
   std::vector<std::string> command;
 };
@@ -47,6 +53,24 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options);
 
 // Fills options.git_dir. Precondition: options.git_dir is non-empty.
 absl::Status BuildGitDir(const Options& options);
+
+// The image's own CA bundle: the first readable of these (Debian and
+// Ubuntu, Fedora and RHEL, Alpine and others).
+inline constexpr const char* kImageCaBundles[] = {
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+};
+
+// Writes options.ca_bundle: the image's bundle (the first of
+// `image_bundles` that is a readable regular file, none is fine) followed
+// by options.ca_host, concatenated as they are - the union, so every root
+// the image trusts stays trusted. Refuses a target whose directory is not
+// a tmpfs (a missing mount must never make it write into the image or a
+// bind), a missing host file, and either file over kMaxCaBundleBytes.
+// Precondition: options.ca_bundle is non-empty.
+inline constexpr uint64_t kMaxCaBundleBytes = 16ull << 20;
+absl::Status BuildCaBundle(const Options& options, const std::vector<std::string>& image_bundles);
 
 // The program to run when no command is given: $SHELL if it is an absolute
 // path to an executable, else /bin/bash, else /bin/sh.

@@ -96,6 +96,77 @@ TEST_F(BuildGitDirTest, RefusesWhenTheRefsMountIsMissing) {
   EXPECT_NE(r.message().find("refs is missing"), std::string::npos) << r.message();
 }
 
+// The CA bundle in a tmpfs of its own (/dev/shm here), the image's bundle
+// and the host's certificates next to it.
+TEST(CaBundleTest, BundleIsImageBundlePlusHostRefusesNonTmpfs) {
+  char tmpl[] = "/dev/shm/laz-ca-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  std::ofstream(base + "/image.crt") << "IMAGE-ROOTS";  // no trailing newline
+  std::ofstream(base + "/host.pem") << "HOST-ROOTS\n";
+  ASSERT_EQ(mkdir((base + "/bundle").c_str(), 0755), 0);
+  Options o;
+  ASSERT_TRUE(ParseArgs({"--ca-host=" + base + "/host.pem",
+                         "--ca-bundle=" + base + "/bundle/bundle.pem", "--", "true"},
+                        &o)
+                  .ok());
+  // The first readable candidate is the image's bundle; a missing one and
+  // a directory are passed over.
+  ASSERT_TRUE(BuildCaBundle(o, {base + "/missing.crt", base + "/bundle", base + "/image.crt",
+                                base + "/host.pem"})
+                  .ok());
+  EXPECT_EQ(ReadFile(base + "/bundle/bundle.pem"), "IMAGE-ROOTS\nHOST-ROOTS\n");
+  struct stat st {};
+  ASSERT_EQ(stat((base + "/bundle/bundle.pem").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u) << "every user of the sandbox reads it";
+  // An image without a bundle: the host's certificates alone.
+  ASSERT_TRUE(BuildCaBundle(o, {base + "/missing.crt"}).ok());
+  EXPECT_EQ(ReadFile(base + "/bundle/bundle.pem"), "HOST-ROOTS\n");
+  // The host's file missing (the bind absent): refused.
+  Options no_host = o;
+  no_host.ca_host = base + "/none.pem";
+  EXPECT_FALSE(BuildCaBundle(no_host, {base + "/image.crt"}).ok());
+
+  // A directory on disk, not a tmpfs: nothing is written there.
+  char disk_tmpl[] = "/var/tmp/laz-ca-XXXXXX";
+  ASSERT_NE(mkdtemp(disk_tmpl), nullptr);
+  const std::string disk = disk_tmpl;
+  Options on_disk = o;
+  on_disk.ca_bundle = disk + "/bundle.pem";
+  const absl::Status r = BuildCaBundle(on_disk, {base + "/image.crt"});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("not a tmpfs"), std::string::npos) << r.message();
+  EXPECT_NE(lstat(on_disk.ca_bundle.c_str(), &st), 0) << "nothing may be written there";
+  // And the binary does not start the command then.
+  EXPECT_EQ(RunShell(std::string(LAZARET_SANDBOX_INIT_BIN) + " --ca-host=" + base +
+                     "/host.pem --ca-bundle=" + disk + "/bundle.pem -- touch " + disk +
+                     "/ran 2>/dev/null"),
+            125);
+  EXPECT_NE(lstat((disk + "/ran").c_str(), &st), 0);
+  (void)!system(("rm -rf " + disk + " " + base).c_str());
+}
+
+TEST(ParseArgsTest, CaOptionsGoTogetherAsCleanAbsolutePaths) {
+  Options o;
+  ASSERT_TRUE(ParseArgs({"--ca-host=/run/lazaret/ca/host.pem",
+                         "--ca-bundle=/run/lazaret/ca-bundle/bundle.pem"},
+                        &o)
+                  .ok());
+  EXPECT_EQ(o.ca_host, "/run/lazaret/ca/host.pem");
+  EXPECT_EQ(o.ca_bundle, "/run/lazaret/ca-bundle/bundle.pem");
+  EXPECT_TRUE(o.git_dir.empty());
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--ca-host=/run/lazaret/ca/host.pem"},
+           {"--ca-bundle=/run/lazaret/ca-bundle/bundle.pem"},
+           {"--ca-host=host.pem", "--ca-bundle=/b/bundle.pem"},
+           {"--ca-host=/h.pem", "--ca-bundle=/b/../etc/bundle.pem"},
+           {"--ca-host=/h.pem", "--ca-bundle=/bundle.pem"},
+       }) {
+    Options b;
+    EXPECT_FALSE(ParseArgs(bad, &b).ok()) << bad[0];
+  }
+}
+
 TEST(ParseArgsTest, SplitsOptionsFromCommand) {
   Options o;
   ASSERT_TRUE(ParseArgs({"--git-dir=/workspace/.git", "--git-shadow=/run/lazaret/git",

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -217,6 +218,27 @@ void CheckPodmanStore(const Report& report, const std::string& libexec_dir) {
   }
 }
 
+// A host behind a TLS-intercepting proxy (many corporate networks) trusts
+// a CA of its own; inside a sandbox, tools then fail their TLS checks
+// unless the profile passes the host's CAs in (trust_host_ca).
+void CheckHostCas(const Report& report) {
+  const std::vector<std::string> extra = HostExtraCas(CaStoreLayout());
+  if (extra.empty()) {
+    Say(report, Verdict::kOk, "host CAs", "only the public ones");
+    return;
+  }
+  constexpr size_t kShown = 5;
+  std::vector<std::string> shown(
+      extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(std::min(extra.size(), kShown)));
+  std::string names = absl::StrJoin(shown, ", ");
+  if (extra.size() > kShown) absl::StrAppend(&names, ", ...");
+  Say(report, Verdict::kWarn, "host CAs",
+      absl::StrCat("the host trusts ", extra.size(), " CA", extra.size() == 1 ? "" : "s",
+                   " beyond the public ones (", names, ")"),
+      "if TLS fails inside a sandbox, set trust_host_ca = true in its profile "
+      "(docs/configuration.md)");
+}
+
 }  // namespace
 
 HostUser CurrentUser() {
@@ -252,6 +274,7 @@ void RunChecks(const HostUser& user, const CheckOptions& options, const Report& 
   CheckDevice(report, "/dev/fuse", 10, 229, user.rootless, "fuse-overlayfs needs it");
   CheckDevice(report, "/dev/net/tun", 10, 200, user.rootless, "slirp4netns needs it");
   CheckContainersConf(report, user.rootless);
+  CheckHostCas(report);
   if (have_podman) CheckPodmanStore(report, options.libexec_dir);
 
   // The service set (not a host problem; `lazaret run` needs it up).

@@ -1,13 +1,22 @@
 #include "clients/lazaret/doctor/host_facts.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <cstring>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "services/common/fs/file.h"
 
 namespace lazaret::cli::doctor {
 
@@ -38,6 +47,64 @@ bool HasSubordinateRange(absl::string_view text, const std::string& name, uid_t 
     }
   }
   return false;
+}
+
+namespace {
+
+constexpr size_t kMaxExtraCas = 1000;
+constexpr size_t kMaxCaName = 64;
+
+// A host file name, shown in the user's terminal: extension off, bounded,
+// escaped.
+std::string CaName(std::string file) {
+  for (const char* ext : {".pem", ".crt"}) {
+    if (absl::EndsWith(file, ext)) file.resize(file.size() - std::strlen(ext));
+  }
+  if (file.size() > kMaxCaName) file = file.substr(0, kMaxCaName) + "...";
+  return absl::CHexEscape(file);
+}
+
+// The names in `dir` (not "." or ".."); a missing or unreadable directory
+// has none.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") out.push_back(name);
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> HostExtraCas(const CaStoreLayout& layout) {
+  std::set<std::string> found;
+  for (const std::string& name : Names(layout.certs_dir)) {
+    const std::string path = layout.certs_dir + "/" + name;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      absl::StatusOr<std::string> target = fs::ReadLinkAt(AT_FDCWD, path, path);
+      if (!target.ok() || target->empty() || (*target)[0] != '/') continue;
+      if (absl::StartsWith(*target, layout.public_dir)) continue;
+      found.insert(CaName(name));
+    } else if (S_ISREG(st.st_mode) && name != "ca-certificates.crt" &&
+               (absl::EndsWith(name, ".pem") || absl::EndsWith(name, ".crt"))) {
+      found.insert(CaName(name));
+    }
+    if (found.size() >= kMaxExtraCas) break;
+  }
+  for (const std::string& name : Names(layout.anchors_dir)) {
+    struct stat st {};
+    if (found.size() >= kMaxExtraCas) break;
+    if (stat((layout.anchors_dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      found.insert(CaName(name));
+    }
+  }
+  return std::vector<std::string>(found.begin(), found.end());
 }
 
 }  // namespace lazaret::cli::doctor

@@ -1,13 +1,15 @@
-// Reading facts about the host for `lazaret doctor`: version lines and the
-// subordinate id files. Runs in the user's terminal. The text comes from
-// host programs and host files, which the user (or root) controls; it is
-// parsed leniently, and what cannot be parsed counts as missing.
+// Reading facts about the host for `lazaret doctor`: version lines, the
+// subordinate id files, and the CAs the host trusts. Runs in the user's
+// terminal. The text comes from host programs and host files, which the
+// user (or root) controls; it is parsed leniently, and what cannot be
+// parsed counts as missing.
 #ifndef LAZARET_CLIENTS_LAZARET_DOCTOR_HOST_FACTS_H_
 #define LAZARET_CLIENTS_LAZARET_DOCTOR_HOST_FACTS_H_
 
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -22,6 +24,22 @@ bool GitAtLeast(const std::string& version_line, int want_major, int want_minor)
 // Whether `text` (of /etc/subuid or /etc/subgid) gives `name` - by name or
 // by `uid` - a range of at least 65536 ids.
 bool HasSubordinateRange(absl::string_view text, const std::string& name, uid_t uid);
+
+// Where a host keeps the CAs it trusts (HostExtraCas).
+struct CaStoreLayout {
+  std::string certs_dir = "/etc/ssl/certs";  // Debian, Ubuntu: update-ca-certificates' links
+  std::string public_dir = "/usr/share/ca-certificates/mozilla/";  // what ca-certificates ships
+  std::string anchors_dir = "/etc/pki/ca-trust/source/anchors";    // Fedora, RHEL: added by hand
+};
+
+// The CAs the host trusts beyond the public ones, by name (file name
+// without its extension, non-printable bytes escaped, at most 64 bytes),
+// sorted: each link in certs_dir whose absolute target is not under
+// public_dir (a relative link is a hash link to another entry), each
+// *.pem or *.crt regular file there but the bundle ca-certificates.crt,
+// and each regular file in anchors_dir. A directory that is missing counts
+// as empty. At most 1000 names.
+std::vector<std::string> HostExtraCas(const CaStoreLayout& layout);
 
 }  // namespace lazaret::cli::doctor
 

@@ -1,6 +1,13 @@
 #include "clients/lazaret/doctor/host_facts.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
 
 namespace lazaret::cli::doctor {
 namespace {
@@ -41,6 +48,54 @@ TEST(HostFactsTest, ASmallOrMalformedRangeDoesNotCount) {
   EXPECT_FALSE(HasSubordinateRange("alice:100000:many\n", "alice", 1000));
   EXPECT_FALSE(HasSubordinateRange("alice:100000:65536:x\n", "alice", 1000));
   EXPECT_TRUE(HasSubordinateRange("# comment\nalice:100000:1000000\n", "alice", 1000));
+}
+
+// A fake /etc/ssl/certs as update-ca-certificates leaves it, with two
+// CAs added locally, one copied in as a file, and a Fedora anchors dir.
+TEST(HostFactsTest, CountsNonMozillaLinks) {
+  char tmpl[] = "/tmp/laz-doctor-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  CaStoreLayout layout;
+  layout.certs_dir = base + "/etc/ssl/certs";
+  layout.public_dir = base + "/usr/share/ca-certificates/mozilla/";
+  layout.anchors_dir = base + "/etc/pki/ca-trust/source/anchors";
+  ASSERT_EQ(system(("mkdir -p " + layout.certs_dir + "/java " + layout.public_dir + " " + base +
+                    "/usr/local/share/ca-certificates")
+                       .c_str()),
+            0);
+  auto link = [&](const std::string& target, const std::string& name) {
+    ASSERT_EQ(symlink(target.c_str(), (layout.certs_dir + "/" + name).c_str()), 0) << name;
+  };
+  link(layout.public_dir + "GlobalSign_Root_R46.crt", "GlobalSign_Root_R46.pem");
+  link("GlobalSign_Root_R46.pem", "002c0b4f.0");
+  link(base + "/usr/local/share/ca-certificates/custom-ca.crt", "custom-ca.pem");
+  link("custom-ca.pem", "1a2b3c4d.0");
+  link(base + "/usr/local/share/ca-certificates/sandboxing-egress-ca.crt",
+       "sandboxing-egress-ca.pem");
+  std::ofstream(layout.certs_dir + "/ca-certificates.crt") << "bundle";
+  std::ofstream(layout.certs_dir + "/README") << "not a certificate";
+  EXPECT_EQ(HostExtraCas(layout), (std::vector<std::string>{"custom-ca", "sandboxing-egress-ca"}));
+
+  // A certificate copied in as a file, a name with a control byte, and an
+  // anchor (Fedora's way) count too.
+  std::ofstream(layout.certs_dir + "/copied.crt") << "x";
+  link("/opt/ca/\x1b[31mred.crt", "\x1b[31mred.pem");
+  ASSERT_EQ(system(("mkdir -p " + layout.anchors_dir).c_str()), 0);
+  std::ofstream(layout.anchors_dir + "/corp-root.pem") << "x";
+  EXPECT_EQ(HostExtraCas(layout), (std::vector<std::string>{"\\x1b[31mred", "copied", "corp-root",
+                                                            "custom-ca", "sandboxing-egress-ca"}));
+
+  // Only the public set, and no directory at all: nothing.
+  ASSERT_EQ(system(("rm -rf " + layout.anchors_dir + " " + layout.certs_dir + "/copied.crt " +
+                    layout.certs_dir + "/custom-ca.pem " + layout.certs_dir +
+                    "/sandboxing-egress-ca.pem " + layout.certs_dir + "/*red.pem")
+                       .c_str()),
+            0);
+  EXPECT_TRUE(HostExtraCas(layout).empty());
+  layout.certs_dir = base + "/missing";
+  EXPECT_TRUE(HostExtraCas(layout).empty());
+  (void)!system(("rm -rf " + base).c_str());
 }
 
 }  // namespace

@@ -37,8 +37,9 @@ absl::StatusOr<std::vector<EnvSetting>> ResolveProfileEnv(
 absl::Status CheckEnvSetting(const EnvSetting& e);
 
 // The env file podman reads with --env-file: one NAME=VALUE per line. Later
-// lines win, so callers order them: Lazaret's terminal settings, the
-// profile's env, then the Git Shadow's (which a profile cannot override).
+// lines win, so callers order them: Lazaret's terminal settings, the host
+// CA's variables (host_ca.h; a profile may override them), the profile's
+// env, then the Git Shadow's (which a profile cannot override).
 absl::StatusOr<std::string> EnvFileText(const std::vector<EnvSetting>& env);
 
 }  // namespace lazaret::cli::session
