@@ -15,6 +15,7 @@
 #include "services/common/fs/path.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
+#include "services/common/stream_relay.h"
 
 namespace lazaret::netrouter {
 namespace {
@@ -248,43 +249,9 @@ void EscalationRelay::OnEvent(uint64_t id, uint32_t events) {
 void EscalationRelay::Pump(uint64_t id) {
   Pipe& p = *pipes_.at(id);
   const size_t cap = options_.buffer_bytes;
-  // Reads from `fd` while `buf` has room; false when the socket broke.
-  const auto fill = [cap](int fd, std::string* buf, bool* eof, bool* spoke) {
-    char tmp[16384];
-    while (!*eof && buf->size() < cap) {
-      const ssize_t n = read(fd, tmp, std::min(sizeof(tmp), cap - buf->size()));
-      if (n > 0) {
-        buf->append(tmp, static_cast<size_t>(n));
-        if (spoke != nullptr) *spoke = true;
-      } else if (n == 0) {
-        *eof = true;
-      } else if (errno == EAGAIN) {
-        break;
-      } else if (errno != EINTR) {
-        return false;
-      }
-    }
-    return true;
-  };
-  // Writes what `buf` holds as far as `fd` takes it; false when it broke.
-  const auto drain = [](int fd, std::string* buf) {
-    size_t done = 0;
-    while (done < buf->size()) {
-      const ssize_t n = send(fd, buf->data() + done, buf->size() - done, MSG_NOSIGNAL);
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-      } else if (n < 0 && errno == EAGAIN) {
-        break;
-      } else if (n < 0 && errno != EINTR) {
-        return false;
-      }
-    }
-    buf->erase(0, done);
-    return true;
-  };
-  if (!fill(p.client, &p.to_broker, &p.client_eof, nullptr) ||
-      !fill(p.broker, &p.to_client, &p.broker_eof, &p.broker_spoke) ||
-      !drain(p.broker, &p.to_broker) || !drain(p.client, &p.to_client)) {
+  if (!FillFromSocket(p.client, cap, &p.to_broker, &p.client_eof) ||
+      !FillFromSocket(p.broker, cap, &p.to_client, &p.broker_eof, &p.broker_spoke) ||
+      !DrainToSocket(p.broker, &p.to_broker) || !DrainToSocket(p.client, &p.to_client)) {
     Close(id);
     return;
   }

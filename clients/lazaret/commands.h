@@ -36,6 +36,9 @@ int CmdHeld(const Context& ctx, const std::vector<std::string>& args);
 // net_cmd.cc: a live session's egress policy (net/).
 int CmdNet(const Context& ctx, const std::vector<std::string>& args);
 
+// port_cmd.cc: a live session's inbound port forwards (net/port_args.h).
+int CmdPort(const Context& ctx, const std::vector<std::string>& args);
+
 // audit_cmd.cc: the escalation audit (escalation/).
 int CmdAudit(const Context& ctx, const std::vector<std::string>& args);
 

@@ -29,6 +29,10 @@
  *       IPV6_MULTICAST_IF, --broadcast SO_BROADCAST, --hops the multicast
  *       TTL / hop limit. "sent" means the kernel took it, not that it
  *       arrived anywhere.
+ *   net_probe listen HOST PORT SECONDS BANNER
+ *       -> "listening" | "err <ERRNO>"; then serves: each client gets
+ *       BANNER and a newline, and is closed, until SECONDS have passed.
+ *       (The inbound port tests' server on the sandbox's loopback.)
  *   net_probe raw
  *       -> "raw-icmp=<r> raw-tcp=<r> raw-ipv6=<r> packet-raw=<r>
  *           packet-dgram=<r> tcp=<r>", <r> "OPEN" or an errno name.
@@ -348,6 +352,33 @@ static void CmdRaw(void) {
   printf("\n");
 }
 
+static int CmdListen(const char* host, int port, int seconds, const char* banner) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  ProbeParseAddress(host, port, &ss, &len);
+  const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1;
+  if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (fd < 0 || bind(fd, (struct sockaddr*)&ss, len) != 0 || listen(fd, 16) != 0) {
+    printf("err %s\n", ProbeErrName(errno));
+    return 0;
+  }
+  printf("listening\n");
+  const time_t end = time(NULL) + seconds;
+  while (time(NULL) < end) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 500) <= 0) continue;
+    const int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    char line[512];
+    const int n = snprintf(line, sizeof(line), "%s\n", banner);
+    if (n > 0) (void)!write(c, line, (size_t)n);
+    close(c);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   struct options o = {
@@ -375,6 +406,10 @@ int main(int argc, char** argv) {
     if (argc < 4) ProbeUsage();
     ParseOptions(argc - 4, argv + 4, &o);
     return ProbeUdpSend(argv[2], (int)ProbeParseNumber(argv[3], 1, 65535), &o);
+  }
+  if (strcmp(cmd, "listen") == 0 && argc == 6) {
+    return CmdListen(argv[2], (int)ProbeParseNumber(argv[3], 1, 65535),
+                     (int)ProbeParseNumber(argv[4], 1, 3600), argv[5]);
   }
   if (strcmp(cmd, "raw") == 0 && argc == 2) {
     CmdRaw();

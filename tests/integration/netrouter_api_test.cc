@@ -1,8 +1,8 @@
 // The real lazaret-netrouter binary in a fresh network namespace with a
 // veth test host, driven over its Unix socket with the generated gRPC
-// client: ApplyPolicy, GetPolicy, LookupRoute, GetNamespaceInfo and
-// RelayDns end to end, with connections and DNS queries made from inside
-// the namespace. Needs root.
+// client: ApplyPolicy, GetPolicy, LookupRoute, GetNamespaceInfo, RelayDns
+// and the inbound relays end to end, with connections and DNS queries made
+// from inside the namespace. Needs root.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -10,10 +10,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -332,6 +335,89 @@ TEST_F(NetRouterApiTest, RelaysDnsThroughTheStreamAndServfailsWithoutIt) {
       << "no SERVFAIL once the stream is gone";
   EXPECT_EQ(servfail.substr(0, 2), Query(0x3333).substr(0, 2));
   net_->Leave();
+}
+
+// What a client of the router's in/<port>.sock reads until EOF;
+// "<no connect>" when the socket is not there.
+std::string ReadInbound(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), std::min(path.size(), sizeof(a.sun_path) - 1));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "<no connect>";
+  }
+  std::string out;
+  char buf[256];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 5000) <= 0) break;
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+TEST_F(NetRouterApiTest, InboundReachesOnlyTheNamespacesLoopback) {
+  // A server on 127.0.0.1:8123 of the router's namespace: a thread enters
+  // it to open the socket (setns affects that thread alone).
+  int server = -1;
+  std::thread opener([&] {
+    const int ns = open(("/run/netns/" + net_->router_ns()).c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) return;
+    close(ns);
+    server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(8123);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(server, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(server, 4) != 0) {
+      close(server);
+      server = -1;
+    }
+  });
+  opener.join();
+  ASSERT_GE(server, 0);
+  std::thread serve([server] {
+    for (;;) {
+      const int c = accept(server, nullptr, nullptr);
+      if (c < 0) return;
+      (void)!write(c, "inside\n", 7);
+      close(c);
+    }
+  });
+  pb::InboundPorts ports;
+  for (uint32_t p : {8123u, 80u}) {
+    grpc::ClientContext ctx;
+    pb::InboundPort req;
+    req.set_sandbox_port(p);
+    ASSERT_TRUE(stub_->OpenInbound(&ctx, req, &ports).ok());
+  }
+  EXPECT_EQ(ports.ports_size(), 2);
+  EXPECT_EQ(ReadInbound(dir_.path() + "/in/8123.sock"), "inside\n");
+  // The test host listens on port 80 of its own address; the router never
+  // goes there: nothing on the namespace's loopback, the connection closes.
+  EXPECT_EQ(ReadInbound(dir_.path() + "/in/80.sock"), "");
+  {
+    grpc::ClientContext ctx;
+    pb::InboundPort req;
+    req.set_sandbox_port(8123);
+    ASSERT_TRUE(stub_->CloseInbound(&ctx, req, &ports).ok());
+  }
+  EXPECT_EQ(ReadInbound(dir_.path() + "/in/8123.sock"), "<no connect>");
+  {
+    grpc::ClientContext ctx;
+    pb::InboundPort req;
+    req.set_sandbox_port(0);
+    EXPECT_EQ(stub_->OpenInbound(&ctx, req, &ports).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  shutdown(server, SHUT_RDWR);
+  close(server);
+  serve.join();
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "clients/lazaret/approve/inline_approver.h"
+#include "lazaret/common/v1/common.pb.h"
 #include "clients/lazaret/session/plan.h"
 #include "clients/lazaret/session/pty_proxy.h"
 #include "clients/lazaret/session/registry_client.h"
@@ -27,6 +29,8 @@ struct LiveSession {
   std::string workspace_dir;    // the directory the developer named
   std::string explicit_config;  // --config, for the host-path re-check
   std::string approver;         // --approver: "inline", "remote" or empty
+  // -p: inbound forwards opened after the profile's own (start.cc).
+  std::vector<lazaret::common::v1::PortForward> ports;
   lazaret::config::v1::ResolvedProfile profile;
   SessionPlan plan;
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "clients/lazaret/net/port_args.h"
 
 namespace lazaret::cli::session {
 
@@ -54,6 +55,19 @@ absl::StatusOr<RunArgs> ParseRunArgs(const std::vector<std::string>& args, const
     auto b = value(a, "--branch", &out.branch);
     if (!b.ok()) return b.status();
     if (*b) continue;
+    std::string port;
+    auto p = value(a, "-p", &port);
+    if (!p.ok()) return p.status();
+    if (!*p) {
+      p = value(a, "--publish", &port);
+      if (!p.ok()) return p.status();
+    }
+    if (*p) {
+      absl::StatusOr<lazaret::common::v1::PortForward> f = net::ParsePortSpec(port);
+      if (!f.ok()) return absl::InvalidArgumentError(absl::StrCat("-p ", f.status().message()));
+      out.ports.push_back(*std::move(f));
+      continue;
+    }
     auto ap = value(a, "--approver", &out.approver);
     if (!ap.ok()) return ap.status();
     if (*ap) {

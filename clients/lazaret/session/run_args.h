@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lazaret/common/v1/common.pb.h"
 
 namespace lazaret::cli::session {
 
@@ -25,6 +26,9 @@ struct RunArgs {
   bool dry_run = false;         // --dry-run
   // --approver inline|remote; empty: the profile's escalation.approver.
   std::string approver;
+  // -p [ADDR:]HOSTPORT[:SANDBOXPORT], repeatable: inbound forwards opened
+  // once the session's egress policy applies (net/port_args.h).
+  std::vector<lazaret::common::v1::PortForward> ports;
   bool help = false;                 // -h / --help
   std::string profile;               // empty: the default profile
   std::vector<std::string> command;  // empty: the image's shell
@@ -32,7 +36,8 @@ struct RunArgs {
 
 inline constexpr char kRunUsage[] =
     "usage: lazaret run [--config FILE] [--branch NAME] [--worktree] [--dry-run]\n"
-    "                   [--approver inline|remote] [PROFILE] [--] [CMD...]\n"
+    "                   [--approver inline|remote] [-p [ADDR:]HOSTPORT[:SANDBOXPORT]]...\n"
+    "                   [PROFILE] [--] [CMD...]\n"
     "  Options come first. The first other argument is the PROFILE (the default profile when\n"
     "  there is none); everything after it is the command. To run a command in the default\n"
     "  profile, put it after --:  lazaret run -- make test\n";

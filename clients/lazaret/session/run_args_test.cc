@@ -74,5 +74,25 @@ TEST(ParseRunArgsTest, ApproverIsInlineOrRemote) {
   EXPECT_FALSE(ParseRunArgs({"--approver"}, "/w").ok());
 }
 
+TEST(ParseRunArgsTest, PortForwardsRepeatAndAreChecked) {
+  absl::StatusOr<RunArgs> a =
+      ParseRunArgs({"-p", "3000", "--publish=127.0.0.1:1455", "-p", "8080:3000", "ci"}, "/w");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->ports.size(), 3u);
+  EXPECT_EQ(a->ports[0].host_port(), 3000u);
+  EXPECT_EQ(a->ports[0].host_address(), "");
+  EXPECT_EQ(a->ports[1].host_address(), "127.0.0.1");
+  EXPECT_EQ(a->ports[2].sandbox_port(), 3000u);
+  EXPECT_EQ(a->profile, "ci");
+  absl::StatusOr<RunArgs> low = ParseRunArgs({"-p", "80"}, "/w");
+  ASSERT_FALSE(low.ok());
+  EXPECT_NE(low.status().message().find("below 1024"), std::string::npos) << low.status();
+  EXPECT_FALSE(ParseRunArgs({"-p"}, "/w").ok());
+  // After the profile, -p belongs to the command.
+  a = ParseRunArgs({"ci", "-p", "3000"}, "/w");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->ports.empty());
+}
+
 }  // namespace
 }  // namespace lazaret::cli::session

@@ -113,6 +113,7 @@ int RunSession(const SessionOptions& o) {
   s.workspace_dir = o.workspace_dir;
   s.explicit_config = o.args.explicit_config;
   s.approver = o.args.approver;
+  s.ports = o.args.ports;
   if (absl::Status st = Plan(o, &s); !st.ok()) return Fail(&s, st);
   if (o.args.dry_run) {
     std::fputs(DryRunText(s.plan, o.runtime_dir, IsRealDirectory).c_str(), stdout);
