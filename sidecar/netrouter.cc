@@ -17,6 +17,7 @@
 #include "services/common/unix_server.h"
 #include "sidecar/dns_relay.h"
 #include "sidecar/escalation_relay.h"
+#include "sidecar/port_relay.h"
 #include "sidecar/multicast_guard.h"
 #include "sidecar/namespace_guard.h"
 #include "sidecar/namespace_info.h"
@@ -98,7 +99,7 @@ class RelayReactor final : public grpc::ServerBidiReactor<pb::DnsAnswer, pb::Dns
       FinishOnce(grpc::Status::OK);
       return;
     }
-    relay_->Answer(epoch_, answer_.id(), std::move(*answer_.mutable_message()));
+    relay_->Answer(epoch_, answer_.id(), std::move(*answer_.mutable_message()), answer_.hold_ms());
     StartRead(&answer_);
   }
   void OnWriteDone(bool ok) override {
@@ -170,14 +171,16 @@ class NetRouterServiceImpl final : public ServiceBase {
   NetRouterServiceImpl(std::unique_ptr<PolicyEngine> engine, std::unique_ptr<RtnlSocket> query,
                        NlSockPtr rules, std::unique_ptr<GatewayWatcher> watcher,
                        std::unique_ptr<DnsRelay> relay,
-                       std::unique_ptr<EscalationRelay> escalation_relay)
+                       std::unique_ptr<EscalationRelay> escalation_relay,
+                       std::unique_ptr<PortRelay> ports)
       : guard_(CloseNamespace),
         engine_(std::move(engine)),
         query_(std::move(query)),
         rules_(std::move(rules)),
         watcher_(std::move(watcher)),
         relay_(std::move(relay)),
-        escalation_relay_(std::move(escalation_relay)) {}
+        escalation_relay_(std::move(escalation_relay)),
+        ports_(std::move(ports)) {}
 
   grpc::ServerWriteReactor<pb::HoldEvent>* Hold(grpc::CallbackServerContext*,
                                                 const pb::HoldRequest* request) override {
@@ -246,7 +249,38 @@ class NetRouterServiceImpl final : public ServiceBase {
     return grpc::Status::OK;
   }
 
+  // Inbound forwards: a Unix socket per sandbox port, joined to the
+  // namespace's own loopback only (port_relay.h). Safe to serve: the only
+  // destination is a loopback port of this namespace, the socket admits
+  // only this process's uid, and at most 16 are open.
+  grpc::Status OpenInbound(grpc::ServerContext*, const pb::InboundPort* request,
+                           pb::InboundPorts* response) override {
+    if (guard_.closed()) {
+      return ToGrpcStatus(absl::FailedPreconditionError("the session's network is closed"));
+    }
+    if (absl::Status st = ports_->Open(request->sandbox_port()); !st.ok()) return ToGrpcStatus(st);
+    LAZ_LOG_INFO << "inbound relay open for sandbox port " << request->sandbox_port();
+    return ListPorts(response);
+  }
+
+  grpc::Status CloseInbound(grpc::ServerContext*, const pb::InboundPort* request,
+                            pb::InboundPorts* response) override {
+    if (absl::Status st = ports_->Close(request->sandbox_port()); !st.ok()) return ToGrpcStatus(st);
+    LAZ_LOG_INFO << "inbound relay closed for sandbox port " << request->sandbox_port();
+    return ListPorts(response);
+  }
+
+  grpc::Status ListInbound(grpc::ServerContext*, const pb::ListInboundRequest*,
+                           pb::InboundPorts* response) override {
+    return ListPorts(response);
+  }
+
  private:
+  grpc::Status ListPorts(pb::InboundPorts* response) {
+    for (uint32_t p : ports_->List()) response->add_ports()->set_sandbox_port(p);
+    return grpc::Status::OK;
+  }
+
   absl::Status Lookup(const pb::LookupRouteRequest& request, pb::LookupRouteResponse* response) {
     std::array<uint8_t, 16> address{};
     const bool v6 = request.address().find(':') != std::string::npos;
@@ -299,13 +333,15 @@ class NetRouterServiceImpl final : public ServiceBase {
   const std::unique_ptr<GatewayWatcher> watcher_;
   const std::unique_ptr<DnsRelay> relay_;
   const std::unique_ptr<EscalationRelay> escalation_relay_;  // null: no escalation
+  const std::unique_ptr<PortRelay> ports_;
 };
 
 // Everything before the socket answers: the namespace closed (table, then
 // rules), the neighbour discipline, the multicast guard, the DNS listeners,
 // the escalation relay's listener. Any failure ends the router, so `lazaret
 // run`'s health wait fails the session.
-absl::StatusOr<ServiceHandlers> StartRouter(const RouterOptions& options) {
+absl::StatusOr<ServiceHandlers> StartRouter(const RouterOptions& options,
+                                            const std::string& socket_dir) {
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<PolicyEngine> engine, PolicyEngine::Create());
   LAZ_RETURN_IF_ERROR(engine->InstallClosedTable());
   LAZ_LOG_INFO << "namespace closed: table " << kPolicyTable << " prohibits both defaults; rules "
@@ -330,11 +366,13 @@ absl::StatusOr<ServiceHandlers> StartRouter(const RouterOptions& options) {
     LAZ_LOG_INFO << "escalation relay listening on " << o.address << ":" << escalation_relay->port()
                  << " (TCP), to " << o.broker_socket;
   }
+  LAZ_ASSIGN_OR_RETURN(std::unique_ptr<PortRelay> ports,
+                       PortRelay::Create({.socket_dir = socket_dir}));
   LAZ_ASSIGN_OR_RETURN(NlSockPtr rules, ConnectLibnl());
   ServiceHandlers h;
   h.services.push_back(std::make_unique<NetRouterServiceImpl>(
       std::move(engine), std::move(query), std::move(rules), std::move(watcher), std::move(relay),
-      std::move(escalation_relay)));
+      std::move(escalation_relay), std::move(ports)));
   return h;
 }
 
@@ -366,7 +404,9 @@ ServiceSpec Spec(const RouterOptions& options) {
   return ServiceSpec{
       .name = "netrouter",
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
-      .make_handlers = [options](const std::string&) { return StartRouter(options); },
+      .make_handlers = [options](const std::string& runtime_dir) {
+        return StartRouter(options, runtime_dir);
+      },
       .max_receive_message_bytes = kMaxRequestBytes,
   };
 }

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/common/service_main.h"
+#include "services/netpolicyd/inbound_ports.h"
 #include "services/netpolicyd/registry.h"
 
 namespace lazaret::netpolicyd {
@@ -28,8 +29,11 @@ inline constexpr std::array<cap_value_t, 0> kCapabilities = {};
 // grpc::Status at its edge.
 class NetPolicyServiceImpl final : public lazaret::netpolicy::v1::NetPolicyService::Service {
  public:
+  // Without `ports` (tests of the policy alone) the port calls fail.
   explicit NetPolicyServiceImpl(std::shared_ptr<Registry> registry)
       : registry_(std::move(registry)) {}
+  NetPolicyServiceImpl(std::shared_ptr<Registry> registry, std::shared_ptr<InboundPorts> ports)
+      : registry_(std::move(registry)), ports_(std::move(ports)) {}
 
   grpc::Status AttachSession(grpc::ServerContext*,
                              const lazaret::netpolicy::v1::AttachSessionRequest* req,
@@ -55,9 +59,18 @@ class NetPolicyServiceImpl final : public lazaret::netpolicy::v1::NetPolicyServi
   grpc::Status WatchLog(grpc::ServerContext* ctx,
                         const lazaret::netpolicy::v1::WatchLogRequest* req,
                         grpc::ServerWriter<lazaret::netpolicy::v1::LogEntry>* writer) override;
+  // Inbound forwards: the router's end is opened first (OpenInbound), then
+  // the host's listeners; removed in the reverse order.
+  grpc::Status AddPort(grpc::ServerContext*, const lazaret::netpolicy::v1::PortRequest* req,
+                       lazaret::netpolicy::v1::PortList* resp) override;
+  grpc::Status RemovePort(grpc::ServerContext*, const lazaret::netpolicy::v1::PortRequest* req,
+                          lazaret::netpolicy::v1::PortList* resp) override;
+  grpc::Status ListPorts(grpc::ServerContext*, const lazaret::netpolicy::v1::ListPortsRequest* req,
+                         lazaret::netpolicy::v1::PortList* resp) override;
 
  private:
   std::shared_ptr<Registry> registry_;
+  std::shared_ptr<InboundPorts> ports_;
 };
 
 // The service with `options` (tests); Spec() uses the defaults.

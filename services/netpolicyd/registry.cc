@@ -1,5 +1,9 @@
 #include "services/netpolicyd/registry.h"
 
+#include <unistd.h>
+
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "lazaret/supervisor/v1/supervisor.pb.h"
 #include "services/common/log.h"
@@ -16,17 +20,72 @@ namespace rt = ::lazaret::netrouter::v1;
 namespace sv = ::lazaret::supervisor::v1;
 
 constexpr std::chrono::milliseconds kRelayOpenTimeout{5000};
+constexpr size_t kPolicyQueue = 4096;
+
+// Held names (`egress = "ask"`) are asked of lazaret-brokerd on the
+// runtime directory's brokerd.sock unless the caller brought a client.
+RegistryOptions WithApprovalClient(RegistryOptions options, const std::string& runtime_dir) {
+  if (options.session.approval == nullptr) {
+    options.session.approval = std::make_shared<BrokerApprovalClient>(runtime_dir);
+  }
+  return options;
+}
 
 }  // namespace
 
 Registry::Registry(std::string runtime_dir, RegistryOptions options)
     : runtime_dir_(std::move(runtime_dir)),
-      options_(std::move(options)),
-      pool_(options_.dns_workers, options_.dns_queue) {}
+      options_(WithApprovalClient(std::move(options), runtime_dir_)),
+      pool_(options_.dns_workers, options_.dns_queue),
+      policy_pool_(options_.policy_workers, kPolicyQueue) {}
+
+absl::Status Registry::EnsureHostMonitor() {
+  std::lock_guard<std::mutex> lock(monitor_mu_);
+  if (monitor_ != nullptr) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<HostMonitor>> monitor = HostMonitor::Create(
+      options_.host_monitor,
+      [this](uint64_t, std::shared_ptr<const HostNetworks>) { SpreadHostNetworks(List()); });
+  if (!monitor.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("lazaret-netpolicyd cannot follow the host's networks, so it cannot tell "
+                     "which addresses to close: ",
+                     monitor.status().message(), " (see lazaret-netpolicyd's log)"));
+  }
+  monitor_ = std::move(*monitor);
+  return absl::OkStatus();
+}
+
+void Registry::SpreadHostNetworks(const std::vector<std::shared_ptr<Session>>& sessions) {
+  uint64_t version = 0;
+  std::shared_ptr<const HostNetworks> host;
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    if (monitor_ == nullptr) return;
+    std::tie(version, host) = monitor_->Latest();
+  }
+  for (const auto& session : sessions) {
+    // Tasks run on several threads: the version keeps an older snapshot
+    // from landing after a newer one. They hold no reference to the
+    // monitor, so Stop() ends it for good.
+    const bool queued = policy_pool_.TrySubmit([session, version, host] {
+      absl::Status st = session->SetHostNetworks(host, version);
+      if (!st.ok()) {
+        LAZ_LOG_ERROR << "session " << session->id()
+                      << ": the host's networks changed, re-apply failed: " << st.message();
+      }
+    });
+    // The ticker hands it over within a tick.
+    if (!queued) LAZ_LOG_WARNING << "session " << session->id() << ": policy queue full";
+  }
+}
 
 Registry::~Registry() { Stop(); }
 
 void Registry::Start() {
+  {
+    std::lock_guard<std::mutex> attach_lock(attach_mu_);
+    if (absl::Status st = EnsureHostMonitor(); !st.ok()) LAZ_LOG_ERROR << st.message();
+  }
   if (options_.watch_supervisor) {
     watcher_ = std::make_unique<SessionWatcher>(
         runtime_dir_,
@@ -36,6 +95,11 @@ void Registry::Start() {
     watcher_->Start();
   }
   tick_thread_ = std::thread([this] { Tick(); });
+  if (!options_.session.log.dir.empty()) {
+    if (absl::Status st = CollectEgressLogs(options_.session.log.dir, kKeepSessionLogs); !st.ok()) {
+      LAZ_LOG_WARNING << "egress logs: " << st;
+    }
+  }
 }
 
 void Registry::Stop() {
@@ -47,6 +111,12 @@ void Registry::Stop() {
   // The watcher's callbacks attach and detach: stop it before taking the
   // sessions away.
   if (watcher_ != nullptr) watcher_->Stop();
+  std::shared_ptr<HostMonitor> monitor;
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    monitor.swap(monitor_);
+  }
+  monitor.reset();  // its thread calls back into the registry: gone first
   {
     std::lock_guard<std::mutex> lock(mu_);
     sessions.swap(sessions_);
@@ -54,7 +124,9 @@ void Registry::Stop() {
   cv_.notify_all();
   if (tick_thread_.joinable()) tick_thread_.join();
   for (auto& [id, entry] : sessions) {
+    entry.session->StopHeldNames();
     entry.relay.reset();
+    entry.trace.reset();
     entry.session->log().Close();
   }
 }
@@ -66,7 +138,16 @@ absl::StatusOr<SessionInputs> Registry::Gather(const std::string& id, Session& s
     return absl::FailedPreconditionError(absl::StrCat("session ", id, " is ending"));
   }
   LAZ_ASSIGN_OR_RETURN(in.network, ResolveNetwork(runtime_dir_, in.info.record()));
-  LAZ_ASSIGN_OR_RETURN(in.host_addresses, ReadHostAddresses());
+  LAZ_RETURN_IF_ERROR(EnsureHostMonitor());
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    std::tie(in.host_version, in.host) = monitor_->Latest();
+  }
+  if (in.host == nullptr) {
+    return absl::UnavailableError(
+        "the host's addresses and routes cannot be read just now, so no session is opened "
+        "(see lazaret-netpolicyd's log; retry when it recovers)");
+  }
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kHostCallTimeout);
   grpc::Status st =
@@ -106,11 +187,14 @@ absl::StatusOr<pb::PolicyApplied> Registry::Attach(const std::string& id) {
     return absl::UnavailableError(
         absl::StrCat("the router of session ", id, " did not take the DNS relay call"));
   }
+  LAZ_ASSIGN_OR_RETURN(std::unique_ptr<TraceSink> trace, OpenTraceSink(session));
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return absl::UnavailableError("lazaret-netpolicyd is stopping");
-  sessions_[id] = Entry{session, std::move(relay)};
+  sessions_[id] = Entry{session, std::move(relay), std::move(trace)};
   LAZ_LOG_INFO << "session " << id << " attached: generation " << applied->generation() << ", "
                << applied->routes() << " routes";
+  // A change published between Gather and now has not reached it.
+  SpreadHostNetworks({session});
   return applied;
 }
 
@@ -131,7 +215,10 @@ absl::Status Registry::Detach(const std::string& id) {
     entry = std::move(it->second);
     sessions_.erase(it);
   }
+  entry.session->StopHeldNames();
+  if (options_.on_detach) options_.on_detach(id);
   entry.relay.reset();
+  entry.trace.reset();
   entry.session->log().Close();
   LAZ_LOG_INFO << "session " << id << " detached";
   return absl::OkStatus();
@@ -172,6 +259,8 @@ void Registry::Tick() {
       cv_.wait_for(lock, options_.tick, [this] { return stopping_; });
       if (stopping_) return;
     }
+    // Catches a change a full policy queue dropped.
+    SpreadHostNetworks(List());
     for (const auto& session : List()) {
       absl::Status s = session->ApplyIfExpired();
       if (!s.ok()) {
@@ -179,6 +268,36 @@ void Registry::Tick() {
       }
     }
   }
+}
+
+absl::StatusOr<std::unique_ptr<TraceSink>> Registry::OpenTraceSink(
+    const std::shared_ptr<Session>& session) {
+  if (!options_.session.log.dir.empty()) {
+    if (absl::Status st = CollectEgressLogs(options_.session.log.dir, kKeepSessionLogs); !st.ok()) {
+      LAZ_LOG_WARNING << "egress logs: " << st;
+    }
+  }
+  if (!options_.trace_sinks) return nullptr;
+  TraceSink::Options opts;
+  // runsc runs as this uid: root rootful, the user's mapped root (the
+  // user) rootless.
+  opts.peer_uid = geteuid();
+  std::weak_ptr<Session> weak = session;
+  absl::StatusOr<std::unique_ptr<TraceSink>> sink = TraceSink::Create(
+      TraceSocketPath(runtime_dir_, session->id()), std::move(opts),
+      [weak](const TraceConnect& c) {
+        std::shared_ptr<Session> s = weak.lock();
+        std::shared_ptr<const CompiledPolicy> policy = s ? s->AppliedPolicy() : nullptr;
+        return ConnectEntry(c, policy.get());
+      },
+      [weak](netpolicy::v1::LogEntry e) {
+        if (std::shared_ptr<Session> s = weak.lock()) s->Log(std::move(e));
+      });
+  if (!sink.ok()) {
+    return absl::Status(sink.status().code(),
+                        absl::StrCat("the sandbox's connection log: ", sink.status().message()));
+  }
+  return sink;
 }
 
 }  // namespace lazaret::netpolicyd

@@ -13,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,8 +26,10 @@
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "lazaret/supervisor/v1/supervisor.pb.h"
 #include "services/common/session_watcher.h"
+#include "services/netpolicyd/host_monitor.h"
 #include "services/netpolicyd/relay.h"
 #include "services/netpolicyd/session.h"
+#include "services/netpolicyd/trace_sink.h"
 
 namespace lazaret::netpolicyd {
 
@@ -38,6 +41,16 @@ struct RegistryOptions {
   // Follow the supervisor's WatchSessions (off in tests without one).
   bool watch_supervisor = true;
   std::chrono::milliseconds tick{1000};
+  // Bind each session's trace socket (trace_sink.h) at attach; off in
+  // tests without a session directory.
+  bool trace_sinks = false;
+  // The host's addresses and networks, followed live (host_monitor.h), and
+  // the threads that re-apply every session when they change.
+  HostMonitor::Options host_monitor;
+  int policy_workers = 4;
+  // Called with a session's id when it is detached or ends (its inbound
+  // port forwards close).
+  std::function<void(const std::string&)> on_detach;
 };
 
 class Registry {
@@ -47,7 +60,9 @@ class Registry {
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // Starts the supervisor watch (if enabled) and the expiry ticker.
+  // Takes the first snapshot of the host's networks (an attach fails while
+  // there is none), starts following them, the supervisor watch (if
+  // enabled) and the expiry ticker.
   void Start();
   void Stop();
 
@@ -57,11 +72,14 @@ class Registry {
   absl::Status Detach(const std::string& id);
   absl::StatusOr<std::shared_ptr<Session>> Find(const std::string& id) const;
   std::vector<std::shared_ptr<Session>> List() const;
+  // Where ended sessions' egress logs are read from (empty: nowhere).
+  const std::string& log_dir() const { return options_.session.log.dir; }
 
  private:
   struct Entry {
     std::shared_ptr<Session> session;
     std::unique_ptr<DnsRelay> relay;
+    std::unique_ptr<TraceSink> trace;
   };
   // Reads the session's inputs from the supervisor, configd, the host and
   // the router.
@@ -69,11 +87,22 @@ class Registry {
   // The watcher's STARTED: a session ATTACHED before this netpolicyd ran.
   void SessionStarted(const lazaret::supervisor::v1::SessionInfo& info);
   void Tick();
+  // The host monitor (started on demand when Start could not); an error
+  // says why the host's networks are not known.
+  absl::Status EnsureHostMonitor();
+  // Hands every attached session (or one) the latest host snapshot, on
+  // the policy pool.
+  void SpreadHostNetworks(const std::vector<std::shared_ptr<Session>>& sessions);
+  // The trace socket of a session being attached (trace_sink.h).
+  absl::StatusOr<std::unique_ptr<TraceSink>> OpenTraceSink(const std::shared_ptr<Session>& session);
 
   const std::string runtime_dir_;
   const RegistryOptions options_;
   WorkerPool pool_;
+  WorkerPool policy_pool_;  // host network changes, never behind DNS work
   std::mutex attach_mu_;  // one attach or reload at a time
+  std::mutex monitor_mu_;
+  std::shared_ptr<HostMonitor> monitor_ ABSL_GUARDED_BY(monitor_mu_);
   mutable std::mutex mu_;
   std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
   std::condition_variable cv_;

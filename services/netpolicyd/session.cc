@@ -28,6 +28,8 @@ const char* KindName(pb::RuleKind kind) {
       return "derived";
     case pb::RULE_KIND_HOST_ADDRESS:
       return "host address";
+    case pb::RULE_KIND_HOST_NETWORK:
+      return "host network";
     case pb::RULE_KIND_GATEWAY:
       return "gateway";
     case pb::RULE_KIND_ALWAYS:
@@ -62,13 +64,18 @@ Session::Session(std::string id, std::shared_ptr<grpc::ChannelInterface> router,
         if (!options.now_unix) options.now_unix = [] { return absl::ToUnixSeconds(absl::Now()); };
         return options;
       }()),
-      router_(rt::NetRouterService::NewStub(std::move(router))) {}
+      router_(rt::NetRouterService::NewStub(std::move(router))),
+      log_(id_, options_.log) {}
 
 Session::Snapshot Session::TakeSnapshot() {
   Snapshot snap;
   snap.version = version_;
   snap.input.network = inputs_.network;
-  snap.input.host_addresses = inputs_.host_addresses;
+  if (inputs_.host != nullptr) {
+    snap.input.host = *inputs_.host;
+  } else {
+    snap.input.host_unknown = true;
+  }
   snap.input.namespace_info = inputs_.namespace_info;
   snap.input.live_rules = live_rules_;
   snap.input.live_names = live_names_;
@@ -95,8 +102,10 @@ void Session::Log(pb::LogKind kind, const std::string& name, const std::string& 
   entry.set_query_type(query_type);
   for (auto& a : addresses) entry.add_addresses(std::move(a));
   entry.set_detail(detail);
-  log_.Append(std::move(entry));
+  Log(std::move(entry));
 }
+
+void Session::Log(pb::LogEntry entry) { log_.Append(std::move(entry)); }
 
 absl::StatusOr<pb::PolicyApplied> Session::Apply(uint64_t min_version, bool force) {
   std::lock_guard<std::mutex> apply_lock(apply_mu_);
@@ -249,6 +258,33 @@ absl::Status Session::ApplyIfExpired() {
   return Apply(version, /*force=*/false).status();
 }
 
+absl::Status Session::SetHostNetworks(std::shared_ptr<const HostNetworks> host,
+                                      uint64_t host_version) {
+  uint64_t version;
+  pb::LogEntry entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!configured_) return absl::OkStatus();  // Configure brings its own
+    if (host_version != 0 && host_version < inputs_.host_version) return absl::OkStatus();
+    if (host_version != 0) inputs_.host_version = host_version;
+    const bool same = inputs_.host == host ||
+                      (host != nullptr && inputs_.host != nullptr && *inputs_.host == *host);
+    if (same) return absl::OkStatus();
+    if (host == nullptr) {
+      entry.set_kind(pb::LOG_KIND_HOST_NETWORKS_UNKNOWN);
+      entry.set_detail("the host's addresses and routes cannot be read: every allow withdrawn");
+    } else {
+      entry.set_kind(pb::LOG_KIND_HOST_NETWORKS_CHANGED);
+      entry.set_detail(absl::StrCat(host->addresses.size(), " host addresses, ",
+                                    host->on_link.size(), " host networks denied"));
+    }
+    inputs_.host = std::move(host);
+    version = ++version_;
+  }
+  Log(std::move(entry));
+  return Apply(version, /*force=*/false).status();
+}
+
 absl::StatusOr<pb::SessionPolicy> Session::Show() {
   std::shared_ptr<const CompiledPolicy> policy = Applied();
   if (policy == nullptr) return absl::FailedPreconditionError("no policy applied yet");
@@ -266,6 +302,18 @@ absl::StatusOr<pb::SessionPolicy> Session::Show() {
   for (const auto& rule : policy->rules()) *out.add_rules() = rule;
   for (const auto& name : policy->names()) *out.add_names() = name;
   out.set_names_unrestricted(policy->names_unrestricted());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.set_egress(inputs_.network.egress());
+    if (inputs_.host != nullptr) {
+      for (const auto& skipped : inputs_.host->skipped) {
+        pb::HostRoute* route = out.add_skipped_host_routes();
+        route->mutable_cidr()->set_prefix(skipped.prefix.ToString());
+        route->set_interface(skipped.interface);
+        route->set_reason(skipped.reason);
+      }
+    }
+  }
   grpc::ClientContext ctx;
   SetDeadline(&ctx, std::chrono::milliseconds(5000));
   rt::GetPolicyResponse installed;

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +30,8 @@
 #include "lazaret/supervisor/v1/supervisor.pb.h"
 #include "services/netpolicyd/compile.h"
 #include "services/netpolicyd/dns_message.h"
-#include "services/netpolicyd/log_ring.h"
+#include "services/netpolicyd/egress_log.h"
+#include "services/netpolicyd/held_names.h"
 #include "services/netpolicyd/resolver.h"
 
 namespace lazaret::netpolicyd {
@@ -39,7 +41,10 @@ namespace lazaret::netpolicyd {
 struct SessionInputs {
   lazaret::supervisor::v1::SessionInfo info;
   lazaret::config::v1::NetworkPolicy network;
-  std::vector<HostAddress> host_addresses;
+  // The host's addresses and networks (host_monitor.h) at the time; null:
+  // not known, and the session is closed until a snapshot arrives.
+  std::shared_ptr<const HostNetworks> host;
+  uint64_t host_version = 0;  // HostMonitor::version() of `host`
   lazaret::netrouter::v1::GetNamespaceInfoResponse namespace_info;
   std::vector<Upstream> upstreams;
 };
@@ -52,6 +57,13 @@ struct SessionOptions {
   // Name routes live clamp(TTL, floor, cap) seconds.
   int64_t name_ttl_floor = 60;
   int64_t name_ttl_cap = 3600;
+  // Where the egress log is persisted (egress_log.h); an empty dir keeps
+  // it in memory only.
+  EgressLogOptions log;
+  // `egress = "ask"`: who is asked about unlisted names (nullptr: nobody,
+  // such a name is refused), and the bounds on held names.
+  std::shared_ptr<ApprovalClient> approval;
+  HeldNamesOptions held;
 };
 
 // "deny 10.0.0.0/8 (configuration: FILE:LINE KEY)": a rule and its source, for
@@ -64,6 +76,7 @@ IpPrefix RecordAddress(const dns::ResourceRecord& rr);
 class Session {
  public:
   Session(std::string id, std::shared_ptr<grpc::ChannelInterface> router, SessionOptions options);
+  ~Session();  // held names first: their threads call into the session
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -78,17 +91,33 @@ class Session {
   // Re-applies when a live rule or a name route of the applied table has
   // expired; nothing otherwise.
   absl::Status ApplyIfExpired();
+  // The host's addresses or networks changed (null: no longer known):
+  // re-applies when they differ from the session's. A `version` older than
+  // the session's is ignored (updates run on several threads); 0 always
+  // applies.
+  absl::Status SetHostNetworks(std::shared_ptr<const HostNetworks> host, uint64_t version = 0);
 
   absl::StatusOr<lazaret::netpolicy::v1::SessionPolicy> Show();
   absl::StatusOr<lazaret::netpolicy::v1::TestDestinationResponse> Test(
       const lazaret::netpolicy::v1::TestDestinationRequest& request);
   lazaret::netpolicy::v1::SessionSummary Summary();
 
-  // The DNS path: a query as the sandbox sent it, the answer to send back
-  // (empty: none). Installs name routes (ApplyPolicy) before it answers.
-  std::string AnswerDns(absl::string_view query, bool udp);
+  // The DNS path: a query as the sandbox sent it; the answer goes to
+  // `responder` (empty: none), at once or, for a name held for an approver
+  // (`egress = "ask"`), after the decision - never blocking the caller on
+  // a human. Installs name routes (ApplyPolicy) before it answers.
+  void AnswerDns(absl::string_view query, bool udp, std::unique_ptr<DnsResponder> responder);
+  // Ends every held name (REFUSED) and its asker thread: the session is
+  // detaching.
+  void StopHeldNames();
 
-  LogRing& log() { return log_; }
+  EgressLog& log() { return log_; }
+  // The one entry point of the egress log: stamped with the time, seq and
+  // this session's id.
+  void Log(lazaret::netpolicy::v1::LogEntry entry);
+  // The table in force (null before the first apply): what the trace
+  // sink judges the sandbox's connects with.
+  std::shared_ptr<const CompiledPolicy> AppliedPolicy() const { return Applied(); }
 
  private:
   using NameKey = std::pair<IpPrefix, std::string>;
@@ -110,17 +139,31 @@ class Session {
            const std::string& detail);
 
   // The DNS path's steps (session_dns.cc).
+  std::string AnswerNow(const dns::Query& query, bool udp, const CompiledPolicy& policy);
   std::string Answered(const dns::Query& query, const std::string& name_text,
                        const CompiledPolicy& policy, bool udp);
+  // The filtered answer from the upstream's `response` to `query`.
+  // `approved`: an approver allowed the name (its name routes stay
+  // although no pattern lists it).
+  std::string AnswerFrom(const dns::Query& query, const std::string& name_text,
+                         const CompiledPolicy& policy, bool udp, const dns::Response& response,
+                         bool approved = false);
+  // Held names (session_dns.cc): the session as HeldNames sees it.
+  class HeldHost;
+  HeldNames& Held();
+  // The profile's ask settings; nullopt when the profile does not ask.
+  std::optional<AskSettings> AskMode() const ABSL_LOCKS_EXCLUDED(mu_);
+  ResolvedName ResolveForApproval(const dns::Question& question);
+  std::string AnswerFromResolved(const dns::Query& query, bool udp, const ResolvedName& resolved);
   // Adds name routes for `addresses` of `name` that need one; returns the
   // state version to apply (0: nothing new). Sets each address's lifetime.
   uint64_t AddNameRoutes(const std::string& name, std::vector<dns::ResourceRecord>& addresses,
-                         const CompiledPolicy& policy);
+                         const CompiledPolicy& policy, bool approved = false);
 
   const std::string id_;
   const SessionOptions options_;
   const std::unique_ptr<lazaret::netrouter::v1::NetRouterService::Stub> router_;
-  LogRing log_;
+  EgressLog log_;
 
   std::mutex apply_mu_;  // held across one ApplyPolicy: generations go out in order
   mutable std::mutex mu_;
@@ -135,6 +178,12 @@ class Session {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // the last one sent; 0: ask the router
   std::shared_ptr<const CompiledPolicy> applied_ ABSL_GUARDED_BY(mu_);
   lazaret::netpolicy::v1::PolicyApplied last_applied_ ABSL_GUARDED_BY(mu_);
+
+  // Last: destroyed first, so its asker threads (which call into the
+  // session) are joined while the rest is still there.
+  std::mutex held_mu_;
+  std::unique_ptr<HeldNamesHost> held_host_ ABSL_GUARDED_BY(held_mu_);
+  std::unique_ptr<HeldNames> held_ ABSL_GUARDED_BY(held_mu_);
 };
 
 }  // namespace lazaret::netpolicyd

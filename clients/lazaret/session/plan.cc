@@ -10,10 +10,12 @@
 #include "absl/types/span.h"
 #include "clients/lazaret/escalation/endpoint.h"
 #include "clients/lazaret/session/env.h"
+#include "clients/lazaret/session/host_ca.h"
 #include "clients/lazaret/session/mounts.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/session_dir.h"
+#include "clients/lazaret/session/trace_config.h"
 #include "clients/lazaret/session/terminfo.h"
 #include "services/common/fs/path.h"
 #include "services/common/status_util.h"
@@ -65,6 +67,19 @@ absl::StatusOr<EscalationMounts> PlanEscalation(const PlanInputs& in,
   return e;
 }
 
+// trust_host_ca: the host's certificates (written to the session directory
+// by the start, host_ca.h) bound read-only, the bundle's tmpfs, the
+// sandbox-init options that build the bundle, and the variables naming
+// them. The variables go before the profile's env, so a profile that sets
+// one of them wins.
+void PlanHostCa(const std::string& session_path, std::vector<Mount>* mounts,
+                std::vector<EnvSetting>* env, std::vector<std::string>* init_args) {
+  HostCaPlan ca = PlanHostCaMounts(session_path);
+  mounts->insert(mounts->end(), ca.mounts.begin(), ca.mounts.end());
+  env->insert(env->end(), ca.env.begin(), ca.env.end());
+  init_args->insert(init_args->end(), ca.init_args.begin(), ca.init_args.end());
+}
+
 }  // namespace
 
 std::vector<std::string> PinnedIsolationArgs(bool rootless) {
@@ -111,6 +126,14 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
                         // resolv.conf podman writes (which the sandbox
                         // shares) names only it, on the shared loopback.
                         "--dns=127.0.0.1",
+                        // A name held for an approver (egress = "ask")
+                        // is answered when a human decides: glibc waits
+                        // 30 s per try (its most) instead of 5, and tries
+                        // 4 times: 120 s, the default ask_timeout.
+                        // Every other query is answered within the
+                        // router's 5 s deadline, so nothing else changes.
+                        "--dns-option=timeout:30",
+                        "--dns-option=attempts:4",
                         // The router binds port 53 without
                         // CAP_NET_BIND_SERVICE (NET_ADMIN is its only one).
                         "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
@@ -137,9 +160,10 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
   return a;
 }
 
-std::vector<std::string> RunscGlobalFlags(bool rootless) {
+std::vector<std::string> RunscGlobalFlags(bool rootless, const std::string& trace_config) {
   std::vector<std::string> f = {"--runtime-flag=network=host"};
   if (rootless) f.push_back("--runtime-flag=ignore-cgroups");
+  if (!trace_config.empty()) f.push_back(absl::StrCat("--runtime-flag=pod-init-config=", trace_config));
   return f;
 }
 
@@ -147,7 +171,7 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& s) {
   // podman takes --runtime-flag only as a global option, and does not store
   // it in the container: it must be on every run/start of a runsc container.
   std::vector<std::string> a = {"podman"};
-  for (auto& f : RunscGlobalFlags(s.rootless)) a.push_back(std::move(f));
+  for (auto& f : RunscGlobalFlags(s.rootless, s.trace_config)) a.push_back(std::move(f));
   // No --rm: the teardown removes the sandbox together with its sidecar in
   // one call, and until then `podman inspect` can tell whether it ever
   // started (a runtime that fails leaves it "created").
@@ -231,6 +255,10 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
     plan.env.push_back({"TERM", in.terminal.term, false});
     if (terminfo.has_value()) plan.env.push_back({"TERMINFO", kSandboxTerminfoDir, false});
   }
+  std::vector<std::string> init_args = git.init_args;
+  if (profile.trust_host_ca()) {
+    PlanHostCa(SessionPath(in.runtime_dir, plan.id), &mounts, &plan.env, &init_args);
+  }
   plan.env.insert(plan.env.end(), in.profile_env.begin(), in.profile_env.end());
   plan.env.insert(plan.env.end(), git.env.begin(), git.env.end());
   std::optional<EscalationMounts> escalation;
@@ -263,10 +291,11 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   sandbox.rootless = in.rootless;
   sandbox.tty = in.terminal.tty;
   sandbox.env_file = absl::StrCat(plan.session_path, "/env");
+  sandbox.trace_config = TraceConfigPath(plan.session_path);
   sandbox.mounts = std::move(mounts);
   sandbox.escalation = std::move(escalation);
   sandbox.sandbox_init_host = in.sandbox_init_host;
-  sandbox.init_args = git.init_args;
+  sandbox.init_args = std::move(init_args);
   sandbox.command = in.command;
   LAZ_RETURN_IF_ERROR(UseHeldMounts(in.held_mounts, &plan));
   return plan;

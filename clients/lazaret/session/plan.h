@@ -102,6 +102,8 @@ struct SandboxSpec {
   bool rootless = false;
   bool tty = false;
   std::string env_file;
+  // runsc's --pod-init-config (trace_config.h): the connection log.
+  std::string trace_config;
   std::vector<Mount> mounts;  // in order
   // Set exactly when the profile enables escalation: the certificate and
   // client mounts after `mounts`. No host socket, and no host-uds flag.
@@ -133,8 +135,11 @@ absl::StatusOr<std::vector<std::string>> SandboxArgv(const SandboxSpec& spec);
 // escalation: without one, gVisor refuses to connect to any host socket
 // file, so no socket a host program binds in the workspace or a volume is
 // reachable from inside (escalation goes through the sidecar's relay;
-// docs/escalation.md). Never net-raw.
-std::vector<std::string> RunscGlobalFlags(bool rootless);
+// docs/escalation.md). Never net-raw. With `trace_config`, the
+// pod-init-config that sends every connect() to the session's egress log
+// (trace_config.h); it names a file runsc reads, not a socket the sandbox
+// can reach.
+std::vector<std::string> RunscGlobalFlags(bool rootless, const std::string& trace_config = "");
 
 // The profile's Git Shadow state directory, <profile_dir>/git: where the
 // Git Shadow keeps its state, and what session.json names for `lazaret
@@ -168,8 +173,9 @@ struct SessionPlan {
   std::string id;
   std::string session_path;        // <runtime_dir>/sessions/<id>
   std::string workspace_host_dir;  // bound read-write at /workspace
-  // The env file's lines, in order: terminal, profile, Git Shadow, then
-  // LAZARET_ESCALATE when escalation is on (later lines win).
+  // The env file's lines, in order: terminal, the host CA's variables
+  // (trust_host_ca), profile, Git Shadow, then LAZARET_ESCALATE when
+  // escalation is on (later lines win).
   std::vector<EnvSetting> env;
   // The overlays' merged directories over each persistent directory, in
   // the profile's order (also in sandbox.mounts); lazaret-mount-helper
@@ -189,7 +195,9 @@ struct SessionPlan {
 // table: the workspace (the Git Shadow's worktree in --worktree mode) at
 // /workspace, the Git Shadow's mounts, the held views (inputs.held_mounts,
 // a parent before a child), the profile's volumes, its
-// persistent directories, the host's terminfo entry (read-only); then
+// persistent directories, the host's terminfo entry (read-only), with
+// trust_host_ca the host's certificates (read-only) and the CA bundle's
+// tmpfs (host_ca.h); then
 // SandboxArgv adds the escalation mounts (when the profile enables
 // escalation; its socket directory goes to the sidecar) and
 // lazaret-sandbox-init.

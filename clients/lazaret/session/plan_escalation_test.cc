@@ -80,7 +80,8 @@ TEST(PlanSessionTest, EscalationOnBindsTheSocketDirIntoTheSidecarAndNoHostSocket
     const std::vector<std::string>& a = plan->sandbox_argv;
     // runsc is started without any host-uds flag: no host socket file is
     // reachable from inside.
-    EXPECT_THAT(GlobalFlags(a), ElementsAreArray(RunscGlobalFlags(rootless)));
+    EXPECT_THAT(GlobalFlags(a),
+                ElementsAreArray(RunscGlobalFlags(rootless, plan->sandbox.trace_config)));
     for (const std::string& f : a) {
       EXPECT_THAT(f, Not(HasSubstr("host-uds")));
       EXPECT_THAT(f, Not(HasSubstr("/rt/escalation")));
@@ -169,7 +170,7 @@ TEST(DryRunTest, ShowsTheEscalationAttachBeforeTheSidecarAndTheRelay) {
       "# host escalation: EscalationEndpointService.AttachSession{0123456789ab} on "
       "/rt/brokerd.sock (at most 10 s)");
   const size_t sidecar = text.find("podman run --detach --name=lazaret-0123456789ab-sidecar");
-  const size_t sandbox = text.find("podman --runtime-flag=network=host run");
+  const size_t sandbox = text.find("podman --runtime-flag=network=host --runtime-flag=pod-init-config=");
   const size_t detach = text.find("# then EscalationEndpointService.DetachSession{0123456789ab}");
   ASSERT_NE(attach, std::string::npos) << text;
   ASSERT_NE(sidecar, std::string::npos) << text;

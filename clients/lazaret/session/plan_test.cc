@@ -198,7 +198,7 @@ TEST(SidecarArgvTest, RouterIsTheOnlyResolverAndMayBindPort53) {
     const std::vector<std::string> a = SidecarArgv(Sidecar(rootless));
     EXPECT_THAT(Values(a, "--dns"), ElementsAre("127.0.0.1"));
     EXPECT_THAT(Values(a, "--dns-search"), ElementsAre());
-    EXPECT_THAT(Values(a, "--dns-option"), ElementsAre());
+    EXPECT_THAT(Values(a, "--dns-option"), ElementsAre("timeout:30", "attempts:4"));
     EXPECT_THAT(Values(a, "--sysctl"), ElementsAre("net.ipv4.ip_unprivileged_port_start=53"));
     // The capability set stays NET_ADMIN alone: no NET_BIND_SERVICE for 53.
     EXPECT_THAT(Values(a, "--cap-add"), ElementsAre("NET_ADMIN"));
@@ -375,7 +375,8 @@ TEST(PlanSessionTest, EveryFlagOfBothContainers) {
                   "--label=io.lazaret.role=sidecar", "--label=io.lazaret.runtime-dir=/rt",
                   "--runtime=/usr/bin/runc",
                   "--network=slirp4netns:allow_host_loopback=false,enable_ipv6=true",
-                  "--dns=127.0.0.1", "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
+                  "--dns=127.0.0.1", "--dns-option=timeout:30", "--dns-option=attempts:4",
+                  "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
                   "--read-only", "--read-only-tmpfs=false", "--cap-drop=all", "--cap-add=NET_ADMIN",
                   "--pull=never", "--env-host=false", "--http-proxy=false", "--ipc=private",
                   "--pid=private", "--uts=private", "--cgroupns=private", "--init=false",
@@ -386,7 +387,8 @@ TEST(PlanSessionTest, EveryFlagOfBothContainers) {
                   "--socket=/run/lazaret/router/router.sock"));
   EXPECT_THAT(
       plan->sandbox_argv,
-      ElementsAre("podman", "--runtime-flag=network=host", "run",
+      ElementsAre("podman", "--runtime-flag=network=host",
+                  "--runtime-flag=pod-init-config=/rt/sessions/0123456789ab/trace.json", "run",
                   "--name=lazaret-0123456789ab-sandbox", "--label=io.lazaret.profile=p1",
                   "--label=io.lazaret.session=0123456789ab", "--label=io.lazaret.role=sandbox",
                   "--label=io.lazaret.runtime-dir=/rt", "--runtime=/usr/bin/runsc",

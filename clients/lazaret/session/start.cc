@@ -24,12 +24,14 @@
 #include "clients/lazaret/process/subprocess.h"
 #include "clients/lazaret/session/console.h"
 #include "clients/lazaret/session/env.h"
+#include "clients/lazaret/session/host_ca.h"
 #include "clients/lazaret/session/mounts.h"
 #include "clients/lazaret/session/names.h"
 #include "clients/lazaret/session/podman.h"
 #include "clients/lazaret/session/profile.h"
 #include "clients/lazaret/session/pty_proxy.h"
 #include "clients/lazaret/session/signals.h"
+#include "clients/lazaret/session/trace_config.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "services/common/fs/dir.h"
 #include "services/common/status_util.h"
@@ -56,6 +58,24 @@ absl::Status Register(LiveSession* s) {
   record.explicit_config = s->explicit_config;
   LAZ_ASSIGN_OR_RETURN(s->dir, SessionDir::Create(s->runtime_dir, record));
   LAZ_ASSIGN_OR_RETURN(s->registration, SessionRegistration::Register(s->runtime_dir, record));
+  return absl::OkStatus();
+}
+
+// trust_host_ca: the certificates of the store the host's OpenSSL reads for
+// this user, re-encoded into the session directory, where the plan binds
+// them (PlanHostCa). A store that cannot be read or holds anything but
+// certificates ends the start: never a sandbox that silently lacks them.
+absl::Status WriteHostCa(LiveSession* s) {
+  if (!s->profile.trust_host_ca()) return absl::OkStatus();
+  absl::StatusOr<HostCaCertificates> certs = ReadHostCaStore(HostEnv);
+  if (!certs.ok()) {
+    return absl::Status(certs.status().code(),
+                        absl::StrCat(certs.status().message(), "; the sandbox was not started"));
+  }
+  LAZ_RETURN_IF_ERROR(WriteHostCaFile(s->dir->path(), *certs));
+  const std::string line = absl::StrCat("host CA store ", certs->source, ": ", certs->count,
+                                        " certificates bound at ", kSandboxHostCaFile);
+  Trace(line.c_str());
   return absl::OkStatus();
 }
 
@@ -139,6 +159,33 @@ absl::Status HoldRouter(LiveSession* s) {
 // session's route table and pushes it into the router (ApplyPolicy, read
 // back) before the sandbox exists, so its first connect is governed. No
 // answer, no sandbox: the namespace stays closed and the start ends.
+// The profile's ports, then -p's: netpolicyd binds the host's loopback
+// and the router relays to the sandbox's (docs/networking.md "Inbound
+// ports"). They close with the session (netpolicyd's detach). A forward
+// that cannot open fails the start with the reason.
+absl::Status OpenInboundPorts(LiveSession* s) {
+  std::vector<lazaret::common::v1::PortForward> ports(s->profile.network().ports().begin(),
+                                                      s->profile.network().ports().end());
+  ports.insert(ports.end(), s->ports.begin(), s->ports.end());
+  if (ports.empty()) return absl::OkStatus();
+  auto stub = netpolicy::v1::NetPolicyService::NewStub(
+      DialUnix(net::NetPolicySocket(s->runtime_dir)));
+  for (const lazaret::common::v1::PortForward& p : ports) {
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + net::kCallTimeout);
+    netpolicy::v1::PortRequest req;
+    req.mutable_session()->set_id(s->plan.id);
+    *req.mutable_port() = p;
+    netpolicy::v1::PortList list;
+    if (grpc::Status st = stub->AddPort(&cc, req, &list); !st.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                          absl::StrCat("host port ", p.host_port(), " could not be forwarded: ",
+                                       st.error_message(), "; the sandbox was not started"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ApplyEgressPolicy(LiveSession* s) {
   s->policy_attached = true;  // from here on, the teardown detaches it
   net::NetPolicyClient client(net::NetPolicySocket(s->runtime_dir));
@@ -186,10 +233,14 @@ absl::Status AttachEscalation(LiveSession* s) {
   return absl::OkStatus();
 }
 
-// With escalation on and no --approver remote (or escalation.approver =
-// "remote"), the session's requests may be decided in this terminal.
+// With escalation on, or egress = "ask" (names the sandbox asks for are
+// shown as network requests), and no --approver remote (or
+// escalation.approver = "remote"), the session's requests may be decided in
+// this terminal. The prompt takes the terminal only when a request arrives,
+// under the same guard for both kinds.
 void StartInlineApprover(LiveSession* s) {
-  if (!s->plan.sandbox.escalation.has_value()) return;
+  const bool asks = s->profile.network().egress() == config::v1::EGRESS_MODE_ASK;
+  if (!s->plan.sandbox.escalation.has_value() && !asks) return;
   const bool remote = s->approver.empty() ? s->profile.escalation().approver() ==
                                                 config::v1::EscalationPolicy::APPROVER_REMOTE
                                           : s->approver == "remote";
@@ -259,6 +310,8 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   Trace("session registered");
   LAZ_ASSIGN_OR_RETURN(std::string env_text, EnvFileText(s->plan.env));
   LAZ_RETURN_IF_ERROR(s->dir->WriteEnvFile(env_text));
+  LAZ_RETURN_IF_ERROR(WriteTraceConfig(*s->dir));
+  LAZ_RETURN_IF_ERROR(WriteHostCa(s));
   // RunSession installed Lazaret's containers.conf before any thread
   // existed; no podman call of a session runs without it (podman.h).
   if (const char* c = std::getenv("CONTAINERS_CONF");
@@ -286,6 +339,7 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   // 3. The egress policy, applied in the router before the sandbox exists.
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
   LAZ_RETURN_IF_ERROR(ApplyEgressPolicy(s));
+  LAZ_RETURN_IF_ERROR(OpenInboundPorts(s));
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
 
   // 4. Only now the agent sandbox. Its volume sources are re-checked here,
