@@ -199,33 +199,43 @@ absl::StatusOr<std::unique_ptr<TestDnsServer>> TestDnsServer::Start(TestDnsServe
   socklen_t len = 0;
   auto addr = ParseListenAddress(options.listen, &len);
   if (!addr.ok()) return addr.status();
-  int family = addr->ss_family;
-  int udp = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  int tcp = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int wake = eventfd(0, EFD_CLOEXEC);
-  auto fail = [&](const std::string& what) {
-    int err = errno;
-    for (int fd : {udp, tcp, wake}) {
-      if (fd >= 0) close(fd);
+  const int family = addr->ss_family;
+  const bool any_port = (family == AF_INET ? reinterpret_cast<sockaddr_in*>(&*addr)->sin_port
+                                           : reinterpret_cast<sockaddr_in6*>(&*addr)->sin6_port) == 0;
+  // Port 0: TCP takes the port the kernel gave UDP. Another program may
+  // hold that TCP port already; then the pair is tried again on a new one.
+  for (int attempt = 0;; ++attempt) {
+    int udp = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int tcp = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int wake = eventfd(0, EFD_CLOEXEC);
+    int err = 0;
+    auto fail = [&](const std::string& what) {
+      err = errno;
+      for (int fd : {udp, tcp, wake}) {
+        if (fd >= 0) close(fd);
+      }
+      return absl::InternalError(absl::StrCat(what, " ", options.listen, ": ", strerror(err)));
+    };
+    if (udp < 0 || tcp < 0 || wake < 0) return fail("socket");
+    int one = 1;
+    setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(udp, reinterpret_cast<sockaddr*>(&*addr), len) != 0) return fail("bind udp");
+    sockaddr_storage bound{};
+    socklen_t bound_len = sizeof(bound);
+    getsockname(udp, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+    if (bind(tcp, reinterpret_cast<sockaddr*>(&bound), bound_len) != 0) {
+      absl::Status s = fail("bind tcp");
+      if (any_port && err == EADDRINUSE && attempt < 64) continue;
+      return s;
     }
-    return absl::InternalError(absl::StrCat(what, " ", options.listen, ": ", strerror(err)));
-  };
-  if (udp < 0 || tcp < 0 || wake < 0) return fail("socket");
-  int one = 1;
-  setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(udp, reinterpret_cast<sockaddr*>(&*addr), len) != 0) return fail("bind udp");
-  // Port 0: TCP takes the port the kernel gave UDP.
-  sockaddr_storage bound{};
-  socklen_t bound_len = sizeof(bound);
-  getsockname(udp, reinterpret_cast<sockaddr*>(&bound), &bound_len);
-  if (bind(tcp, reinterpret_cast<sockaddr*>(&bound), bound_len) != 0) return fail("bind tcp");
-  if (listen(tcp, 16) != 0) return fail("listen");
-  uint16_t port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
-                                          : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  auto server =
-      std::unique_ptr<TestDnsServer>(new TestDnsServer(std::move(options), udp, tcp, wake, port));
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
-  return server;
+    if (listen(tcp, 16) != 0) return fail("listen");
+    uint16_t port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                            : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+    auto server =
+        std::unique_ptr<TestDnsServer>(new TestDnsServer(std::move(options), udp, tcp, wake, port));
+    server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+    return server;
+  }
 }
 
 TestDnsServer::TestDnsServer(TestDnsServerOptions options, int udp_fd, int tcp_fd, int wake_fd,
