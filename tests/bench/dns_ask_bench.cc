@@ -6,7 +6,9 @@
 // kRuns new names it measures
 //   held -> ADDED: the query sent until the approver's WatchPending stream
 //                  delivers the request (what an approver's screen waits
-//                  for), and
+//                  for),
+//   held -> screen: the same plus the approver's Model laying out the
+//                  screen that shows the request's row, and
 //   Decide -> answer: the approver's Decide(allow once) until the answer
 //                  reaches the router (name routes applied first),
 // against the baseline of the same run: a listed name's answer (no
@@ -21,7 +23,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "clients/lazaret/approve/display_text.h"
+#include "clients/lazaret/approve/model.h"
 #include "lazaret/approver/v1/approver.grpc.pb.h"
 #include "services/brokerd/approver_service.h"
 #include "services/brokerd/network_approval_service.h"
@@ -152,7 +157,7 @@ int main() {
   auto watch = stub->WatchPending(&watch_ctx, watch_req);
   watch->WaitForInitialMetadata();
 
-  std::vector<double> baseline, held_to_added, decide_to_answer;
+  std::vector<double> baseline, held_to_added, held_to_screen, decide_to_answer;
   int failures = 0;
   for (int i = 0; i < kRuns; ++i) {
     const auto b0 = Clock::now();
@@ -182,6 +187,16 @@ int main() {
       return Fail("the watch ended");
     }
     held_to_added.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    const std::vector<lazaret::cli::approve::Line> screen =
+        lazaret::cli::approve::RenderAdded(event, 80, 24);
+    const auto t1s = Clock::now();
+    bool shown = false;
+    for (const auto& line : screen) {
+      shown = shown || absl::StrContains(lazaret::cli::approve::PlainText(line),
+                                         absl::StrCat("n", i, ".ask.test"));
+    }
+    if (!shown) ++failures;
+    held_to_screen.push_back(std::chrono::duration<double, std::micro>(t1s - t0).count());
     apb::DecideRequest decide;
     decide.set_id(event.request().id());
     *decide.mutable_approver() = watch_req.approver();
@@ -202,11 +217,13 @@ int main() {
 
   const Stats base = Of(baseline);
   const Stats held = Of(held_to_added);
+  const Stats screen = Of(held_to_screen);
   const Stats decided = Of(decide_to_answer);
   printf("dns_ask_bench: %d runs, %d failures\n", kRuns, failures);
   printf("%-34s p50 %8.1f us   p99 %8.1f us\n", "listed name answered (baseline)", base.p50_us,
          base.p99_us);
   Print("held query -> ADDED on WatchPending", held, base);
+  Print("held query -> approver's screen", screen, base);
   Print("Decide(once) -> answer at router", decided, base);
   if (failures > 0) return Fail("some runs failed");
   if (held.p99_us > kBudgetHeldToAddedP99Ms * 1000 ||
