@@ -2,6 +2,7 @@
 // a scratch directory reaches a server on 127.0.0.1, else on ::1, of this
 // namespace; a peer with another uid is refused; limits and close.
 #include "sidecar/port_relay.h"
+#include "tests/support/test_support.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -63,28 +64,6 @@ struct Server {
   }
 };
 
-std::string ReadAllFrom(const std::string& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.data(), path.size());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return "<no connect>";
-  }
-  std::string out;
-  char buf[256];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) <= 0) break;
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
 struct Dir {
   std::string path;
   Dir() {
@@ -107,11 +86,11 @@ TEST(PortRelayTest, ReachesLoopbackBoundServerThenV6OnlyServer) {
   struct stat st {};
   ASSERT_EQ(stat((*relay)->SocketPath(v4.port).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(ReadAllFrom((*relay)->SocketPath(v4.port)), "hello from 127.0.0.1\n");
+  EXPECT_EQ(test::ReadUnixUntilEof((*relay)->SocketPath(v4.port)), "hello from 127.0.0.1\n");
   Server v6(AF_INET6, "hello from ::1\n");
   if (v6.port == 0) GTEST_SKIP() << "no IPv6 loopback here";
   ASSERT_TRUE((*relay)->Open(v6.port).ok());
-  EXPECT_EQ(ReadAllFrom((*relay)->SocketPath(v6.port)), "hello from ::1\n");
+  EXPECT_EQ(test::ReadUnixUntilEof((*relay)->SocketPath(v6.port)), "hello from ::1\n");
 }
 
 TEST(PortRelayTest, WrongPeerUidRefused) {
@@ -121,7 +100,7 @@ TEST(PortRelayTest, WrongPeerUidRefused) {
   ASSERT_TRUE(relay.ok()) << relay.status();
   Server v4(AF_INET, "secret\n");
   ASSERT_TRUE((*relay)->Open(v4.port).ok());
-  EXPECT_EQ(ReadAllFrom((*relay)->SocketPath(v4.port)), "");
+  EXPECT_EQ(test::ReadUnixUntilEof((*relay)->SocketPath(v4.port)), "");
 }
 
 TEST(PortRelayTest, LimitsAndClose) {
@@ -136,10 +115,10 @@ TEST(PortRelayTest, LimitsAndClose) {
   EXPECT_EQ((*relay)->Open(0).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*relay)->Open(70000).code(), absl::StatusCode::kInvalidArgument);
   // Nothing listens inside: the connection is closed at once.
-  EXPECT_EQ(ReadAllFrom((*relay)->SocketPath(3000)), "");
+  EXPECT_EQ(test::ReadUnixUntilEof((*relay)->SocketPath(3000)), "");
   ASSERT_TRUE((*relay)->Close(3000).ok());
   EXPECT_EQ((*relay)->List(), std::vector<uint32_t>{3001});
-  EXPECT_EQ(ReadAllFrom((*relay)->SocketPath(3000)), "<no connect>");
+  EXPECT_EQ(test::ReadUnixUntilEof((*relay)->SocketPath(3000)), "<no connect>");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // only by default, both families; a busy port is an error; ports below
 // 1024 refused; a session's forwards gone when it detaches.
 #include "services/netpolicyd/inbound_ports.h"
+#include "tests/support/test_support.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -58,43 +59,6 @@ struct FakeRouter {
   }
 };
 
-// Connects to address:port over TCP and reads until EOF; "<refused>" when
-// the connect fails.
-std::string Fetch(const char* address, uint16_t port) {
-  const bool v6 = std::strchr(address, ':') != nullptr;
-  const int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_storage ss{};
-  socklen_t len;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port);
-    inet_pton(AF_INET6, address, &a->sin6_addr);
-    len = sizeof(*a);
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    inet_pton(AF_INET, address, &a->sin_addr);
-    len = sizeof(*a);
-  }
-  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    close(fd);
-    return "<refused>";
-  }
-  std::string out;
-  char buf[256];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) <= 0) break;
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
 // A free TCP port on 127.0.0.1 at or above 1024.
 uint16_t FreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -126,10 +90,10 @@ TEST(InboundPortsTest, BindsLoopbackOnlyByDefault) {
       (*ports)->Add(kSession, Forward(host, 3000));
   ASSERT_TRUE(list.ok()) << list.status();
   ASSERT_EQ(list->size(), 1u);
-  EXPECT_EQ(Fetch("127.0.0.1", host), "dev server\n");
-  EXPECT_EQ(Fetch("::1", host), "dev server\n");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", host), "dev server\n");
+  EXPECT_EQ(test::ReadTcpUntilEof("::1", host), "dev server\n");
   // Not on the wildcard: another loopback address of 127/8 is not bound.
-  EXPECT_EQ(Fetch("127.0.0.2", host), "<refused>");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.2", host), "<refused>");
   // The sandbox port defaults to the host port.
   absl::StatusOr<std::vector<lazaret::common::v1::PortForward>> again =
       (*ports)->Add(kSession, Forward(FreePort(), 0, "127.0.0.1"));
@@ -167,10 +131,10 @@ TEST(InboundPortsTest, RemovedAndClosedOnDetach) {
   ASSERT_TRUE((*ports)->Remove(kSession, a, &sandbox, &unused).ok());
   EXPECT_EQ(sandbox, 3000u);
   EXPECT_FALSE(unused) << "host port b still forwards to 3000";
-  EXPECT_EQ(Fetch("127.0.0.1", a), "<refused>");
-  EXPECT_EQ(Fetch("127.0.0.1", b), "x");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", a), "<refused>");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", b), "x");
   (*ports)->CloseSession(kSession);
-  EXPECT_EQ(Fetch("127.0.0.1", b), "<refused>");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", b), "<refused>");
   EXPECT_TRUE((*ports)->List(kSession).empty());
 }
 

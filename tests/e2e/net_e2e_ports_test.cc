@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/e2e/net_e2e_fixture.h"
 #include "tests/e2e/run_e2e_support.h"
+#include "tests/support/test_support.h"
 
 namespace lazaret::test::e2e::net {
 namespace {
@@ -43,49 +44,12 @@ uint16_t FreeHostPort() {
   return ntohs(a.sin_port);
 }
 
-// What a TCP client on the host reads from address:port until EOF;
-// "<refused>" when the connect fails.
-std::string Fetch(const std::string& address, uint16_t port) {
-  const bool v6 = address.find(':') != std::string::npos;
-  const int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_storage ss{};
-  socklen_t len;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port);
-    inet_pton(AF_INET6, address.c_str(), &a->sin6_addr);
-    len = sizeof(*a);
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    inet_pton(AF_INET, address.c_str(), &a->sin_addr);
-    len = sizeof(*a);
-  }
-  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    close(fd);
-    return "<refused>";
-  }
-  std::string out;
-  char buf[256];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) <= 0) break;
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
-// Fetch until it returns `want` or 10 s pass; the last answer.
-std::string FetchUntil(const std::string& address, uint16_t port, const std::string& want) {
+// Reads address:port until it answers `want` or 10 s pass; the last answer.
+std::string ReadUntil(const std::string& address, uint16_t port, const std::string& want) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string got;
   while (std::chrono::steady_clock::now() < deadline) {
-    got = Fetch(address, port);
+    got = test::ReadTcpUntilEof(address, port);
     if (got == want) return got;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -122,25 +86,25 @@ TEST_F(NetE2ePortsTest, ProbeListeningOn127InsideIsReachedFromHostLoopback) {
   NetSession* s = Session();
   ASSERT_NE(s, nullptr) << W().SessionError(kPortsProfile);
   const std::string banner = absl::StrCat(kBanner, "\n");
-  EXPECT_EQ(FetchUntil("127.0.0.1", ProfileHostPort(), banner), banner);
-  EXPECT_EQ(Fetch("::1", ProfileHostPort()), banner);
+  EXPECT_EQ(ReadUntil("127.0.0.1", ProfileHostPort(), banner), banner);
+  EXPECT_EQ(test::ReadTcpUntilEof("::1", ProfileHostPort()), banner);
 }
 
 TEST_F(NetE2ePortsTest, NotReachableOnTheHostsOtherAddresses) {
   NetSession* s = Session();
   ASSERT_NE(s, nullptr) << W().SessionError(kPortsProfile);
   const std::string banner = absl::StrCat(kBanner, "\n");
-  ASSERT_EQ(FetchUntil("127.0.0.1", ProfileHostPort(), banner), banner);
+  ASSERT_EQ(ReadUntil("127.0.0.1", ProfileHostPort(), banner), banner);
   ifaddrs* list = nullptr;
   ASSERT_EQ(getifaddrs(&list), 0);
   int checked = 0;
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
     char text[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
-              sizeof(text));
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof(text));
     if (std::strncmp(text, "127.", 4) == 0) continue;
-    EXPECT_EQ(Fetch(text, ProfileHostPort()), "<refused>") << i->ifa_name << " " << text;
+    EXPECT_EQ(test::ReadTcpUntilEof(text, ProfileHostPort()), "<refused>")
+        << i->ifa_name << " " << text;
     ++checked;
   }
   freeifaddrs(list);
@@ -159,9 +123,9 @@ TEST_F(NetE2ePortsTest, LivePortAddAndRemove) {
             std::string::npos)
       << add.out;
   const auto added = std::chrono::steady_clock::now();
-  EXPECT_EQ(Fetch("127.0.0.1", live), banner);
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", live), banner);
   EXPECT_LT(std::chrono::steady_clock::now() - added, std::chrono::seconds(1));
-  EXPECT_EQ(Fetch("::1", live), "<refused>") << "only the address written";
+  EXPECT_EQ(test::ReadTcpUntilEof("::1", live), "<refused>") << "only the address written";
   CommandResult ls = Lazaret("/", {"port", s->id(), "ls"});
   ASSERT_EQ(ls.exit_code, 0) << ls.err;
   EXPECT_NE(ls.out.find(absl::StrCat("127.0.0.1 and ::1 port ", ProfileHostPort())),
@@ -173,8 +137,9 @@ TEST_F(NetE2ePortsTest, LivePortAddAndRemove) {
   EXPECT_NE(busy.exit_code, 0) << busy.out;
   CommandResult rm = Lazaret("/", {"port", s->id(), "rm", std::to_string(live)});
   ASSERT_EQ(rm.exit_code, 0) << rm.out << rm.err;
-  EXPECT_EQ(Fetch("127.0.0.1", live), "<refused>");
-  EXPECT_EQ(Fetch("127.0.0.1", ProfileHostPort()), banner) << "the profile's forward stays";
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", live), "<refused>");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", ProfileHostPort()), banner)
+      << "the profile's forward stays";
   // Privileged host ports are refused before anything is asked.
   CommandResult low = Lazaret("/", {"port", s->id(), "add", "80:3000"});
   EXPECT_EQ(low.exit_code, 2) << low.out << low.err;
@@ -189,9 +154,9 @@ TEST_F(NetE2ePortsTest, PortsGoneWhenSessionEnds) {
   ASSERT_TRUE(s.ok()) << s.status();
   // Nothing listens inside: the host accepts, the router finds no server
   // and the connection closes empty - but the host port is open.
-  EXPECT_EQ(Fetch("127.0.0.1", host), "");
+  EXPECT_EQ(test::ReadTcpUntilEof("127.0.0.1", host), "");
   s->reset();  // the session ends
-  EXPECT_EQ(FetchUntil("127.0.0.1", host, "<refused>"), "<refused>");
+  EXPECT_EQ(ReadUntil("127.0.0.1", host, "<refused>"), "<refused>");
 }
 
 }  // namespace

@@ -337,30 +337,6 @@ TEST_F(NetRouterApiTest, RelaysDnsThroughTheStreamAndServfailsWithoutIt) {
   net_->Leave();
 }
 
-// What a client of the router's in/<port>.sock reads until EOF;
-// "<no connect>" when the socket is not there.
-std::string ReadInbound(const std::string& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.data(), std::min(path.size(), sizeof(a.sun_path) - 1));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return "<no connect>";
-  }
-  std::string out;
-  char buf[256];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) <= 0) break;
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
 TEST_F(NetRouterApiTest, InboundReachesOnlyTheNamespacesLoopback) {
   // A server on 127.0.0.1:8123 of the router's namespace: a thread enters
   // it to open the socket (setns affects that thread alone).
@@ -397,17 +373,17 @@ TEST_F(NetRouterApiTest, InboundReachesOnlyTheNamespacesLoopback) {
     ASSERT_TRUE(stub_->OpenInbound(&ctx, req, &ports).ok());
   }
   EXPECT_EQ(ports.ports_size(), 2);
-  EXPECT_EQ(ReadInbound(dir_.path() + "/in/8123.sock"), "inside\n");
+  EXPECT_EQ(test::ReadUnixUntilEof(dir_.path() + "/in/8123.sock"), "inside\n");
   // The test host listens on port 80 of its own address; the router never
   // goes there: nothing on the namespace's loopback, the connection closes.
-  EXPECT_EQ(ReadInbound(dir_.path() + "/in/80.sock"), "");
+  EXPECT_EQ(test::ReadUnixUntilEof(dir_.path() + "/in/80.sock"), "");
   {
     grpc::ClientContext ctx;
     pb::InboundPort req;
     req.set_sandbox_port(8123);
     ASSERT_TRUE(stub_->CloseInbound(&ctx, req, &ports).ok());
   }
-  EXPECT_EQ(ReadInbound(dir_.path() + "/in/8123.sock"), "<no connect>");
+  EXPECT_EQ(test::ReadUnixUntilEof(dir_.path() + "/in/8123.sock"), "<no connect>");
   {
     grpc::ClientContext ctx;
     pb::InboundPort req;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,12 @@ std::string ReadFile(const std::string& path);
 
 // `s` quoted for a POSIX shell.
 std::string ShellQuote(const std::string& s);
+
+// What a client reads from a stream server until EOF (or 5 s of silence):
+// over TCP to address:port ("<refused>" when the connect fails), or over
+// the Unix socket `path` ("<no connect>" when it fails).
+std::string ReadTcpUntilEof(const std::string& address, uint16_t port);
+std::string ReadUnixUntilEof(const std::string& path);
 
 }  // namespace lazaret::test
 
