@@ -1,6 +1,6 @@
 // The session's escalation relay: a TCP listener on the loopback of the
 // network namespace the sandbox shares with the sidecar (127.0.0.1:7457,
-// escalate/wire/relay_endpoint.h) that connects each accepted connection to
+// services/wire/relay_endpoint.h) that connects each accepted connection to
 // the broker's escalate.sock (the session's socket directory, bound
 // read-only into the sidecar) and passes bytes both ways unchanged. This is
 // what lets escalation work without runsc's host-uds flag: the sandbox
@@ -31,7 +31,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "escalate/wire/relay_endpoint.h"
+#include "services/wire/relay_endpoint.h"
 
 namespace lazaret::netrouter {
 

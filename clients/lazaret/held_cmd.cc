@@ -19,8 +19,8 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/held/command.h"
 #include "clients/lazaret/held/display.h"
-#include "clients/lazaret/session/profile.h"
-#include "clients/lazaret/session/session_dir.h"
+#include "services/sessiond/session/profile.h"
+#include "services/sessiond/session/session_dir.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli {

@@ -11,7 +11,7 @@
 #include "clients/lazaret/images/build.h"
 #include "clients/lazaret/images/sandbox_inputs.h"
 #include "clients/lazaret/images/tags.h"
-#include "clients/lazaret/process/subprocess.h"
+#include "services/spawn/subprocess.h"
 
 namespace lazaret::cli {
 namespace {

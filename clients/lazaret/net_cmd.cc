@@ -15,8 +15,8 @@
 #include "clients/lazaret/net/args.h"
 #include "clients/lazaret/net/command.h"
 #include "clients/lazaret/net/netpolicy_client.h"
-#include "clients/lazaret/session/listing.h"
-#include "clients/lazaret/session/session_dir.h"
+#include "services/sessiond/session/listing.h"
+#include "services/sessiond/session/session_dir.h"
 
 namespace lazaret::cli {
 namespace {

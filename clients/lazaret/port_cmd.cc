@@ -10,8 +10,8 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/net/port_args.h"
-#include "clients/lazaret/session/listing.h"
-#include "clients/lazaret/session/session_dir.h"
+#include "services/sessiond/session/listing.h"
+#include "services/sessiond/session/session_dir.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/common/unix_server.h"
 

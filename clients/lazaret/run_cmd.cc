@@ -2,7 +2,7 @@
 // gVisor sandbox on the current directory (docs/operations.md,
 // docs/architecture.md). Runs in the user's terminal, as the user; parses
 // the arguments and hands the session to lazaret_session
-// (clients/lazaret/session/runner.h), which prints its own progress.
+// (services/sessiond/session/runner.h), which prints its own progress.
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@
 
 #include "absl/status/statusor.h"
 #include "clients/lazaret/commands.h"
-#include "clients/lazaret/session/run_args.h"
-#include "clients/lazaret/session/runner.h"
-#include "clients/lazaret/session/signals.h"
+#include "services/sessiond/session/run_args.h"
+#include "services/sessiond/session/runner.h"
+#include "services/sessiond/session/signals.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli {

@@ -5,7 +5,7 @@
 // the user's terminal, and `clean --session` also in the supervisor's
 // reaper (services/supervisor/reaper.h) when a session's owner died. These
 // front-ends parse the arguments and print; finding, stopping and reaping
-// sessions is lazaret_session's (clients/lazaret/session/listing.h,
+// sessions is lazaret_session's (services/sessiond/session/listing.h,
 // stop.h, reap.h). A session whose directory lock is held belongs to a live
 // `lazaret run` and is left to it.
 #include <time.h>
@@ -20,11 +20,11 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/persist/state_format.h"
-#include "clients/lazaret/session/listing.h"
-#include "clients/lazaret/session/names.h"
-#include "clients/lazaret/session/reap.h"
-#include "clients/lazaret/session/session_dir.h"
-#include "clients/lazaret/session/stop.h"
+#include "services/sessiond/session/listing.h"
+#include "services/sessiond/session/names.h"
+#include "services/sessiond/session/reap.h"
+#include "services/sessiond/session/session_dir.h"
+#include "services/sessiond/session/stop.h"
 #include "services/common/constants.h"
 
 namespace lazaret::cli {

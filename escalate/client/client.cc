@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "escalate/client/exit_codes.h"
 #include "escalate/client/tls_stream.h"
-#include "escalate/wire/frame.h"
-#include "escalate/wire/messages.h"
-#include "escalate/wire/strict_json.h"
+#include "services/wire/frame.h"
+#include "services/wire/messages.h"
+#include "services/wire/strict_json.h"
 #include "services/common/fs/file.h"
 
 namespace lazaret::escalation::client {

@@ -22,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "escalate/client/exit_codes.h"
 #include "escalate/client/test_broker.h"
-#include "escalate/wire/frame.h"
-#include "escalate/wire/messages.h"
+#include "services/wire/frame.h"
+#include "services/wire/messages.h"
 #include "gtest/gtest.h"
 
 namespace lazaret::escalation::client {

@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "escalate/wire/strict_json.h"
+#include "services/wire/strict_json.h"
 
 namespace lazaret::escalation::client {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "escalate/wire/relay_endpoint.h"
+#include "services/wire/relay_endpoint.h"
 
 namespace lazaret::escalation::client {
 

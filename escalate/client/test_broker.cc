@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "escalate/wire/frame.h"
-#include "escalate/wire/messages.h"
+#include "services/wire/frame.h"
+#include "services/wire/messages.h"
 #include "services/common/fs/file.h"
 #include "services/common/status_util.h"
 

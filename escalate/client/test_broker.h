@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "escalate/wire/byte_stream.h"
+#include "services/wire/byte_stream.h"
 #include "lazaret/escalation/v1/escalation.pb.h"
 
 typedef struct ssl_ctx_st SSL_CTX;

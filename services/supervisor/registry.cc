@@ -80,7 +80,7 @@ SessionRegistry::~SessionRegistry() {
 }
 
 v1::SessionInfo SessionRegistry::InfoFor(const common::v1::SessionRecord& record) const {
-  // The same names `lazaret run` gives them (clients/lazaret/session/names.h).
+  // The same names `lazaret run` gives them (services/sessiond/session/names.h).
   v1::SessionInfo info;
   *info.mutable_record() = record;
   info.set_state(v1::SESSION_STATE_REGISTERED);

@@ -11,7 +11,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "lazaret/approver/v1/approver.pb.h"
-#include "clients/lazaret/process/command_line.h"
+#include "services/spawn/command_line.h"
 #include "tests/e2e/escalation_e2e_support.h"
 #include "tests/e2e/net_e2e_support.h"
 #include "tests/e2e/run_e2e_support.h"

@@ -17,7 +17,7 @@
 namespace lazaret::test::rawesc {
 
 struct ClientOptions {
-  std::string endpoint = "127.0.0.1:7457";  // escalate/wire/relay_endpoint.h
+  std::string endpoint = "127.0.0.1:7457";  // services/wire/relay_endpoint.h
   std::string certs = "/run/lazaret/certs";
   std::string profile;    // empty: read from client.pem's SAN URI
   int io_timeout_s = 60;  // per read or write; then the connection ends "timeout"

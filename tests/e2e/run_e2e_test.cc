@@ -187,7 +187,7 @@ TEST_F(RunE2eTest, SandboxRunsUnderRunscAndSidecarUnderRuncWithDeliberateFlags) 
 }
 
 // The capability set of the agent's root: kSandboxCapabilities
-// (clients/lazaret/session/plan.h), restated here as bits: CHOWN 0,
+// (services/sessiond/session/plan.h), restated here as bits: CHOWN 0,
 // DAC_OVERRIDE 1, FOWNER 3, FSETID 4, KILL 5, SETGID 6, SETUID 7.
 constexpr uint64_t kSandboxCaps = 0xfb;
 constexpr uint64_t kSidecarCaps = 1u << 12;  // NET_ADMIN

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "escalate/wire/frame.h"
-#include "escalate/wire/messages.h"
+#include "services/wire/frame.h"
+#include "services/wire/messages.h"
 
 namespace esc = lazaret::escalation;
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "clients/lazaret/held/store.h"
-#include "clients/lazaret/session/session_dir.h"
+#include "services/sessiond/session/session_dir.h"
 #include "google/protobuf/util/json_util.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "lazaret/held/v1/held.pb.h"

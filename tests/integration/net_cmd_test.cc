@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "clients/lazaret/net/fake_netpolicy_service.h"
 #include "clients/lazaret/net/netpolicy_client.h"
-#include "clients/lazaret/session/session_dir.h"
+#include "services/sessiond/session/session_dir.h"
 #include "services/common/unix_server.h"
 #include "tests/support/test_support.h"
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "clients/lazaret/process/command_line.h"
+#include "services/spawn/command_line.h"
 
 namespace lazaret::cli::approve {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/config/terminal_text.h"
-#include "clients/lazaret/process/command_line.h"
+#include "services/spawn/command_line.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace lazaret::cli::escalation {

@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/held/display.h"
 #include "clients/lazaret/held/store.h"
-#include "clients/lazaret/process/subprocess.h"
+#include "services/spawn/subprocess.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
 #include "services/common/fs/file.h"

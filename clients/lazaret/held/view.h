@@ -1,7 +1,7 @@
 // The session side of held changes (docs/operations.md "Held changes"):
 // every path host programs act on by themselves (the catalogue, the paths
 // the host's git config names, the scripts their text names;
-// clients/lazaret/workspace/acted_on.h) is shown to the sandbox through a
+// services/sessiond/workspace/acted_on.h) is shown to the sandbox through a
 // per-session VIEW, a copy bound read-write over /workspace/<rel>, so that
 // what the agent writes there lands in the copy and never in the
 // developer's folder. At the end the copy is compared with the host's
@@ -36,7 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "clients/lazaret/held/store.h"
-#include "clients/lazaret/podman/mount_spec.h"
+#include "services/podman/mount_spec.h"
 #include "lazaret/held/v1/held.pb.h"
 
 namespace lazaret::cli::held {

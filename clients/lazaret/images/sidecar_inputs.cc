@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/process/subprocess.h"
+#include "services/spawn/subprocess.h"
 #include "services/common/fs/file.h"
 #include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"

@@ -6,7 +6,7 @@
 #include "clients/lazaret/images/debian_mirror.h"
 #include "clients/lazaret/images/sandbox_inputs.h"
 #include "clients/lazaret/images/sidecar_inputs.h"
-#include "clients/lazaret/podman/host.h"
+#include "services/podman/host.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::cli::images {

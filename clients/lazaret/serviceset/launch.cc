@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/process/spawn.h"
+#include "services/spawn/spawn.h"
 #include "clients/lazaret/serviceset/status.h"
 #include "services/common/constants.h"
 #include "services/common/service_environment.h"

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "escalate/wire/byte_stream.h"
+#include "services/wire/byte_stream.h"
 #include "services/brokerd/tls/openssl_util.h"
 #include "services/brokerd/tls/peer_check.h"
 #include "services/common/fs/fd.h"

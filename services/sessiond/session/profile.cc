@@ -1,0 +1,104 @@
+#include "services/sessiond/session/profile.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "services/sessiond/session/console.h"
+#include "services/sessiond/session/mounts.h"
+#include "lazaret/config/v1/config.grpc.pb.h"
+#include "services/common/runtime_dir.h"
+#include "services/common/status_util.h"
+#include "services/common/unix_server.h"
+#include "services/configd/host_paths.h"
+#include "services/configd/profile_check.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+namespace pb = ::lazaret::config::v1;
+
+}  // namespace
+
+absl::StatusOr<pb::ResolvedProfile> ResolveProfile(const std::string& runtime_dir,
+                                                   const std::string& workspace_dir,
+                                                   const std::string& explicit_config,
+                                                   const std::string& profile) {
+  const std::string socket = SocketPath(runtime_dir, "configd");
+  auto stub = pb::ConfigService::NewStub(DialUnix(socket));
+  pb::ResolveProfileRequest req;
+  req.mutable_selector()->set_workspace_dir(workspace_dir);
+  req.mutable_selector()->set_explicit_config(explicit_config);
+  req.set_profile(profile);
+  pb::ResolveProfileResponse resp;
+  grpc::ClientContext cc;
+  cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status s = stub->ResolveProfile(&cc, req, &resp);
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return absl::UnavailableError(
+          absl::StrCat("Lazaret is not running (no answer from the config service on ", socket,
+                       "). Start it first; run: lazaret up"));
+    }
+    return absl::Status(FromGrpcStatus(s).code(),
+                        absl::StrCat("resolving the profile: ", s.error_message()));
+  }
+  // Warnings about other profiles belong to `lazaret config check`, not to
+  // a session of this one.
+  const std::string own = absl::StrCat("profiles.", resp.profile().name());
+  for (const pb::Diagnostic& d : resp.warnings()) {
+    if (absl::StartsWith(d.key_path(), "profiles.") && d.key_path() != own &&
+        !absl::StartsWith(d.key_path(), own + ".")) {
+      continue;
+    }
+    Say(absl::StrCat("warning: ", d.file(), d.line() > 0 ? absl::StrCat(":", d.line()) : "", ": ",
+                     d.key_path(), ": ", d.message()));
+  }
+  return resp.profile();
+}
+
+absl::Status RecheckProfileHostPaths(const pb::ResolvedProfile& profile,
+                                     const std::string& runtime_dir,
+                                     const std::string& workspace_dir,
+                                     const std::string& explicit_config) {
+  LAZ_ASSIGN_OR_RETURN(::lazaret::config::HostContext host,
+                       ::lazaret::config::HostContextFromEnvironment(runtime_dir));
+  return ::lazaret::config::CheckResolvedProfileHostPaths(profile, host, workspace_dir,
+                                                          explicit_config);
+}
+
+absl::Status CheckNoSymlinkComponents(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not an absolute path"));
+  }
+  std::string prefix;
+  for (absl::string_view seg : absl::StrSplit(path.substr(1), '/', absl::SkipEmpty())) {
+    absl::StrAppend(&prefix, "/", seg);
+    struct stat st {};
+    if (lstat(prefix.c_str(), &st) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, ": ", std::strerror(errno), " (mount source ", path, ")"));
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "mount source ", path, " changed since the configuration was resolved: ", prefix,
+          " is now a symlink. Refusing to mount it."));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecheckVolumeSources(const pb::ResolvedProfile& profile) {
+  for (const BindMount& v : ProfileVolumes(profile)) {
+    LAZ_RETURN_IF_ERROR(CheckNoSymlinkComponents(v.host));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lazaret::cli::session

@@ -1,0 +1,160 @@
+#include "services/sessiond/session/teardown.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "clients/lazaret/escalation/broker_client.h"
+#include "clients/lazaret/net/netpolicy_client.h"
+#include "clients/lazaret/persist/mount_client.h"
+#include "services/sessiond/session/console.h"
+#include "services/sessiond/session/names.h"
+#include "services/sessiond/session/podman.h"
+#include "services/sessiond/session/run_args.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The sandbox of a session that ended early: removed (its podman client
+// exits with it), and its client reaped, killed if it lingers.
+void StopSandbox(const LiveSession& s, pid_t sandbox_pid) {
+  (void)RemoveContainer(SandboxName(s.plan.id), kSandboxStopGraceSeconds);
+  int status = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  while (waitpid(sandbox_pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      kill(sandbox_pid, SIGKILL);
+      waitpid(sandbox_pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+void ReleaseSession(LiveSession* s, bool keep_session_dir) {
+  // Our hold ends first: should the sandbox still run, its network is
+  // closed before podman gets to it.
+  s->hold.reset();
+  // podman notices a killed container only at its next poll (~100 ms);
+  // stopping the router ourselves and removing a container that has
+  // already exited is what keeps the teardown short. Precondition: the
+  // sandbox has exited or been removed (it uses the sidecar's netns).
+  s->router.Kill(2000);
+  if (s->sidecar_created) {
+    // The sidecar with everything that depends on it - the sandbox, if it
+    // is still there - in one call: podman removes the dependents first, so
+    // the sandbox never outlives its sidecar.
+    if (absl::Status st = RemoveWithDependents(SidecarName(s->plan.id), 0); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->sidecar_created = false;
+  }
+  // The containers are gone: netpolicyd forgets the session's policy.
+  if (s->policy_attached) {
+    if (absl::Status st = net::DetachSessionBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->policy_attached = false;
+  }
+  // And brokerd ends the escalation endpoint: socket and certificates gone,
+  // the certificate's serial forgotten, pending requests denied.
+  if (s->escalation_attached) {
+    if (absl::Status st = escalation::DetachSessionBestEffort(s->runtime_dir, s->plan.id);
+        !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->escalation_attached = false;
+  }
+  // And the mount helper lets go of the overlays: the last session of the
+  // profile unmounts them (the sandbox no longer uses them).
+  if (s->persistence_attached) {
+    if (absl::Status st = persist::DetachSessionBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->persistence_attached = false;
+  }
+  if (s->dir != nullptr && !keep_session_dir) {
+    // A start cut short still removes its placeholders (the views live in
+    // the session directory).
+    s->writes.EndHeldPaths();
+    if (absl::Status st = s->dir->Remove(); !st.ok()) Say(std::string(st.message()));
+    s->dir.reset();
+  }
+  // Only once nothing of the session is left: until then, if this process
+  // dies, the supervisor's reaper finishes the job (session.json tells it
+  // where to write the agent's commits back).
+  if (s->dir == nullptr && s->registration != nullptr) {
+    (void)s->registration->Unregister();
+    s->registration.reset();
+  }
+}
+
+int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
+  // 5. Teardown: the sandbox (its podman client exits with it), the
+  // sidecar, the session directory; then the agent's commits.
+  const bool ended_early = s->stop_signal != 0 || s->sidecar_lost || s->supervisor_lost;
+  if (ended_early) StopSandbox(*s, sandbox_pid);
+  // A prompt still showing gives the terminal back first; then the
+  // sandbox's last output reaches the screen before Lazaret's lines.
+  s->inline_approver.reset();
+  s->pty.reset();
+  s->terminal.Restore();
+  // Whether the command ran at all: podman's own failures (125), and a
+  // runtime that cannot start a container (126, 127), leave the sandbox
+  // "created" or not there at all; the command's own 125-127 come from a
+  // container that started.
+  bool never_started = false;
+  if (!ended_early && code >= 125 && code <= 127) {
+    absl::StatusOr<std::optional<std::string>> state = ContainerStatus(SandboxName(s->plan.id));
+    never_started = state.ok() && (!state->has_value() || **state == "created");
+  }
+  // The session directory (and with it the registry's claim on this
+  // session) goes last: if this process dies before then, the supervisor's
+  // reaper finds it and does the write-back and the workspace scan itself.
+  ReleaseSession(s, /*keep_session_dir=*/true);
+  Trace("sidecar removed");
+  s->writes.WriteBackNow(/*final_attempt=*/true);
+  s->writes.write_back_log().Print();
+  Trace("written back");
+  // What the agent wrote to the paths host programs act on: into the
+  // profile's held store, never the folder; then the lines saying so.
+  s->writes.EndHeldPaths();
+  Trace("held paths captured");
+  s->writes.ScanWorkspaceAtEnd();
+  Trace("workspace scanned");
+  ReleaseSession(s);
+
+  if (s->supervisor_lost) {
+    Say("the supervisor (lazaret up) is gone or no longer knows this session; the session was "
+        "ended (a sandbox never runs without a supervisor that would reap it)");
+  } else if (s->sidecar_lost) {
+    Say("the network sidecar stopped answering; the session was ended (a sandbox never outlives "
+        "its network sidecar)");
+  } else if (s->stop_signal != 0) {
+    Say(absl::StrCat("session ", s->plan.id, " stopped by ", strsignal(s->stop_signal)));
+  } else if (never_started) {
+    const SandboxSpec& sandbox = s->plan.sandbox;
+    if (!ImageExists(sandbox.image)) {
+      Say(MissingImageHint(sandbox.image));
+    } else {
+      Say(absl::StrCat("the sandbox never started (podman exit ", code,
+                       "; its error is above): the command did not run. Lazaret runs agents only "
+                       "under gVisor (",
+                       sandbox.runsc_path, ") and never falls back to runc or to the host."));
+    }
+    code = kRunFailed;
+  }
+  return code;
+}
+
+}  // namespace lazaret::cli::session
