@@ -27,6 +27,9 @@ PACKAGES=(
     # xterm-kitty's terminfo (ncurses-term has alacritty, not kitty): the
     # run e2e tests drive a sandbox shell under tmux with TERM=xterm-kitty
     kitty-terminfo
+    # the terminal e2e tests run the host's vim inside a sandbox
+    # (tests/e2e/terminal_e2e_test.cc): the image has no editor
+    vim
     # containers
     # containers-storage ships /usr/share/containers/storage.conf with
     # driver = "overlay"; without it rootless podman falls back to vfs, which

@@ -12,10 +12,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 #include "services/common/stream_relay.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::netrouter {
 namespace {
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<EscalationRelay>> EscalationRelay::Start(
     const EscalationRelayOptions& options) {
   sockaddr_un broker{};
   broker.sun_family = AF_UNIX;
-  if (!fs::IsCleanAbsolutePath(options.broker_socket) ||
+  if (!vocab::IsCleanAbsolutePath(options.broker_socket) ||
       options.broker_socket.size() >= sizeof(broker.sun_path)) {
     return absl::InvalidArgumentError(
         absl::StrCat("the broker's socket \"", options.broker_socket.substr(0, 200),

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/fs/sha256.h"
-#include "services/configd/cidr.h"
+#include "services/vocab/cidr.h"
 
 namespace lazaret::netrouter {
 namespace {
@@ -72,7 +72,7 @@ bool Prefix::Contains(int addr_family, const uint8_t* address) const {
 }
 
 absl::StatusOr<Prefix> ParsePrefix(absl::string_view text) {
-  absl::StatusOr<config::Cidr> cidr = config::Cidr::Parse(text);
+  absl::StatusOr<vocab::Cidr> cidr = vocab::Cidr::Parse(text);
   if (!cidr.ok()) return cidr.status();
   const std::string canonical = cidr->ToString();
   if (canonical != text) {
@@ -80,7 +80,7 @@ absl::StatusOr<Prefix> ParsePrefix(absl::string_view text) {
         absl::StrCat("\"", text, "\" is not in canonical form; write \"", canonical, "\""));
   }
   Prefix p;
-  p.family = cidr->family() == config::Cidr::Family::kIpv4 ? AF_INET : AF_INET6;
+  p.family = cidr->family() == vocab::Cidr::Family::kIpv4 ? AF_INET : AF_INET6;
   p.length = cidr->prefix_length();
   const std::string address = canonical.substr(0, canonical.find('/'));
   if (inet_pton(p.family, address.c_str(), p.bytes.data()) != 1) {

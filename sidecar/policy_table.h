@@ -33,7 +33,7 @@ struct Prefix {
 
   int address_bytes() const { return family == AF_INET ? 4 : 16; }
   int max_length() const { return family == AF_INET ? 32 : 128; }
-  // Canonical text, as config::Cidr prints it ("10.0.0.0/8", "fd00::/8").
+  // Canonical text, as vocab::Cidr prints it ("10.0.0.0/8", "fd00::/8").
   std::string ToString() const;
   // True when `address` (address_bytes() long, same family) is inside.
   bool Contains(int addr_family, const uint8_t* address) const;
@@ -41,7 +41,7 @@ struct Prefix {
   friend auto operator<=>(const Prefix&, const Prefix&) = default;
 };
 
-// Parses a canonical CIDR ("10.0.0.0/8"); anything config::Cidr refuses, or
+// Parses a canonical CIDR ("10.0.0.0/8"); anything vocab::Cidr refuses, or
 // a non-canonical spelling of a valid network, is an error naming it.
 absl::StatusOr<Prefix> ParsePrefix(absl::string_view text);
 

@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::netrouter {
 namespace {
@@ -60,7 +60,7 @@ absl::StatusOr<int> ConnectNamespaceLoopback(uint16_t port) {
 }
 
 absl::StatusOr<std::unique_ptr<PortRelay>> PortRelay::Create(const PortRelayOptions& options) {
-  if (!fs::IsCleanAbsolutePath(options.socket_dir)) {
+  if (!vocab::IsCleanAbsolutePath(options.socket_dir)) {
     return absl::InvalidArgumentError("the router's socket directory is not a clean absolute path");
   }
   const std::string in = options.socket_dir + "/in";

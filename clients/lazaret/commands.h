@@ -22,6 +22,9 @@ int CmdTrust(const Context& ctx, const std::vector<std::string>& args);
 // run_cmd.cc: one agent session (docs/operations.md, docs/architecture.md).
 int CmdRun(const Context& ctx, const std::vector<std::string>& args);
 
+// attach_cmd.cc: a terminal attached to a running session (attach/).
+int CmdAttach(const Context& ctx, const std::vector<std::string>& args);
+
 // sessions_cmd.cc: the sessions of this runtime directory.
 int CmdPs(const Context& ctx, const std::vector<std::string>& args);
 int CmdStop(const Context& ctx, const std::vector<std::string>& args);

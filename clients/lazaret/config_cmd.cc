@@ -15,12 +15,12 @@
 #include "clients/lazaret/config/configd_client.h"
 #include "clients/lazaret/config/options.h"
 #include "clients/lazaret/config/print.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "clients/lazaret/config/trust_review.h"
 #include "lazaret/config/v1/config.pb.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/layer_files.h"
 #include "services/configd/trust_store.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli {
 namespace {
@@ -140,7 +140,7 @@ int CmdTrust(const Context& ctx, const std::vector<std::string>& args) {
                  "lazaret trust: %s is not a workspace lazaret.toml. Only a workspace's "
                  "lazaret.toml needs trust; your own config.toml and --config files are always "
                  "yours.\n",
-                 config::EscapeForTerminal(abs).c_str());
+                 vocab::EscapeForTerminal(abs).c_str());
     return 2;
   }
   absl::StatusOr<cfg::HostContext> host = cfg::HostContextFromEnvironment(ctx.runtime_dir);
@@ -148,7 +148,7 @@ int CmdTrust(const Context& ctx, const std::vector<std::string>& args) {
   if (!host.ok() || !canon.ok()) {
     std::fprintf(
         stderr, "lazaret trust: %s\n",
-        config::EscapeForTerminal((!host.ok() ? host.status() : canon.status()).message()).c_str());
+        vocab::EscapeForTerminal((!host.ok() ? host.status() : canon.status()).message()).c_str());
     return 1;
   }
   cfg::TrustStore store(host->TrustStoreFile());

@@ -14,14 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/held/command.h"
 #include "clients/lazaret/held/display.h"
-#include "services/sessiond/session/profile.h"
+#include "clients/lazaret/config/configd_client.h"
 #include "services/sessiond/session/session_dir.h"
 #include "services/common/status_util.h"
+#include "services/common/unix_server.h"
 
 namespace lazaret::cli {
 namespace {
@@ -32,6 +34,44 @@ absl::StatusOr<std::string> Canonical(const std::string& path) {
     return ErrnoStatus(absl::StrCat("resolving ", path), errno);
   }
   return std::string(resolved);
+}
+
+// The profile as `lazaret run` in `cwd` resolves it (lazaret-configd's
+// ResolveProfile with the same selector), with the warnings about it on
+// stderr. Only its name and directory are used: they key the held store.
+absl::StatusOr<lazaret::config::v1::ResolvedProfile> ResolveHeldProfile(
+    const std::string& runtime_dir, const std::string& cwd, const std::string& explicit_config,
+    const std::string& profile) {
+  namespace cpb = ::lazaret::config::v1;
+  config::ConfigdClient client(runtime_dir);
+  cpb::ResolveProfileRequest req;
+  req.mutable_selector()->set_workspace_dir(cwd);
+  req.mutable_selector()->set_explicit_config(explicit_config);
+  req.set_profile(profile);
+  cpb::ResolveProfileResponse resp;
+  const grpc::Status s = client.ResolveProfile(req, &resp);
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return absl::UnavailableError(
+          absl::StrCat("Lazaret is not running (no answer from the config service on ",
+                       client.socket(), "). Start it first; run: lazaret up"));
+    }
+    return absl::Status(FromGrpcStatus(s).code(),
+                        absl::StrCat("resolving the profile: ", s.error_message()));
+  }
+  // Warnings about other profiles belong to `lazaret config check`.
+  const std::string own = absl::StrCat("profiles.", resp.profile().name());
+  for (const cpb::Diagnostic& d : resp.warnings()) {
+    if (absl::StartsWith(d.key_path(), "profiles.") && d.key_path() != own &&
+        !absl::StartsWith(d.key_path(), own + ".")) {
+      continue;
+    }
+    std::fprintf(stderr, "lazaret: warning: %s%s: %s: %s\n", d.file().c_str(),
+                 d.line() > 0 ? absl::StrCat(":", d.line()).c_str() : "", d.key_path().c_str(),
+                 d.message().c_str());
+  }
+  return resp.profile();
 }
 
 // Apply writes the folder's files that a running session has bound as
@@ -105,7 +145,7 @@ int CmdHeld(const Context& ctx, const std::vector<std::string>& args) {
   }
   // The profile as `lazaret run` in this directory resolves it.
   absl::StatusOr<lazaret::config::v1::ResolvedProfile> profile =
-      session::ResolveProfile(ctx.runtime_dir, *cwd, explicit_config, a->profile);
+      ResolveHeldProfile(ctx.runtime_dir, *cwd, explicit_config, a->profile);
   if (!profile.ok()) {
     std::fprintf(stderr, "lazaret held: %s\n", std::string(profile.status().message()).c_str());
     return 1;

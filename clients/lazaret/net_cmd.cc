@@ -15,7 +15,6 @@
 #include "clients/lazaret/net/args.h"
 #include "clients/lazaret/net/command.h"
 #include "clients/lazaret/net/netpolicy_client.h"
-#include "services/sessiond/session/listing.h"
 #include "services/sessiond/session/session_dir.h"
 
 namespace lazaret::cli {

@@ -10,7 +10,6 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/net/port_args.h"
-#include "services/sessiond/session/listing.h"
 #include "services/sessiond/session/session_dir.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/common/unix_server.h"

@@ -1,50 +1,95 @@
 // `lazaret ps`, `lazaret stop SESSION` and `lazaret clean [--session ID]`
 // (which also has lazaret-mount-helper unmount the overlays no live session
-// holds):
-// the sessions of this Lazaret instance (this runtime directory). Runs in
-// the user's terminal, and `clean --session` also in the supervisor's
-// reaper (services/supervisor/reaper.h) when a session's owner died. These
-// front-ends parse the arguments and print; finding, stopping and reaping
-// sessions is lazaret_session's (services/sessiond/session/listing.h,
-// stop.h, reap.h). A session whose directory lock is held belongs to a live
-// `lazaret run` and is left to it.
+// holds): the sessions of this Lazaret instance (this runtime directory).
+// Runs in the user's terminal, as the user. These front-ends parse the
+// arguments and print; lazaret-sessiond lists, stops and reaps the
+// sessions (SessionService List, Stop, Reap). The session directories on
+// disk (services/sessiond/session/session_dir.h, read only) are where a
+// session whose worker died is found: its directory lock is no longer held.
 #include <time.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "clients/lazaret/attach/sessiond_client.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/persist/state_format.h"
-#include "services/sessiond/session/listing.h"
-#include "services/sessiond/session/names.h"
-#include "services/sessiond/session/reap.h"
-#include "services/sessiond/session/session_dir.h"
-#include "services/sessiond/session/stop.h"
 #include "services/common/constants.h"
+#include "services/sessiond/session/session_dir.h"
 
 namespace lazaret::cli {
 namespace {
 
-std::string Age(int64_t started) {
-  if (started <= 0) return "?";
-  const int64_t s = static_cast<int64_t>(time(nullptr)) - started;
-  if (s < 0) return "0s";
+namespace pb = ::lazaret::session::v1;
+
+// "42s", "5m", "3h", "2d".
+std::string Duration(int64_t s) {
+  if (s < 0) s = 0;
   if (s < 120) return absl::StrCat(s, "s");
   if (s < 7200) return absl::StrCat(s / 60, "m");
   if (s < 172800) return absl::StrCat(s / 3600, "h");
   return absl::StrCat(s / 86400, "d");
 }
 
-// What a reap did, on stdout.
-void PrintLine(const std::string& line) { std::printf("%s\n", line.c_str()); }
+int64_t Now() { return static_cast<int64_t>(time(nullptr)); }
 
-// `lazaret clean --session ID`: one session whose owner is dead. Exit 4
-// (kCleanOwnerAliveExitCode) for a live owner.
+std::string Age(int64_t started) {
+  if (started <= 0) return "?";
+  return Duration(Now() - started);
+}
+
+std::string StateName(pb::SessionState s) {
+  switch (s) {
+    case pb::SESSION_STATE_STARTING:
+      return "starting";
+    case pb::SESSION_STATE_RUNNING:
+      return "running";
+    case pb::SESSION_STATE_STOPPING:
+      return "stopping";
+    default:
+      return "?";
+  }
+}
+
+// "1", "2", or "detached 5m" and, when the profile keeps an unattended
+// session for a while, "stop in 11h".
+std::string Attached(const pb::SessionInfo& s) {
+  if (s.attached() > 0) return absl::StrCat(s.attached());
+  std::string out = s.detached_since_unix() > 0
+                        ? absl::StrCat("detached ", Duration(Now() - s.detached_since_unix()))
+                        : std::string("detached");
+  if (s.stop_at_unix() > 0) absl::StrAppend(&out, ", stop in ", Duration(s.stop_at_unix() - Now()));
+  return out;
+}
+
+// What a reap did, on stdout.
+void PrintLines(const std::vector<std::string>& lines) {
+  for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+  std::fflush(stdout);
+}
+
+// The session directories whose owner (the session's worker) is gone: what
+// a killed worker left for a reap.
+absl::StatusOr<std::vector<session::FoundSession>> DeadSessionDirs(const std::string& runtime_dir) {
+  absl::StatusOr<std::vector<session::FoundSession>> dirs = session::FindSessionDirs(runtime_dir);
+  if (!dirs.ok()) return dirs.status();
+  std::vector<session::FoundSession> dead;
+  for (session::FoundSession& d : *dirs) {
+    if (!d.owner_alive) dead.push_back(std::move(d));
+  }
+  return dead;
+}
+
+// `lazaret clean --session ID`: one session whose worker is gone. Exit 4
+// (kCleanOwnerAliveExitCode) for a live one.
 int CleanOneSession(const Context& ctx, const std::string& id) {
   if (!session::IsValidSessionId(id)) {
     std::fprintf(stderr,
@@ -53,33 +98,22 @@ int CleanOneSession(const Context& ctx, const std::string& id) {
                  id.c_str());
     return 2;
   }
-  if (session::SessionOwnerAlive(session::SessionPath(ctx.runtime_dir, id))) {
-    std::fprintf(stderr,
-                 "lazaret clean: session %s belongs to a live lazaret run; refusing to reap it "
-                 "(lazaret stop %s ends it)\n",
-                 id.c_str(), id.c_str());
-    return kCleanOwnerAliveExitCode;
-  }
-  absl::StatusOr<session::CleanOutcome> outcome =
-      session::CleanDeadSession(ctx.runtime_dir, id, PrintLine);
-  if (!outcome.ok()) {
-    std::fprintf(stderr, "lazaret clean: %s\n", std::string(outcome.status().message()).c_str());
+  attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
+  absl::StatusOr<std::vector<std::string>> notices = client.Reap(id);
+  if (!notices.ok()) {
+    if (absl::IsFailedPrecondition(notices.status())) {
+      std::fprintf(stderr,
+                   "lazaret clean: session %s is running; refusing to reap it (lazaret stop %s "
+                   "ends it)\n",
+                   id.c_str(), id.c_str());
+      return kCleanOwnerAliveExitCode;
+    }
+    std::fprintf(stderr, "lazaret clean: %s\n", std::string(notices.status().message()).c_str());
     return 1;
   }
-  std::fflush(stdout);
-  switch (*outcome) {
-    case session::CleanOutcome::kReaped:
-      return 0;
-    case session::CleanOutcome::kReapFailed:
-      return 1;
-    case session::CleanOutcome::kNothingLeft:
-      std::printf("session %s: nothing left to reap\n", id.c_str());
-      return 0;
-    case session::CleanOutcome::kOwnerAlive:
-      std::fprintf(stderr, "lazaret clean: session %s belongs to a live lazaret run\n", id.c_str());
-      return kCleanOwnerAliveExitCode;
-  }
-  return 1;
+  PrintLines(*notices);
+  if (notices->empty()) std::printf("session %s: nothing left to reap\n", id.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -90,24 +124,36 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args) {
                  args[0].c_str());
     return 2;
   }
-  absl::StatusOr<std::map<std::string, session::SessionView>> all =
-      session::CollectSessions(ctx.runtime_dir);
-  if (!all.ok()) {
-    std::fprintf(stderr, "lazaret ps: %s\n", std::string(all.status().message()).c_str());
+  attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
+  absl::StatusOr<std::vector<pb::SessionInfo>> live = client.List();
+  if (!live.ok()) {
+    std::fprintf(stderr, "lazaret ps: %s\n", std::string(live.status().message()).c_str());
     return 1;
   }
-  std::printf("%-13s %-20s %-10s %-6s %-8s %-8s %s\n", "SESSION", "PROFILE", "STATE", "AGE",
-              "SANDBOX", "SIDECAR", "WORKSPACE");
-  bool orphans = false;
-  for (const auto& [id, v] : *all) {
-    const std::string workspace =
-        v.dir.has_value() && v.dir->has_record ? v.dir->record.workspace : "-";
-    std::printf("%-13s %-20s %-10s %-6s %-8s %-8s %s\n", id.c_str(), v.profile().c_str(),
-                v.state().c_str(), Age(v.started()).c_str(),
-                v.ContainerState(session::kRoleSandbox).c_str(),
-                v.ContainerState(session::kRoleSidecar).c_str(), workspace.c_str());
-    orphans = orphans || !v.owner_alive();
+  absl::StatusOr<std::vector<session::FoundSession>> dead = DeadSessionDirs(ctx.runtime_dir);
+  if (!dead.ok()) {
+    std::fprintf(stderr, "lazaret ps: %s\n", std::string(dead.status().message()).c_str());
+    return 1;
   }
+  std::printf("%-13s %-20s %-10s %-6s %-26s %s\n", "SESSION", "PROFILE", "STATE", "AGE",
+              "ATTACHED", "WORKSPACE");
+  std::map<std::string, std::string> rows;  // by id
+  std::set<std::string> listed;
+  for (const pb::SessionInfo& s : *live) {
+    listed.insert(s.id());
+    rows[s.id()] = absl::StrFormat("%-13s %-20s %-10s %-6s %-26s %s", s.id(), s.profile(),
+                                   StateName(s.state()), Age(s.started_unix()), Attached(s),
+                                   s.workspace());
+  }
+  bool orphans = false;
+  for (const session::FoundSession& d : *dead) {
+    if (listed.count(d.id) != 0) continue;
+    orphans = true;
+    rows[d.id] = absl::StrFormat(
+        "%-13s %-20s %-10s %-6s %-26s %s", d.id, d.has_record ? d.record.profile : "?", "orphaned",
+        Age(d.has_record ? d.record.started_unix : 0), "-", d.has_record ? d.record.workspace : "-");
+  }
+  for (const auto& [id, row] : rows) std::printf("%s\n", row.c_str());
   if (orphans) std::printf("Orphaned sessions were left by a killed lazaret; run: lazaret clean\n");
   return 0;
 }
@@ -119,26 +165,37 @@ int CmdStop(const Context& ctx, const std::vector<std::string>& args) {
                  "lazaret ps)\n");
     return 2;
   }
-  absl::StatusOr<std::map<std::string, session::SessionView>> all =
-      session::CollectSessions(ctx.runtime_dir);
-  if (!all.ok()) {
-    std::fprintf(stderr, "lazaret stop: %s\n", std::string(all.status().message()).c_str());
+  attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
+  absl::StatusOr<std::vector<pb::SessionInfo>> live = client.List();
+  if (!live.ok()) {
+    std::fprintf(stderr, "lazaret stop: %s\n", std::string(live.status().message()).c_str());
     return 1;
   }
-  absl::StatusOr<session::SessionView> v = session::FindSession(*all, args[0]);
-  if (!v.ok()) {
-    std::fprintf(stderr, "lazaret stop: %s\n", std::string(v.status().message()).c_str());
-    return 1;
-  }
-  if (v->owner_alive()) {
-    if (absl::Status s = session::StopLiveSession(ctx.runtime_dir, *v); !s.ok()) {
-      std::fprintf(stderr, "lazaret stop: %s\n", std::string(s.message()).c_str());
-      return 1;
+  absl::StatusOr<pb::SessionInfo> s = attach::ChooseSession(*live, args[0]);
+  if (!s.ok() && absl::IsNotFound(s.status())) {
+    // Not running: a session whose worker died is reaped instead.
+    absl::StatusOr<std::vector<session::FoundSession>> dead = DeadSessionDirs(ctx.runtime_dir);
+    if (dead.ok()) {
+      std::vector<std::string> hits;
+      for (const session::FoundSession& d : *dead) {
+        if (d.id.rfind(args[0], 0) == 0) hits.push_back(d.id);
+      }
+      if (hits.size() == 1) return CleanOneSession(ctx, hits[0]);
     }
-    std::printf("stopped session %s\n", v->id.c_str());
-    return 0;
   }
-  return session::ReapSession(*v, PrintLine) ? 0 : 1;
+  if (!s.ok()) {
+    std::fprintf(stderr, "lazaret stop: %s\n", std::string(s.status().message()).c_str());
+    return 1;
+  }
+  // The session ends in order - the sandbox, the last write-back, the
+  // workspace scan - before this answers; its attached terminals get the
+  // teardown's lines.
+  if (absl::Status st = client.Stop(s->id(), /*wait=*/true); !st.ok()) {
+    std::fprintf(stderr, "lazaret stop: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  std::printf("stopped session %s\n", s->id().c_str());
+  return 0;
 }
 
 namespace {
@@ -166,21 +223,44 @@ int CmdClean(const Context& ctx, const std::vector<std::string>& args) {
                  args[0].c_str());
     return 2;
   }
-  absl::StatusOr<session::CleanSummary> summary =
-      session::CleanDeadSessions(ctx.runtime_dir, PrintLine);
-  // Then the overlays no live session holds (a killed run's): the helper
-  // down is said, and the rest of clean stands.
-  const int unmounted = CleanOverlays(ctx);
-  if (!summary.ok()) {
-    std::fprintf(stderr, "lazaret clean: %s\n", std::string(summary.status().message()).c_str());
+  attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
+  absl::StatusOr<std::vector<pb::SessionInfo>> live = client.List();
+  if (!live.ok()) {
+    std::fprintf(stderr, "lazaret clean: %s\n", std::string(live.status().message()).c_str());
     return 1;
   }
-  if (summary->reaped == 0 && unmounted <= 0) std::printf("Nothing to clean.\n");
-  if (summary->live > 0) {
-    std::printf("%d live session%s left alone (lazaret stop SESSION ends one).\n", summary->live,
-                summary->live == 1 ? "" : "s");
+  absl::StatusOr<std::vector<session::FoundSession>> dead = DeadSessionDirs(ctx.runtime_dir);
+  if (!dead.ok()) {
+    std::fprintf(stderr, "lazaret clean: %s\n", std::string(dead.status().message()).c_str());
+    return 1;
   }
-  return summary->ok ? 0 : 1;
+  std::set<std::string> running;
+  for (const pb::SessionInfo& s : *live) running.insert(s.id());
+  bool ok = true;
+  int reaped = 0;
+  for (const session::FoundSession& d : *dead) {
+    if (running.count(d.id) != 0) continue;
+    absl::StatusOr<std::vector<std::string>> notices = client.Reap(d.id);
+    if (!notices.ok()) {
+      // A worker that took the session back meanwhile, or a reap that
+      // failed: said, and the rest of clean stands.
+      std::printf("session %s: %s\n", d.id.c_str(),
+                  std::string(notices.status().message()).c_str());
+      ok = ok && absl::IsFailedPrecondition(notices.status());
+      continue;
+    }
+    PrintLines(*notices);
+    ++reaped;
+  }
+  // Then the overlays no live session holds (a killed session's): the
+  // helper down is said, and the rest of clean stands.
+  const int unmounted = CleanOverlays(ctx);
+  if (reaped == 0 && unmounted <= 0) std::printf("Nothing to clean.\n");
+  if (!running.empty()) {
+    std::printf("%zu live session%s left alone (lazaret stop SESSION ends one).\n",
+                running.size(), running.size() == 1 ? "" : "s");
+  }
+  return ok ? 0 : 1;
 }
 
 }  // namespace lazaret::cli

@@ -18,10 +18,10 @@
 #include "absl/strings/str_split.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/config/options.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/persist/state_args.h"
 #include "clients/lazaret/persist/state_format.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli {
 namespace {
@@ -77,9 +77,9 @@ absl::StatusOr<Described> DescribeHere(persist::MountClient& client, const char*
       std::fprintf(stderr,
                    "lazaret state %s: note: %s is no workspace `lazaret run` accepts (%s); the "
                    "profile is %s's from your own configuration%s\n",
-                   verb, config::EscapeForTerminal(d.workspace).c_str(),
-                   config::EscapeForTerminal(why).c_str(),
-                   config::EscapeForTerminal(own->profile()).c_str(),
+                   verb, vocab::EscapeForTerminal(d.workspace).c_str(),
+                   vocab::EscapeForTerminal(why).c_str(),
+                   vocab::EscapeForTerminal(own->profile()).c_str(),
                    d.explicit_config.empty() ? "" : " and --config");
       d.workspace.clear();
       s = std::move(own);
@@ -145,13 +145,13 @@ int Reset(const Context& ctx, const StateArgs& a) {
   if (!r.ok()) return Fail("reset", r.status());
   if (r->reset().empty()) {
     std::printf("Nothing to reset: profile %s has no persistent directories.\n",
-                config::EscapeForTerminal(a.profile).c_str());
+                vocab::EscapeForTerminal(a.profile).c_str());
     return 0;
   }
   std::vector<std::string> dirs;
-  for (const std::string& d : r->reset()) dirs.push_back(config::EscapeForTerminal(d));
+  for (const std::string& d : r->reset()) dirs.push_back(vocab::EscapeForTerminal(d));
   std::printf("Reset %s of profile %s: the next session starts from the image's content.\n",
-              absl::StrJoin(dirs, ", ").c_str(), config::EscapeForTerminal(a.profile).c_str());
+              absl::StrJoin(dirs, ", ").c_str(), vocab::EscapeForTerminal(a.profile).c_str());
   return 0;
 }
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::sandbox_init {
 namespace {
@@ -98,7 +98,7 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options) {
   }
   if (!options->ca_bundle.empty()) {
     for (const std::string* p : {&options->ca_host, &options->ca_bundle}) {
-      if (!fs::IsCleanAbsolutePath(*p) || *p == "/") {
+      if (!vocab::IsCleanAbsolutePath(*p) || *p == "/") {
         return Fail("--ca-host and --ca-bundle must be clean absolute file paths");
       }
     }
@@ -114,12 +114,12 @@ absl::Status ParseArgs(const std::vector<std::string>& args, Options* options) {
     return absl::OkStatus();
   }
   for (const std::string* p : {&options->git_dir, &options->git_shadow}) {
-    if (!fs::IsCleanAbsolutePath(*p)) {
+    if (!vocab::IsCleanAbsolutePath(*p)) {
       return Fail("--git-dir and --git-shadow must be clean absolute paths");
     }
   }
   for (const std::string* p : {&options->git_index, &options->git_packed_refs}) {
-    if (!p->empty() && !fs::IsCleanAbsolutePath(*p)) {
+    if (!p->empty() && !vocab::IsCleanAbsolutePath(*p)) {
       return Fail("--git-index and --git-packed-refs must be clean absolute paths");
     }
   }

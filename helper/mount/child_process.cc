@@ -1,25 +1,22 @@
 #include "helper/mount/child_process.h"
 
 #include <fcntl.h>
-#include <linux/capability.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "helper/mount/mounthelper.h"
 #include "services/common/status_util.h"
-
-extern char** environ;
+#include "services/spawn/spawn.h"
 
 namespace lazaret::mounthelper {
 namespace {
@@ -40,77 +37,41 @@ absl::StatusOr<std::string> FindProgram(const std::string& name) {
                                           "(deploy/setup-host.sh)"));
 }
 
-namespace {
-
-// Children get CAP_SYS_ADMIN and, when `file_ops`, the delegated file
-// capabilities (mounthelper.h) as ambient capabilities: with no_new_privs
-// and SECBIT_NOROOT nothing else could give podman the right to mount and
-// fuse-overlayfs the right to serve files of every owner. Raw syscalls
-// only: runs between fork and execve.
-void RaiseAmbient(bool file_ops) {
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (syscall(SYS_capget, &hdr, data) != 0) return;
-  data[0].inheritable |= 1u << CAP_SYS_ADMIN;
-  if (file_ops) {
-    for (cap_value_t c : kDelegatedCapabilities) data[0].inheritable |= 1u << c;
-  }
-  if (syscall(SYS_capset, &hdr, data) != 0) return;
-  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0);
-  if (file_ops) {
-    for (cap_value_t c : kDelegatedCapabilities) {
-      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0);
-    }
-  }
-}
-
-}  // namespace
-
 absl::StatusOr<Child> Spawn(const std::vector<std::string>& argv, bool capture,
                             const std::vector<int>& keep, bool file_ops) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0) return ErrnoStatus("open /dev/null", errno);
+  if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
+    return absl::InvalidArgumentError("a helper program is run by its absolute path (FindProgram)");
+  }
+  cli::ChildSpec spec;
+  spec.argv = argv;
+  spec.program = argv[0];
+  spec.group = cli::ChildGroup::kOwnSession;
+  spec.stdin_fd = cli::ChildStdio::DevNull();
   int pipefd[2] = {-1, -1};
-  if (capture && pipe2(pipefd, O_CLOEXEC) != 0) {
-    close(devnull);
-    return ErrnoStatus("pipe", errno);
-  }
-  const int* keep_fds = keep.data();
-  const size_t nkeep = keep.size();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(devnull);
-    if (capture) close(pipefd[0]), close(pipefd[1]);
-    return ErrnoStatus("fork", err);
-  }
-  if (pid == 0) {
-    setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(devnull, 0);
-    if (capture) {
-      dup2(pipefd[1], 1);
-      dup2(pipefd[1], 2);
-    } else {
-      dup2(2, 1);
-    }
-    for (size_t i = 0; i < nkeep; ++i) fcntl(keep_fds[i], F_SETFD, 0);
-    RaiseAmbient(file_ops);
-    execve(args[0], args.data(), environ);
-    _exit(127);
-  }
-  close(devnull);
-  Child c{pid, -1};
   if (capture) {
-    close(pipefd[1]);
-    c.out_fd = pipefd[0];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+    spec.stdout_fd = cli::ChildStdio::Fd(pipefd[1]);
+    spec.stderr_fd = cli::ChildStdio::Fd(pipefd[1]);
+  } else {
+    spec.stdout_fd = cli::ChildStdio::Fd(STDERR_FILENO);
   }
-  return c;
+  for (int fd : keep) spec.extra_fds.emplace_back(fd, fd);
+  // CAP_SYS_ADMIN and, when `file_ops`, the delegated file capabilities
+  // (mounthelper.h) as ambient capabilities: with no_new_privs and
+  // SECBIT_NOROOT nothing else could give podman the right to mount and
+  // fuse-overlayfs the right to serve files of every owner.
+  spec.ambient_capabilities = uint64_t{1} << CAP_SYS_ADMIN;
+  if (file_ops) {
+    for (cap_value_t c : kDelegatedCapabilities) spec.ambient_capabilities |= uint64_t{1} << c;
+  }
+  absl::StatusOr<cli::PreparedChild> child = cli::PreparedChild::Create(std::move(spec));
+  const absl::StatusOr<pid_t> pid = child.ok() ? cli::Spawn(*child) : child.status();
+  if (capture) close(pipefd[1]);
+  if (!pid.ok()) {
+    if (capture) close(pipefd[0]);
+    return pid.status();
+  }
+  return Child{*pid, capture ? pipefd[0] : -1};
 }
 
 absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv,

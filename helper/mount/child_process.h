@@ -1,8 +1,9 @@
 // Starting the programs lazaret-mount-helper runs (podman, fuse-overlayfs,
 // fuse2fs, mkfs.ext4, e2fsck, resize2fs): found in fixed system
 // directories, never through $PATH, started with an argv the caller built
-// from checked values, never through a shell. Runs in lazaret-mount-helper;
-// between fork and execve nothing allocates (STYLE 7).
+// from checked values, never through a shell, by the spawn library
+// (services/spawn/spawn.h). Runs in lazaret-mount-helper; between fork and
+// execve nothing allocates.
 #ifndef LAZARET_HELPER_MOUNT_CHILD_PROCESS_H_
 #define LAZARET_HELPER_MOUNT_CHILD_PROCESS_H_
 
@@ -26,11 +27,14 @@ struct Child {
   int out_fd = -1;  // stdout and stderr, when captured
 };
 
-// Forks and execs `argv` (argv[0] absolute) in a session of its own, with
-// stdin on /dev/null and stdout+stderr on a pipe (`capture`) or the
-// helper's stderr. `keep` descriptors stay open across execve. The child
-// gets CAP_SYS_ADMIN as an ambient capability and, when `file_ops`, the
-// delegated file capabilities (mounthelper.h).
+// Forks and execs `argv` (argv[0] absolute, executed as it is) in a
+// session of its own, with stdin on /dev/null and stdout+stderr on a pipe
+// (`capture`) or the helper's stderr. `keep` descriptors stay open across
+// execve at their numbers; every other one is closed. The child gets
+// CAP_SYS_ADMIN as an ambient capability and, when `file_ops`, the
+// delegated file capabilities (mounthelper.h), those of them the helper
+// holds permitted. A failure before the program runs (execve included) is
+// an error naming the program.
 absl::StatusOr<Child> Spawn(const std::vector<std::string>& argv, bool capture,
                             const std::vector<int>& keep, bool file_ops = false);
 

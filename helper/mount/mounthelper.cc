@@ -14,6 +14,7 @@
 #include "helper/mount/state_file.h"
 #include "lazaret/mounthelper/v1/mounthelper.grpc.pb.h"
 #include "services/common/log.h"
+#include "services/common/service_catalog.h"
 #include "services/common/session_client.h"
 #include "services/common/session_watcher.h"
 #include "services/common/status_util.h"
@@ -164,7 +165,7 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
 
 ServiceSpec Spec() {
   return ServiceSpec{
-      .name = "mount-helper",
+      .name = std::string(kMountHelperService.name),
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()},
                        .delegated = {kDelegatedCapabilities.begin(), kDelegatedCapabilities.end()}},
       .make_handlers = MakeHandlers,

@@ -20,13 +20,15 @@
 #include <array>
 
 #include "absl/status/status.h"
+#include "services/common/service_catalog.h"
 #include "services/common/service_main.h"
 
 namespace lazaret::mounthelper {
 
 // The capabilities this process keeps; everything else is dropped at start.
-// deploy/capabilities.toml restates this set and a test compares the two.
-inline constexpr std::array<cap_value_t, 1> kCapabilities = {CAP_SYS_ADMIN};
+// The set is written in the service catalog (services/common/service_catalog.h);
+// deploy/capabilities.toml restates it and a test compares the two.
+inline constexpr const auto& kCapabilities = kMountHelperCapabilities;
 // Held permitted, for the overlay alone: handed to fuse-overlayfs, and
 // effective only in the thread that creates a kernel overlay, for that one
 // call (the kernel's overlayfs keeps the creator's credentials). Both serve

@@ -12,10 +12,10 @@
 #include "helper/mount/overlay_paths.h"
 #include "helper/mount/state_file.h"
 #include "services/common/fs/dir.h"
-#include "services/common/fs/path.h"
 #include "services/common/log.h"
 #include "services/common/session_client.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::mounthelper {
 namespace {
@@ -23,7 +23,7 @@ namespace {
 absl::Status CheckNoNesting(const std::vector<std::string>& dirs) {
   for (const std::string& a : dirs) {
     for (const std::string& b : dirs) {
-      if (a != b && fs::IsAtOrUnder(a, b)) {
+      if (a != b && vocab::IsAtOrUnder(a, b)) {
         return absl::InvalidArgumentError(
             absl::StrCat("persistent_dirs ", b, " and ", a, " are nested; keep only ", b));
       }
@@ -76,7 +76,7 @@ absl::Status OverlayManager::Recover() {
   if (!state_path_.empty()) {
     LAZ_ASSIGN_OR_RETURN(SavedState saved, LoadState(state_path_));
     for (const SavedCapped& c : saved.capped) {
-      if (!fs::IsCleanAbsolutePath(c.profile_dir) || c.profile_dir == "/") {
+      if (!vocab::IsCleanAbsolutePath(c.profile_dir) || c.profile_dir == "/") {
         LAZ_LOG_WARNING << "ignoring a malformed record in " << state_path_;
         continue;
       }
@@ -87,7 +87,7 @@ absl::Status OverlayManager::Recover() {
     }
     for (Mounted& m : saved.mounts) {
       // The paths are derived again; a record naming anything else is dropped.
-      if (!CheckPersistentDir(m.directory).ok() || !fs::IsCleanAbsolutePath(m.profile_dir) ||
+      if (!CheckPersistentDir(m.directory).ok() || !vocab::IsCleanAbsolutePath(m.profile_dir) ||
           PersistPathsFor(m.profile_dir, m.directory).merged != m.merged ||
           !IsValidImageId(m.image_id)) {
         LAZ_LOG_WARNING << "ignoring a malformed record in " << state_path_;

@@ -14,9 +14,9 @@
 #include "helper/mount/layer_stats.h"
 #include "helper/mount/thread_caps.h"
 #include "services/common/fs/dir.h"
-#include "services/common/fs/path.h"
 #include "services/common/fs/file.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::mounthelper {
 namespace {
@@ -170,13 +170,13 @@ absl::Status RemoveRootRecord(const fs::DirFd& profile, const std::string& base)
 absl::StatusOr<CheckedProfile> CheckProfile(const std::string& data_root,
                                             const std::string& profile_dir, uid_t owner,
                                             bool create) {
-  if (!fs::IsCleanAbsolutePath(data_root) || !fs::IsCleanAbsolutePath(profile_dir) ||
-      fs::Dirname(profile_dir) != data_root) {
+  if (!vocab::IsCleanAbsolutePath(data_root) || !vocab::IsCleanAbsolutePath(profile_dir) ||
+      vocab::Dirname(profile_dir) != data_root) {
     return absl::InvalidArgumentError(absl::StrCat(
         "profile directory ", profile_dir, " is not one directory below data_root ", data_root));
   }
-  const std::string name = fs::Basename(profile_dir);
-  LAZ_RETURN_IF_ERROR(fs::CheckOneComponent(name));
+  const std::string name = vocab::Basename(profile_dir);
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   CheckedProfile c;
   c.profile_dir = profile_dir;
   // data_root is the user's own setting: made like mkdir -p on a first
@@ -298,7 +298,7 @@ absl::Status RemoveImageRecord(const fs::DirFd& profile, const std::string& base
 
 absl::StatusOr<fs::DirFd> OpenLowerDir(int root_fd, const std::string& rel,
                                        const std::string& image_id) {
-  if (!fs::IsCleanAbsolutePath(rel) || rel == "/") {
+  if (!vocab::IsCleanAbsolutePath(rel) || rel == "/") {
     return absl::InvalidArgumentError(absl::StrCat("'", rel, "' is not a directory to persist"));
   }
   fs::OpenedBeneath opened =

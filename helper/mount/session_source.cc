@@ -1,10 +1,10 @@
 #include "helper/mount/session_source.h"
 
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/session_client.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::mounthelper {
 namespace {
@@ -45,7 +45,7 @@ class RegistrySessionSource final : public SessionSource {
 
   absl::StatusOr<ProfileFacts> Profile(const ProfileQuery& q) override {
     for (const std::string* path : {&q.workspace, &q.explicit_config}) {
-      if (!path->empty() && !fs::IsCleanAbsolutePath(*path)) {
+      if (!path->empty() && !vocab::IsCleanAbsolutePath(*path)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "'", path->substr(0, 256), "' is not a clean absolute path (workspace or --config)"));
       }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/session_client.h"
 #include "services/common/session_id.h"
 #include "services/common/status_util.h"
@@ -256,7 +257,7 @@ grpc::Status ApproverService::WatchEgressLog(grpc::ServerContext* ctx,
 }
 
 EgressLogSource NetpolicydEgressLog(const std::string& runtime_dir) {
-  return [socket = SocketPath(runtime_dir, "netpolicyd")](
+  return [socket = ServiceSocketPath(runtime_dir, kNetPolicydService)](
              grpc::ServerContext* ctx, const std::string& session_id, bool follow,
              const std::function<bool(const netpolicy::v1::LogEntry&)>& write) {
     auto stub = netpolicy::v1::NetPolicyService::NewStub(DialUnix(socket));

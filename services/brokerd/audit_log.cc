@@ -11,8 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::brokerd {
 namespace {
@@ -223,7 +223,7 @@ absl::StatusOr<std::string> CappedAuditLine(const pb::AuditRecord& record) {
 
 absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path,
                                                          AuditLogOptions options) {
-  if (!fs::IsCleanAbsolutePath(path) || path == "/") {
+  if (!vocab::IsCleanAbsolutePath(path) || path == "/") {
     return absl::InvalidArgumentError(
         absl::StrCat("audit log '", path, "' is not a clean absolute path"));
   }

@@ -17,6 +17,7 @@
 #include "services/brokerd/tls/private_dir.h"
 #include "services/common/log.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::brokerd {
@@ -29,7 +30,7 @@ namespace sv = ::lazaret::supervisor::v1;
 // the endpoint, and the registry's ENDED event does too if it cannot.
 void StopSessionThroughSupervisor(const std::string& runtime_dir, const std::string& id) {
   auto stub = sv::SupervisorService::NewStub(grpc::CreateChannel(
-      "unix:" + SocketPath(runtime_dir, "supervisor"), grpc::InsecureChannelCredentials()));
+      "unix:" + ServiceSocketPath(runtime_dir, kSupervisorService), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   sv::StopSessionRequest req;
@@ -116,7 +117,7 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
 
 ServiceSpec Spec() {
   return ServiceSpec{
-      .name = "brokerd",
+      .name = std::string(kBrokerdService.name),
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
       .make_handlers = MakeHandlers,
   };

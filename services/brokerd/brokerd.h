@@ -8,13 +8,15 @@
 #include <array>
 
 #include "absl/status/status.h"
+#include "services/common/service_catalog.h"
 #include "services/common/service_main.h"
 
 namespace lazaret::brokerd {
 
 // The capabilities this process keeps; everything else is dropped at start.
-// deploy/capabilities.toml restates this set and a test compares the two.
-inline constexpr std::array<cap_value_t, 0> kCapabilities = {};
+// The set is written in the service catalog (services/common/service_catalog.h);
+// deploy/capabilities.toml restates it and a test compares the two.
+inline constexpr const auto& kCapabilities = kBrokerdCapabilities;
 
 ServiceSpec Spec();
 

@@ -8,9 +8,11 @@
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "services/common/log.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/session_client.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::brokerd {
 namespace {
@@ -20,24 +22,6 @@ namespace na = ::lazaret::netapproval::v1;
 namespace cfg = ::lazaret::config::v1;
 
 using Record = pb::AuditRecord;
-
-// A DNS name as netpolicyd sends it: lowercase labels of [a-z0-9_-], dot
-// separated, no empty label, at most 253 octets. Anything else never
-// reaches an approver's screen.
-bool IsPlainName(const std::string& name) {
-  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-    if (++label > 63) return false;
-  }
-  return true;
-}
 
 bool NoControl(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -73,7 +57,7 @@ cfg::NameAllowRequest NameAllowFor(const SessionFacts& facts, const std::string&
 
 absl::Status CheckAskRequest(const na::AskRequest& request) {
   LAZ_RETURN_IF_ERROR(CheckSessionId(request.session_id()));
-  if (!IsPlainName(request.name())) {
+  if (!vocab::IsPlainName(request.name())) {
     return absl::InvalidArgumentError(
         "name must be a lowercase DNS name of [a-z0-9_-] labels (at most 253 octets)");
   }
@@ -110,7 +94,7 @@ NetworkApprovalDeps ConfigdNetworkApprovalDeps(const std::string& runtime_dir, A
   deps.look_up = [runtime_dir](const std::string& id) { return LookUpSession(runtime_dir, id); };
   auto call = [runtime_dir](const SessionFacts& facts, const std::string& name,
                             const std::string* before) -> absl::StatusOr<cfg::NameAllowPreview> {
-    auto stub = cfg::ConfigService::NewStub(DialUnix(SocketPath(runtime_dir, "configd")));
+    auto stub = cfg::ConfigService::NewStub(DialUnix(ServiceSocketPath(runtime_dir, kConfigdService)));
     grpc::ClientContext ctx;
     cfg::NameAllowRequest req = NameAllowFor(facts, name);
     cfg::NameAllowPreview out;

@@ -19,7 +19,6 @@
 #ifndef LAZARET_SERVICES_BROKERD_PENDING_H_
 #define LAZARET_SERVICES_BROKERD_PENDING_H_
 
-#include <any>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "lazaret/approver/v1/approver.pb.h"
+#include "services/brokerd/command/checked_command.h"
 
 namespace lazaret::brokerd {
 
@@ -53,10 +53,9 @@ bool IsValidBrokerId(std::string_view id);
 struct EditedCommand {
   std::vector<std::string> argv;
   std::string binary;  // absolute host path argv[0] resolved to
-  // Whatever the check produced for the executor, e.g. a
-  // std::shared_ptr<const command::CheckedCommand>; the book carries it to
-  // the connection thread untouched (std::any_cast checks the type).
-  std::any checked;
+  // What the executor runs; the book carries it to the connection thread
+  // untouched. Null when the check produced nothing to run (tests).
+  std::shared_ptr<const command::CheckedCommand> checked;
 };
 
 using EditCheck = std::function<absl::StatusOr<EditedCommand>(

@@ -48,7 +48,13 @@ absl::StatusOr<EditedCommand> AcceptEdit(const pb::Edit& edit, const pb::Pending
   EditedCommand c;
   c.argv.assign(edit.argv().begin(), edit.argv().end());
   c.binary = "/usr/bin/" + c.argv[0];
-  c.checked = std::make_shared<const std::string>("checked:" + c.argv[0]);
+  // A real check where argv[0] is on the broker's PATH: the book must carry
+  // what it produced to the connection thread.
+  absl::StatusOr<command::CheckedCommand> checked =
+      command::CheckedCommand::Check(c.argv, "/", "");
+  if (checked.ok()) {
+    c.checked = std::make_shared<const command::CheckedCommand>(*std::move(checked));
+  }
   return c;
 }
 
@@ -164,8 +170,8 @@ TEST(RequestBookTest, EditErrorKeepsTheRequestPending) {
     EXPECT_EQ(d->kind, Decision::Kind::kEdited);
     ASSERT_TRUE(d->edited.has_value());
     EXPECT_EQ(d->edited->argv, (std::vector<std::string>{"uname", "-a"}));
-    auto checked = std::any_cast<std::shared_ptr<const std::string>>(d->edited->checked);
-    EXPECT_EQ(*checked, "checked:uname");
+    ASSERT_NE(d->edited->checked, nullptr);
+    EXPECT_EQ(d->edited->checked->argv(), (std::vector<std::string>{"uname", "-a"}));
     book.Started(*handle);
   });
   auto edited = book.Decide(good);

@@ -17,11 +17,11 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "services/brokerd/command/text_scan.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
-#include "services/common/fs/path.h"
 #include "services/common/workspace/catalogue.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::brokerd {
 namespace {
@@ -58,7 +58,7 @@ std::string Show(absl::string_view rel) {
   const std::string path = rel.empty() ? std::string(command::kSandboxWorkspace)
                                        : absl::StrCat(command::kSandboxWorkspace, "/", rel);
   return absl::StrCat(
-      "'", absl::StrReplaceAll(command::EscapeForDisplay(path, nullptr), {{" ", "\\x20"}}), "'");
+      "'", absl::StrReplaceAll(vocab::EscapeForDisplay(path, nullptr), {{" ", "\\x20"}}), "'");
 }
 
 // Opens `path` (relative to `root`) following symlinks only while they stay
@@ -145,14 +145,14 @@ std::optional<std::string> Checker::DirectoryNamed(const std::string& rel_path) 
   struct stat st {};
   if (fstat(fd->get(), &st) != 0) return std::nullopt;
   std::optional<std::string> path = PathOf(fd->get());
-  if (!path.has_value() || !fs::IsAtOrUnder(*path, scope_.host_workspace)) {
+  if (!path.has_value() || !vocab::IsAtOrUnder(*path, scope_.host_workspace)) {
     Unchecked(rel_path, "its path on the host could not be read");
     return std::nullopt;
   }
   std::string rel = path->size() == scope_.host_workspace.size()
                         ? std::string()
                         : path->substr(scope_.host_workspace.size() + 1);
-  if (!S_ISDIR(st.st_mode)) rel = rel.find('/') == std::string::npos ? "" : fs::Dirname(rel);
+  if (!S_ISDIR(st.st_mode)) rel = rel.find('/') == std::string::npos ? "" : vocab::Dirname(rel);
   return rel;
 }
 
@@ -173,7 +173,7 @@ void Checker::CandidatesOf(const std::string& cwd_rel, absl::string_view word,
     } else if (absl::StartsWith(c, absl::StrCat(command::kSandboxWorkspace, "/"))) {
       rel_path = std::string(c.substr(sizeof(command::kSandboxWorkspace)));
     } else if (c[0] == '/') {
-      if (!fs::IsAtOrUnder(c, scope_.host_workspace)) {
+      if (!vocab::IsAtOrUnder(c, scope_.host_workspace)) {
         struct stat st {};
         if (stat(std::string(c).c_str(), &st) == 0) names_outside_ = true;
         continue;
@@ -234,7 +234,7 @@ void Checker::CheckGitDir(const DirFd& gitdir, const std::string& rel, absl::str
       for (const std::string& n : *names) {
         struct stat st {};
         if (fstatat(hooks->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && Changed(st)) {
-          changed.push_back(absl::StrCat("hooks/", command::EscapeForDisplay(n, nullptr)));
+          changed.push_back(absl::StrCat("hooks/", vocab::EscapeForDisplay(n, nullptr)));
         }
       }
     }
@@ -261,7 +261,7 @@ void Checker::FollowGitPath(const std::string& base_rel, std::string target, abs
   std::string rel_path;
   if (target[0] == '/') {
     // Outside the workspace: a place the sandbox cannot write, not followed.
-    if (!fs::IsAtOrUnder(target, scope_.host_workspace)) return;
+    if (!vocab::IsAtOrUnder(target, scope_.host_workspace)) return;
     rel_path = target.size() == scope_.host_workspace.size()
                    ? std::string()
                    : target.substr(scope_.host_workspace.size() + 1);
@@ -273,7 +273,7 @@ void Checker::FollowGitPath(const std::string& base_rel, std::string target, abs
   struct stat st {};
   if (fstat(fd->get(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
   std::optional<std::string> path = PathOf(fd->get());
-  if (!path.has_value() || !fs::IsAtOrUnder(*path, scope_.host_workspace)) return;
+  if (!path.has_value() || !vocab::IsAtOrUnder(*path, scope_.host_workspace)) return;
   const std::string rel = path->size() == scope_.host_workspace.size()
                               ? std::string()
                               : path->substr(scope_.host_workspace.size() + 1);
@@ -394,7 +394,7 @@ PlantedReport Checker::Run(const std::string& cwd_rel, const std::vector<std::st
   for (const std::string& d : named) {
     std::string rel = d;
     while (dirs.insert(rel).second && !rel.empty()) {
-      rel = rel.find('/') == std::string::npos ? "" : fs::Dirname(rel);
+      rel = rel.find('/') == std::string::npos ? "" : vocab::Dirname(rel);
     }
   }
   size_t checked = 0;
@@ -437,7 +437,7 @@ PlantedReport CheckPlantedArgv(const PlantedScope& scope, absl::string_view host
                                const std::vector<std::string>& argv, bool is_git) {
   PlantedReport report;
   absl::StatusOr<DirFd> root = DirFd::OpenTrusted(scope.host_workspace);
-  if (!root.ok() || !fs::IsAtOrUnder(host_cwd, scope.host_workspace)) {
+  if (!root.ok() || !vocab::IsAtOrUnder(host_cwd, scope.host_workspace)) {
     report.findings.push_back(absl::StrCat(
         "the workspace could not be checked for planted code (",
         root.ok() ? "the working directory is outside it" : root.status().message(), ")"));

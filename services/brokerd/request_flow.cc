@@ -1,6 +1,5 @@
 #include "services/brokerd/request_flow.h"
 
-#include <any>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -9,14 +8,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "services/wire/frame.h"
-#include "services/wire/messages.h"
 #include "services/brokerd/command/executor.h"
 #include "services/brokerd/command/matcher.h"
 #include "services/brokerd/command/operand_paths.h"
-#include "services/brokerd/command/text_scan.h"
 #include "services/brokerd/planted_check.h"
 #include "services/common/log.h"
+#include "services/vocab/escape.h"
+#include "services/wire/frame.h"
+#include "services/wire/messages.h"
 
 namespace lazaret::brokerd {
 namespace {
@@ -48,7 +47,7 @@ std::string ReasonNotAuto(const command::Judgement& judgement,
 
 std::string Escaped(absl::string_view text, bool* any) {
   bool changed = false;
-  std::string out = command::EscapeForDisplay(text, &changed);
+  std::string out = vocab::EscapeForDisplay(text, &changed);
   if (changed) *any = true;
   return out;
 }
@@ -150,7 +149,7 @@ void Exchange::Run() {
   if (request_.profile() != session_.facts().record.profile()) {
     Refuse(Record::DECISION_REFUSED,
            absl::StrCat("the request names profile '",
-                        command::EscapeForDisplay(request_.profile(), nullptr),
+                        vocab::EscapeForDisplay(request_.profile(), nullptr),
                         "' but this sandbox's certificate is for profile '",
                         session_.facts().record.profile(), "'"),
            true);
@@ -238,15 +237,14 @@ void Exchange::Run() {
       return;
     case Decision::Kind::kEdited: {
       record_.set_decision(Record::DECISION_EDITED);
-      const auto* edited =
-          std::any_cast<std::shared_ptr<const command::CheckedCommand>>(&decision->edited->checked);
-      if (edited == nullptr || *edited == nullptr) {
+      const std::shared_ptr<const command::CheckedCommand>& edited = decision->edited->checked;
+      if (edited == nullptr) {
         Refuse(Record::DECISION_REFUSED, "the edited command was not checked", false);
         return;
       }
-      record_.set_binary((*edited)->binary().path);
-      record_.set_cwd((*edited)->host_cwd());
-      Execute(**edited);
+      record_.set_binary(edited->binary().path);
+      record_.set_cwd(edited->host_cwd());
+      Execute(*edited);
       return;
     }
     case Decision::Kind::kDenied:
@@ -502,8 +500,7 @@ absl::StatusOr<EditedCommand> CheckEdit(const approver::v1::Edit& edit,
   EditedCommand e;
   e.argv = checked->argv();
   e.binary = checked->binary().path;
-  e.checked = std::shared_ptr<const command::CheckedCommand>(
-      std::make_shared<command::CheckedCommand>(*std::move(checked)));
+  e.checked = std::make_shared<const command::CheckedCommand>(*std::move(checked));
   return e;
 }
 
@@ -517,7 +514,7 @@ approver::v1::ParseCommandResponse ParseForApprover(
   }
   for (const std::string& w : *words) {
     r.add_argv(w);
-    r.add_argv_escaped(command::EscapeForDisplay(w, nullptr));
+    r.add_argv_escaped(vocab::EscapeForDisplay(w, nullptr));
   }
   absl::StatusOr<command::ResolvedBinary> binary = command::ResolveCommandName((*words)[0]);
   if (!binary.ok()) {

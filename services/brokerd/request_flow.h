@@ -28,8 +28,7 @@ void ServeConnection(LiveSession& session, fs::UniqueFd conn);
 
 // The approver's Edit, checked the way a request is (split, bare argv[0] on
 // the fixed PATH, the request's working directory below its workspace); the
-// checked command travels in EditedCommand::checked as a
-// shared_ptr<const CheckedCommand>.
+// checked command travels in EditedCommand::checked.
 absl::StatusOr<EditedCommand> CheckEdit(const approver::v1::Edit& edit,
                                         const approver::v1::PendingRequest& pending);
 

@@ -74,7 +74,83 @@ uint64_t Mask(absl::Span<const cap_value_t> caps) {
   return m;
 }
 
+namespace {
+
+// Declaration::granted_by_exec: nothing for this process, exactly `grant`
+// for what it execs as root.
+absl::StatusOr<Report> DropForExecGrant(std::vector<cap_value_t> grant) {
+  std::sort(grant.begin(), grant.end());
+  grant.erase(std::unique(grant.begin(), grant.end()), grant.end());
+  if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1) {
+    return absl::FailedPreconditionError(
+        "no_new_privs is already set (inherited from the process that started this one), so "
+        "the programs this process execs as root (podman) or setuid (newuidmap) could not "
+        "receive their capabilities; start it from a process without no_new_privs");
+  }
+  CapPtr current(cap_get_proc());
+  if (!current) return ErrnoStatus("cap_get_proc", errno);
+  Report report;
+  for (cap_value_t c : grant) {
+    if (cap_get_bound(c) <= 0) report.missing.push_back(c);
+  }
+  if (HasFlag(current.get(), CAP_SETPCAP, CAP_PERMITTED)) {
+    CapPtr raise(cap_dup(current.get()));
+    cap_value_t setpcap = CAP_SETPCAP;
+    if (cap_set_flag(raise.get(), CAP_EFFECTIVE, 1, &setpcap, CAP_SET) != 0 ||
+        cap_set_proc(raise.get()) != 0) {
+      return ErrnoStatus("raising CAP_SETPCAP to drop the bounding set", errno);
+    }
+    for (cap_value_t c = 0; c <= CAP_LAST_CAP; ++c) {
+      if (Contains(grant, c)) continue;
+      if (cap_drop_bound(c) != 0 && errno != EINVAL) {
+        return ErrnoStatus(absl::StrCat("dropping ", Name(c), " from the bounding set"), errno);
+      }
+    }
+    report.bounding_dropped = true;
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    return ErrnoStatus("clearing ambient capabilities", errno);
+  }
+  CapPtr empty(cap_init());
+  if (cap_set_proc(empty.get()) != 0) return ErrnoStatus("cap_set_proc", errno);
+
+  CapPtr after(cap_get_proc());
+  if (!after) return ErrnoStatus("cap_get_proc", errno);
+  const auto got_p = FlagSet(after.get(), CAP_PERMITTED);
+  const auto got_e = FlagSet(after.get(), CAP_EFFECTIVE);
+  const auto got_i = FlagSet(after.get(), CAP_INHERITABLE);
+  if (!got_p.empty() || !got_e.empty() || !got_i.empty()) {
+    return absl::InternalError(absl::StrCat("capability drop did not take effect: permitted ",
+                                            Describe(got_p), " effective ", Describe(got_e),
+                                            " inheritable ", Describe(got_i), "; wanted none"));
+  }
+  if (report.bounding_dropped) {
+    for (cap_value_t c = 0; c <= CAP_LAST_CAP; ++c) {
+      if (cap_get_bound(c) > 0 && !Contains(grant, c)) {
+        return absl::InternalError(
+            absl::StrCat("capability ", Name(c), " is still in the bounding set"));
+      }
+    }
+  }
+  for (cap_value_t c = 0; c <= CAP_LAST_CAP; ++c) {
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1) {
+      return absl::InternalError(absl::StrCat("ambient capability ", Name(c), " is still set"));
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
 absl::StatusOr<Report> DropToDeclared(const Declaration& declaration) {
+  if (declaration.granted_by_exec.has_value()) {
+    if (!declaration.required.empty() || !declaration.delegated.empty()) {
+      return absl::InvalidArgumentError(
+          "a declaration with granted_by_exec keeps no capability of its own: required and "
+          "delegated must be empty");
+    }
+    return DropForExecGrant(*declaration.granted_by_exec);
+  }
   CapPtr current(cap_get_proc());
   if (!current) return ErrnoStatus("cap_get_proc", errno);
   const std::vector<cap_value_t> permitted = FlagSet(current.get(), CAP_PERMITTED);

@@ -7,6 +7,7 @@
 #include <sys/capability.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,16 @@ struct Declaration {
   // this process execs (with no_new_privs) can receive them. Only the
   // supervisor delegates.
   std::vector<cap_value_t> delegated;
+  // Delegated by exec as root, for a process whose children must gain
+  // capabilities through execve: lazaret-sessiond, whose rootful podman
+  // (and conmon, runc, runsc) runs as root, and whose rootless podman execs
+  // the setuid-root newuidmap. When set, `required` and `delegated` must be
+  // empty: the process keeps nothing permitted or effective, its bounding
+  // set becomes exactly this list (when it can drop the rest), and neither
+  // no_new_privs nor SECBIT_NOROOT is set, so a child exec'd as root
+  // receives exactly this list and nothing beyond it. Refused when
+  // no_new_privs is already set: such children would then get nothing.
+  std::optional<std::vector<cap_value_t>> granted_by_exec = std::nullopt;
 };
 
 // What the process ended up with, for status reporting.
@@ -36,6 +47,8 @@ struct Report {
 // available), inheritable and ambient sets, permitted/effective to the
 // declared set, locks SECBIT_NOROOT when possible, sets PR_SET_NO_NEW_PRIVS,
 // then re-reads the sets and fails if they differ from what was asked.
+// With granted_by_exec, only the bounding, inheritable and ambient sets are
+// limited and permitted/effective emptied (see Declaration).
 // Declared capabilities the process never had are reported, not an error:
 // an unprivileged user runs every service with none.
 // Precondition: no other threads exist yet (capability sets are per thread).

@@ -93,5 +93,68 @@ TEST(CapabilitiesTest, UnavailableDeclaredCapabilityIsReportedMissing) {
             0);
 }
 
+// The capability sets of a program this process execs, read from its
+// /proc/self/status.
+uint64_t ExecedProgramField(const std::string& field) {
+  int fds[2];
+  if (pipe(fds) != 0) return ~uint64_t{0};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    execl("/bin/cat", "cat", "/proc/self/status", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) text.append(buf, n);
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  const size_t at = text.find("\n" + field + ":");
+  if (at == std::string::npos) return ~uint64_t{0};
+  return std::stoull(text.substr(at + field.size() + 2), nullptr, 16);
+}
+
+TEST(CapabilitiesTest, GrantedByExecKeepsNothingHereAndHandsExactlyTheListToARootExec) {
+  const bool root = geteuid() == 0;
+  const uint64_t grant = Mask({CAP_CHOWN, CAP_KILL});
+  EXPECT_EQ(
+      InChild([&] {
+        auto r = DropToDeclared({.required = {},
+                                 .delegated = {},
+                                 .granted_by_exec = std::vector<cap_value_t>{CAP_KILL, CAP_CHOWN}});
+        if (!r.ok()) return 1;
+        if (!r->held.empty()) return 2;
+        if (ProcField("CapPrm") != 0 || ProcField("CapEff") != 0) return 3;
+        if (ProcField("CapInh") != 0 || ProcField("CapAmb") != 0) return 4;
+        // Setuid and root's exec rule must keep working for podman and newuidmap.
+        if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 0) return 5;
+        if (root && ProcField("CapBnd") != grant) return 6;
+        // As root, the exec'd program gets exactly the list, not root's full set.
+        if (root && ExecedProgramField("CapPrm") != grant) return 7;
+        if (!root && ExecedProgramField("CapPrm") != 0) return 8;
+        return 0;
+      }),
+      0);
+}
+
+TEST(CapabilitiesTest, GrantedByExecRefusesOwnCapabilitiesAndAnInheritedNoNewPrivs) {
+  EXPECT_EQ(InChild([&] {
+              auto mixed = DropToDeclared({.required = {CAP_KILL},
+                                           .delegated = {},
+                                           .granted_by_exec = std::vector<cap_value_t>{}});
+              if (mixed.ok() || mixed.status().code() != absl::StatusCode::kInvalidArgument) {
+                return 1;
+              }
+              if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 2;
+              auto r = DropToDeclared(
+                  {.required = {}, .delegated = {}, .granted_by_exec = std::vector<cap_value_t>{}});
+              if (r.ok() || r.status().code() != absl::StatusCode::kFailedPrecondition) return 3;
+              if (r.status().message().find("no_new_privs") == std::string::npos) return 4;
+              return 0;
+            }),
+            0);
+}
+
 }  // namespace
 }  // namespace lazaret::caps

@@ -10,14 +10,13 @@ namespace lazaret {
 // Files in the private runtime directory (runtime_dir.h). The supervisor
 // holds an flock on the lock file for its lifetime (the file itself is
 // never removed); `lazaret up` reads the log when the supervisor fails.
+// Every socket name is in the service catalog (service_catalog.h).
 inline constexpr char kSupervisorLockFile[] = "supervisor.lock";
 inline constexpr char kSupervisorLogFile[] = "supervisor.log";
-// The supervisor's socket name (SocketPath in unix_server.h).
-inline constexpr char kSupervisorSocketName[] = "supervisor";
 
 // The exit code of `lazaret clean --session ID` when the session's owner is
-// still alive, so nothing was removed; the supervisor's reaper tells it
-// from success and failure.
+// still alive, so nothing was removed; a script tells it from success and
+// failure.
 inline constexpr int kCleanOwnerAliveExitCode = 4;
 
 // The sandbox image built locally from deploy/images/sandbox: the embedded

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "services/common/fs/path.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret {
 
@@ -46,7 +46,7 @@ PersistPaths UncappedPathsFor(const std::string& profile_dir, const std::string&
 
 absl::Status CheckPersistentDir(const std::string& d) {
   const std::string key = absl::StrCat("persistent_dirs entry '", d, "'");
-  if (!fs::IsCleanAbsolutePath(d)) {
+  if (!vocab::IsCleanAbsolutePath(d)) {
     return absl::InvalidArgumentError(
         absl::StrCat(key, " must be a clean absolute path inside the container"));
   }
@@ -55,7 +55,7 @@ absl::Status CheckPersistentDir(const std::string& d) {
         key, ": the whole root cannot persist; name the directories (/usr, /etc, /root, ...)"));
   }
   for (const char* r : {"/workspace", "/run/lazaret", "/proc", "/sys", "/dev"}) {
-    if (fs::IsAtOrUnder(d, r)) {
+    if (vocab::IsAtOrUnder(d, r)) {
       return absl::FailedPreconditionError(
           absl::StrCat(key, ": ", r, " belongs to Lazaret or the kernel and cannot be persisted"));
     }

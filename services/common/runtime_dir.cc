@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "services/common/service_catalog.h"
 #include "services/common/status_util.h"
 
 namespace lazaret {
@@ -105,6 +106,9 @@ absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path) {
 }
 
 std::string SocketPath(const std::string& runtime_dir, const std::string& service) {
+  if (const ServiceEntry* s = FindService(service); s != nullptr) {
+    return ServiceSocketPath(runtime_dir, *s);
+  }
   return absl::StrCat(runtime_dir, "/", service, ".sock");
 }
 

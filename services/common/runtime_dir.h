@@ -30,7 +30,9 @@ std::string UserStateDir();
 // access. Returns the path on success.
 absl::StatusOr<std::string> EnsurePrivateDir(const std::string& path);
 
-// Well-known socket names inside the runtime directory.
+// The socket of the service named `service` in the runtime directory: its
+// socket in the service catalog (service_catalog.h); "<service>.sock" for a
+// name the catalog does not have (a test's own server).
 std::string SocketPath(const std::string& runtime_dir, const std::string& service);
 
 }  // namespace lazaret

@@ -1,4 +1,4 @@
-// The environment the supervisor, its services and its reaper run with.
+// The environment the supervisor, its services and its launcher run with.
 // Runs in `lazaret up` (for the supervisor it spawns) and in the supervisor
 // (for every child), so that neither the user's whole environment nor
 // anything set in the shell that ran `lazaret up` reaches a service: only
@@ -15,8 +15,8 @@ namespace lazaret {
 // LANG, LANGUAGE, LC_*, TZ, TMPDIR, PATH), the XDG base directories,
 // Lazaret's own (LAZARET_RUNTIME_DIR, LAZARET_LIBEXEC_DIR, LAZARET_RUNSC,
 // LAZARET_OVERLAY, the audit log's LAZARET_AUDIT_LOG, _MAX_BYTES, _FILES)
-// and what podman needs to find the same containers as the CLI when the
-// reaper runs `lazaret clean --session` (CONTAINERS_CONF,
+// and what podman needs to find the same containers as the CLI when
+// lazaret-sessiond runs or reaps a session (CONTAINERS_CONF,
 // CONTAINERS_STORAGE_CONF, DBUS_SESSION_BUS_ADDRESS).
 bool PassesToServices(const std::string& name);
 

@@ -27,7 +27,7 @@ namespace lazaret {
 // Common flags of every service binary.
 struct ServiceOptions {
   std::string runtime_dir;  // empty: DefaultRuntimeDir()
-  std::string socket_path;  // empty: <runtime_dir>/<name>.sock
+  std::string socket_path;  // empty: the service's socket in the catalog (service_catalog.h)
 };
 
 // Parses --runtime-dir=DIR and --socket=PATH; anything else is an error that
@@ -42,7 +42,9 @@ struct ServiceHandlers {
 };
 
 struct ServiceSpec {
-  std::string name;  // "configd"; socket "<name>.sock", log prefix "lazaret-<name>"
+  // "configd": its entry in the service catalog (service_catalog.h) names
+  // its socket; log prefix "lazaret-<name>".
+  std::string name;
   caps::Declaration capabilities;
   // Builds the handlers. Runs after the drop, with the resolved runtime dir.
   std::function<absl::StatusOr<ServiceHandlers>(const std::string& runtime_dir)> make_handlers;

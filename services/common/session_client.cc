@@ -3,8 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
-#include "services/common/constants.h"
+#include "services/common/grpc_deadline.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/session_id.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
@@ -14,10 +15,6 @@ namespace {
 
 namespace cfg = ::lazaret::config::v1;
 namespace sv = ::lazaret::supervisor::v1;
-
-void SetDeadline(grpc::ClientContext* ctx) {
-  ctx->set_deadline(std::chrono::system_clock::now() + kHostCallTimeout);
-}
 
 absl::Status Failed(const std::string& what, const grpc::Status& status) {
   absl::Status s = FromGrpcStatus(status);
@@ -41,9 +38,9 @@ absl::StatusOr<sv::SessionInfo> FetchSession(const std::string& runtime_dir,
                                              const std::string& id) {
   LAZ_RETURN_IF_ERROR(CheckSessionId(id));
   auto stub =
-      sv::SupervisorService::NewStub(DialUnix(SocketPath(runtime_dir, kSupervisorSocketName)));
+      sv::SupervisorService::NewStub(DialUnix(ServiceSocketPath(runtime_dir, kSupervisorService)));
   grpc::ClientContext ctx;
-  SetDeadline(&ctx);
+  SetDeadline(&ctx, kHostCallTimeout);
   sv::GetSessionRequest req;
   req.set_id(id);
   sv::SessionInfo info;
@@ -57,9 +54,9 @@ absl::StatusOr<sv::SessionInfo> FetchSession(const std::string& runtime_dir,
 
 absl::StatusOr<cfg::ResolvedProfile> ResolveSessionProfile(
     const std::string& runtime_dir, const lazaret::common::v1::SessionRecord& record) {
-  auto stub = cfg::ConfigService::NewStub(DialUnix(SocketPath(runtime_dir, "configd")));
+  auto stub = cfg::ConfigService::NewStub(DialUnix(ServiceSocketPath(runtime_dir, kConfigdService)));
   grpc::ClientContext ctx;
-  SetDeadline(&ctx);
+  SetDeadline(&ctx, kHostCallTimeout);
   cfg::ResolveProfileRequest req;
   req.mutable_selector()->set_workspace_dir(record.workspace());
   req.mutable_selector()->set_explicit_config(record.explicit_config());

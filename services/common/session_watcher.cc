@@ -3,9 +3,9 @@
 #include <set>
 
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
-#include "services/common/constants.h"
 #include "services/common/log.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/session_client.h"
 #include "services/common/unix_server.h"
 
@@ -52,7 +52,7 @@ void SessionWatcher::Ended(const sv::SessionInfo& info) {
 void SessionWatcher::Reconcile() {
   if (known_.empty()) return;
   auto stub =
-      sv::SupervisorService::NewStub(DialUnix(SocketPath(runtime_dir_, kSupervisorSocketName)));
+      sv::SupervisorService::NewStub(DialUnix(ServiceSocketPath(runtime_dir_, kSupervisorService)));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kHostCallTimeout);
   {
@@ -85,7 +85,7 @@ void SessionWatcher::Run() {
   while (true) {
     Reconcile();
     auto stub =
-        sv::SupervisorService::NewStub(DialUnix(SocketPath(runtime_dir_, kSupervisorSocketName)));
+        sv::SupervisorService::NewStub(DialUnix(ServiceSocketPath(runtime_dir_, kSupervisorService)));
     grpc::ClientContext ctx;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
 #include "services/common/log.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/layer_files.h"
@@ -124,7 +125,7 @@ class ConfigServiceImpl final : public pb::ConfigService::Service {
 
 ServiceSpec Spec() {
   return ServiceSpec{
-      .name = "configd",
+      .name = std::string(kConfigdService.name),
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
       .make_handlers = [](const std::string& runtime_dir) -> absl::StatusOr<ServiceHandlers> {
         absl::StatusOr<config::HostContext> host = config::HostContextFromEnvironment(runtime_dir);

@@ -75,6 +75,13 @@ approval_timeout = 300  # seconds a request waits for you before it is denied
 rate_limit = 10         # requests per second one session may send (bursts of twice that)
 approver = "inline"     # "inline": lazaret run prompts when no lazaret approve is attached; "remote": never
 
+[session]
+on_detach = "keep"      # no terminal attached: the agent runs on ("stop": stop cleanly at once)
+detached_limit = "12h"  # a kept session with no terminal attached this long is stopped cleanly
+
+[terminal]
+clipboard_write = false  # true: the sandbox's OSC 52 clipboard writes reach your terminal
+
 [profiles.)toml",
                                    kDefaultProfileName, R"toml(]
 image = ")toml",

@@ -59,13 +59,14 @@ auto_approve = [
 )");
   ASSERT_FALSE(p.diags.has_errors()) << AllErrors(p.diags);
   EXPECT_THAT(p.diags.warnings(), IsEmpty());
-  const std::vector<Setting<CommandPrefix>>& e = p.layer.auto_approve->value;
+  const std::vector<Setting<vocab::CommandPrefix>>& e = p.layer.auto_approve->value;
   ASSERT_EQ(e.size(), 3u);
-  EXPECT_EQ(e[0].value, (CommandPrefix{"gh pr view", {"gh", "pr", "view"}, false, {}}));
-  EXPECT_EQ(
-      e[1].value,
-      (CommandPrefix{"aws sts get-caller-identity", {"aws", "sts", "get-caller-identity"}, false, {}}));
-  EXPECT_EQ(e[2].value, (CommandPrefix{"cat /etc/os-release", {"cat", "/etc/os-release"}, true, {}}));
+  EXPECT_EQ(e[0].value, (vocab::CommandPrefix{"gh pr view", {"gh", "pr", "view"}, false, {}}));
+  EXPECT_EQ(e[1].value,
+            (vocab::CommandPrefix{
+                "aws sts get-caller-identity", {"aws", "sts", "get-caller-identity"}, false, {}}));
+  EXPECT_EQ(e[2].value,
+            (vocab::CommandPrefix{"cat /etc/os-release", {"cat", "/etc/os-release"}, true, {}}));
   EXPECT_EQ(e[2].origin.key_path, "escalation.auto_approve[2].exact");
   EXPECT_EQ(e[2].origin.line, 5u);
   EXPECT_EQ(e[0].origin.key_path, "escalation.auto_approve[0]");
@@ -80,10 +81,10 @@ auto_approve = [
 ]
 )");
   ASSERT_FALSE(p.diags.has_errors()) << AllErrors(p.diags);
-  const std::vector<Setting<CommandPrefix>>& e = p.layer.auto_approve->value;
+  const std::vector<Setting<vocab::CommandPrefix>>& e = p.layer.auto_approve->value;
   ASSERT_EQ(e.size(), 3u);
-  EXPECT_EQ(e[0].value,
-            (CommandPrefix{"gh pr view", {"gh", "pr", "view"}, false, {"--json", "--comments"}}));
+  EXPECT_EQ(e[0].value, (vocab::CommandPrefix{
+                            "gh pr view", {"gh", "pr", "view"}, false, {"--json", "--comments"}}));
   EXPECT_THAT(e[1].value.options, ElementsAre("--output", "--query"));
   EXPECT_THAT(e[2].value.options, IsEmpty());
 

@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "services/common/fs/path.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::config {
 namespace {
@@ -123,9 +123,9 @@ absl::StatusOr<std::string> Walk(absl::string_view tmpl, unsigned allowed,
 
 bool LstatExists(const std::string& p, struct stat* st) { return lstat(p.c_str(), st) == 0; }
 
-// fs::IsCleanAbsolutePath, with the reason when it is not.
+// vocab::IsCleanAbsolutePath, with the reason when it is not.
 absl::Status CheckCleanAbsolute(const std::string& path, absl::string_view what) {
-  if (fs::IsCleanAbsolutePath(path)) return absl::OkStatus();
+  if (vocab::IsCleanAbsolutePath(path)) return absl::OkStatus();
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " \"", path, "\" is not an absolute path"));
@@ -300,12 +300,6 @@ absl::StatusOr<std::string> CanonicalizeHostPath(const std::string& absolute_pat
   return resolved;
 }
 
-bool PathIsWithin(absl::string_view path, absl::string_view dir) {
-  if (dir == "/") return !path.empty() && path[0] == '/';
-  if (!absl::StartsWith(path, dir)) return false;
-  return path.size() == dir.size() || path[dir.size()] == '/';
-}
-
 std::vector<SensitivePath> SensitivePaths(const HostContext& host,
                                           const std::string& workspace_dir) {
   std::vector<SensitivePath> lexical;
@@ -377,12 +371,12 @@ std::vector<SensitivePath> SensitivePaths(const HostContext& host,
 absl::Status CheckNotSensitive(const std::string& canonical,
                                const std::vector<SensitivePath>& sensitive, bool refuse_ancestors) {
   for (const SensitivePath& s : sensitive) {
-    if (PathIsWithin(canonical, s.path)) {
+    if (vocab::IsAtOrUnder(canonical, s.path)) {
       return absl::PermissionDeniedError(absl::StrCat("resolves to \"", canonical, "\", which is ",
                                                       canonical == s.path ? "" : "inside ", s.what,
                                                       " (", s.path, ")"));
     }
-    if (refuse_ancestors && PathIsWithin(s.path, canonical)) {
+    if (refuse_ancestors && vocab::IsAtOrUnder(s.path, canonical)) {
       return absl::PermissionDeniedError(absl::StrCat(
           "resolves to \"", canonical, "\", which contains ", s.what, " (", s.path, ")"));
     }
@@ -393,14 +387,14 @@ absl::Status CheckNotSensitive(const std::string& canonical,
 absl::Status CheckVolumePlacement(const std::string& canonical, const std::string& data_root,
                                   const std::string& profile_dir) {
   if (data_root.empty()) return absl::OkStatus();
-  if (PathIsWithin(data_root, canonical)) {
+  if (vocab::IsAtOrUnder(data_root, canonical)) {
     return absl::PermissionDeniedError(
         absl::StrCat("\"", canonical, "\" contains data_root \"", data_root,
                      "\" (every profile's persistent data); mount {profile_dir} or a directory "
                      "below it instead"));
   }
-  if (PathIsWithin(canonical, data_root) &&
-      (profile_dir.empty() || !PathIsWithin(canonical, profile_dir))) {
+  if (vocab::IsAtOrUnder(canonical, data_root) &&
+      (profile_dir.empty() || !vocab::IsAtOrUnder(canonical, profile_dir))) {
     return absl::PermissionDeniedError(
         absl::StrCat("\"", canonical, "\" is inside another profile's data under \"", data_root,
                      "\"; a profile may mount only its own {profile_dir}"));
@@ -433,7 +427,7 @@ absl::Status CheckTrustedPathsNotAgentWritable(const std::vector<TrustedPath>& t
                                                const std::vector<AgentWritableDir>& writable) {
   for (const TrustedPath& t : trusted) {
     for (const AgentWritableDir& w : writable) {
-      if (!PathIsWithin(t.canonical, w.canonical)) continue;
+      if (!vocab::IsAtOrUnder(t.canonical, w.canonical)) continue;
       const std::string where = t.canonical == t.configured
                                     ? "is"
                                     : absl::StrCat("resolves to ", t.canonical, ", which is");
@@ -473,13 +467,11 @@ absl::StatusOr<std::string> CheckContainerPath(absl::string_view path) {
   std::string p(path);
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   if (p == "/") return absl::InvalidArgumentError("cannot be the container's root directory");
-  for (absl::string_view seg : absl::StrSplit(absl::string_view(p).substr(1), '/')) {
-    if (seg.empty() || seg == "." || seg == "..") {
-      return absl::InvalidArgumentError("must be a clean path (no empty, '.' or '..' segments)");
-    }
+  if (!vocab::IsCleanAbsolutePath(p)) {
+    return absl::InvalidArgumentError("must be a clean path (no empty, '.' or '..' segments)");
   }
   for (absl::string_view reserved : {"/workspace", "/run/lazaret", "/proc", "/sys", "/dev"}) {
-    if (PathIsWithin(p, reserved)) {
+    if (vocab::IsAtOrUnder(p, reserved)) {
       return absl::InvalidArgumentError(
           absl::StrCat("is inside ", reserved, ", which Lazaret or the kernel manages"));
     }

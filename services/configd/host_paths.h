@@ -73,9 +73,6 @@ absl::StatusOr<std::string> ExpandHostPath(absl::string_view tmpl, unsigned allo
 // is an error. The result contains no symlink at the time of the call.
 absl::StatusOr<std::string> CanonicalizeHostPath(const std::string& absolute_path);
 
-// True when `path` equals `dir` or lies below it (both canonical).
-bool PathIsWithin(absl::string_view path, absl::string_view dir);
-
 // A directory that no volume may expose, with the reason.
 struct SensitivePath {
   std::string path;  // canonical

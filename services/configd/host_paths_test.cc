@@ -124,14 +124,6 @@ TEST(HostPathsTest, CanonicalizeRefusesDanglingSymlinks) {
   EXPECT_FALSE(CanonicalizeHostPath(s.Path("loop")).ok());
 }
 
-TEST(HostPathsTest, PathIsWithinComparesWholeSegments) {
-  EXPECT_TRUE(PathIsWithin("/a/b", "/a"));
-  EXPECT_TRUE(PathIsWithin("/a", "/a"));
-  EXPECT_FALSE(PathIsWithin("/ab", "/a"));
-  EXPECT_TRUE(PathIsWithin("/x", "/"));
-  EXPECT_FALSE(PathIsWithin("/a", "/a/b"));
-}
-
 TEST(HostPathsTest, SensitivePathsAreRefusedInsideAndAsAncestors) {
   Scratch s;
   HostContext h = s.Host();

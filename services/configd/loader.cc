@@ -10,6 +10,7 @@
 #include "services/configd/narrowing.h"
 #include "services/configd/persist_coherence.h"
 #include "services/configd/resolve.h"
+#include "services/vocab/profile_name.h"
 
 namespace lazaret::config {
 namespace {
@@ -28,6 +29,15 @@ void Take(EgressSettings& into, const EgressSettings& from) {
   Take(into.ask_timeout, from.ask_timeout);
   Take(into.ask_unattended_wait, from.ask_unattended_wait);
   Take(into.trust_host_ca, from.trust_host_ca);
+}
+
+void Take(SessionConfig& into, const SessionConfig& from) {
+  Take(into.on_detach_stop, from.on_detach_stop);
+  Take(into.detached_limit, from.detached_limit);
+}
+
+void Take(TerminalConfig& into, const TerminalConfig& from) {
+  Take(into.clipboard_write, from.clipboard_write);
 }
 
 LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
@@ -49,6 +59,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
     Take(m.approval_timeout, l->approval_timeout);
     Take(m.rate_limit, l->rate_limit);
     Take(m.approver, l->approver);
+    Take(m.session, l->session);
+    Take(m.terminal, l->terminal);
     for (const auto& [name, p] : l->profiles) {
       ProfileLayer& mp = m.profiles[name];
       mp.origin = p.origin;
@@ -64,6 +76,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.persistent_cap, p.persistent_cap);
       Take(mp.net, p.net);
       Take(mp.ports, p.ports);
+      Take(mp.session, p.session);
+      Take(mp.terminal, p.terminal);
     }
   }
   return m;
@@ -74,7 +88,7 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
 absl::StatusOr<ResolvedProfile> LoadedConfig::Profile(absl::string_view name) const {
   if (absl::Status st = status(); !st.ok()) return st;
   const std::string wanted = name.empty() ? default_profile : std::string(name);
-  if (!IsValidProfileName(wanted)) {
+  if (!vocab::IsValidProfileName(wanted)) {
     return absl::InvalidArgumentError(
         absl::StrCat(Q(wanted), " is not a valid profile name (names match ^[a-z0-9_-]{2,32}$)"));
   }
@@ -151,7 +165,7 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
 
   // A replaced deny list that forgets a built-in entry is legal but worth a word.
   if (merged.default_deny->origin.layer != Layer::kEmbeddedDefault) {
-    for (const Setting<Cidr>& n : parsed.front().default_deny->value) {
+    for (const Setting<vocab::Cidr>& n : parsed.front().default_deny->value) {
       if (!CoveredBy(n.value, merged.default_deny->value)) {
         diags.Warning(merged.default_deny->origin,
                       absl::StrCat("no longer denies ", Q(n.value.ToString()),

@@ -24,11 +24,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "services/configd/auto_approve.h"
-#include "services/configd/cidr.h"
 #include "services/configd/diagnostics.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/schema.h"
+#include "services/vocab/auto_approve.h"
+#include "services/vocab/cidr.h"
+#include "services/vocab/port_spec.h"
 
 namespace lazaret::config {
 
@@ -79,8 +80,8 @@ struct ResolvedProfile {
   // allow_egress; deny: network.default_deny; allow_domains:
   // network.default_allow_domains, then the profile's allow_domains. Each
   // list without repeats (the first occurrence is kept).
-  std::vector<Setting<Cidr>> allow;
-  std::vector<Setting<Cidr>> deny;
+  std::vector<Setting<vocab::Cidr>> allow;
+  std::vector<Setting<vocab::Cidr>> deny;
   std::vector<Setting<std::string>> allow_domains;
   // network.dns_upstream, canonical "address:port"; empty: the host's own.
   std::vector<std::string> dns_upstream;
@@ -91,14 +92,14 @@ struct ResolvedProfile {
   bool ask_unattended_wait = false;
   bool trust_host_ca = false;
   // profiles.<name>.ports (never from a workspace file).
-  std::vector<Setting<PortSpec>> ports;
+  std::vector<Setting<vocab::PortSpec>> ports;
   std::vector<ResolvedEnv> env;
   std::vector<ResolvedVolume> volumes;
   bool keep_planted_repositories = false;
   bool escalation_enabled = false;
   std::string socket_dir;
   // escalation.auto_approve, each entry with the place it was written.
-  std::vector<Setting<CommandPrefix>> auto_approve;
+  std::vector<Setting<vocab::CommandPrefix>> auto_approve;
   // The profile's command_timeout, else escalation.command_timeout; and
   // escalation.approval_timeout. Seconds, > 0.
   uint32_t command_timeout_seconds = 0;
@@ -107,6 +108,12 @@ struct ResolvedProfile {
   uint32_t rate_limit = 0;
   // escalation.approver: "inline" or "remote".
   std::string approver;
+  // The profile's session.on_detach, else [session]'s: true for "stop".
+  bool on_detach_stop = false;
+  // The profile's session.detached_limit, else [session]'s, in seconds.
+  uint32_t detached_limit_seconds = kDefaultDetachedLimitSeconds;
+  // The profile's terminal.clipboard_write, else [terminal]'s.
+  bool clipboard_write = false;
   std::vector<KeySource> sources;
 };
 

@@ -32,9 +32,9 @@ using testing::Warnings;
 
 std::string Q(const std::string& s) { return "\"" + s + "\""; }
 
-std::vector<std::string> Texts(const std::vector<Setting<Cidr>>& cidrs) {
+std::vector<std::string> Texts(const std::vector<Setting<vocab::Cidr>>& cidrs) {
   std::vector<std::string> out;
-  for (const Setting<Cidr>& c : cidrs) out.push_back(c.value.ToString());
+  for (const Setting<vocab::Cidr>& c : cidrs) out.push_back(c.value.ToString());
   return out;
 }
 

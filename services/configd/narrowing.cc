@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/configd/network_narrowing.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::config {
 namespace {
@@ -38,7 +39,7 @@ const Granted* MostSpecificVolume(const std::vector<Granted>& volumes, const std
                                   bool ties_to_read_only) {
   const Granted* best = nullptr;
   for (const Granted& u : volumes) {
-    if (!PathIsWithin(path, u.host)) continue;
+    if (!vocab::IsAtOrUnder(path, u.host)) continue;
     if (best == nullptr || u.host.size() > best->host.size()) {
       best = &u;
       continue;
@@ -64,11 +65,63 @@ void CheckLonger(const std::optional<Setting<uint32_t>>& asked,
                  hint);
 }
 
+// The [session] and [terminal] keys a workspace table writes (`ws`, `wt`)
+// against the user's grant for the same scope: the user's own value for
+// that scope (`cs`, `ct`), else the global one (`gs`, `gt`; null for the
+// global scope itself), else the built-in default. `scope` is "" or
+// "profiles.<name>".
+void CheckSessionAndTerminal(const SessionConfig& ws, const TerminalConfig& wt,
+                             const SessionConfig& cs, const TerminalConfig& ct,
+                             const SessionConfig* gs, const TerminalConfig* gt,
+                             const std::string& scope, const std::string& hint,
+                             Diagnostics& diags) {
+  const std::string at = scope.empty() ? std::string() : scope + ".";
+  auto granted = [](const auto& own, const auto* global, auto member) {
+    const auto& value = own.*member;
+    if (value || global == nullptr) return value;
+    return global->*member;
+  };
+  if (ws.on_detach_stop && !ws.on_detach_stop->value) {
+    const auto g = granted(cs, gs, &SessionConfig::on_detach_stop);
+    if (g && g->value) {
+      diags.Widening(ws.on_detach_stop->origin,
+                     absl::StrCat("sets ", at,
+                                  "session.on_detach to \"keep\"; your configuration stops a "
+                                  "session when its last terminal detaches (a workspace may only "
+                                  "set \"stop\")"),
+                     hint);
+    }
+  }
+  if (ws.detached_limit) {
+    const auto g = granted(cs, gs, &SessionConfig::detached_limit);
+    const uint32_t limit = g ? g->value : kDefaultDetachedLimitSeconds;
+    if (ws.detached_limit->value > limit) {
+      diags.Widening(ws.detached_limit->origin,
+                     absl::StrCat("raises ", at, "session.detached_limit to ",
+                                  Q(FormatDuration(ws.detached_limit->value)),
+                                  "; your configuration has ", Q(FormatDuration(limit)),
+                                  " (a workspace may only lower it)"),
+                     hint);
+    }
+  }
+  if (wt.clipboard_write && wt.clipboard_write->value) {
+    const auto g = granted(ct, gt, &TerminalConfig::clipboard_write);
+    if (!(g && g->value)) {
+      diags.Widening(wt.clipboard_write->origin,
+                     absl::StrCat("sets ", at,
+                                  "terminal.clipboard_write, which would let the sandbox set "
+                                  "your clipboard; your configuration does not (a workspace may "
+                                  "only set it to false)"),
+                     hint);
+    }
+  }
+}
+
 }  // namespace
 
-bool CoveredBy(const Cidr& c, const std::vector<Setting<Cidr>>& nets) {
+bool CoveredBy(const vocab::Cidr& c, const std::vector<Setting<vocab::Cidr>>& nets) {
   return std::any_of(nets.begin(), nets.end(),
-                     [&](const Setting<Cidr>& n) { return n.value.Covers(c); });
+                     [&](const Setting<vocab::Cidr>& n) { return n.value.Covers(c); });
 }
 
 void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContext& g,
@@ -106,11 +159,11 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
   }
   CheckNetworkNarrowing(w, c, hint, diags);
   if (w.auto_approve) {
-    for (const Setting<CommandPrefix>& e : w.auto_approve->value) {
+    for (const Setting<vocab::CommandPrefix>& e : w.auto_approve->value) {
       const bool covered =
           c.auto_approve && std::any_of(c.auto_approve->value.begin(), c.auto_approve->value.end(),
-                                        [&](const Setting<CommandPrefix>& u) {
-                                          return EntryCovers(u.value, e.value);
+                                        [&](const Setting<vocab::CommandPrefix>& u) {
+                                          return vocab::EntryCovers(u.value, e.value);
                                         });
       if (!covered) {
         diags.Widening(
@@ -131,6 +184,8 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
                                 c.rate_limit->value, " (a workspace may only lower it)"),
                    hint);
   }
+  CheckSessionAndTerminal(w.session, w.terminal, c.session, c.terminal, nullptr, nullptr, "", hint,
+                          diags);
   for (const auto& [name, wp] : w.profiles) {
     auto it = c.profiles.find(name);
     if (it == c.profiles.end()) {
@@ -142,6 +197,8 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
     }
     const ProfileLayer& cp = it->second;
     const std::string base = absl::StrCat("profiles.", name);
+    CheckSessionAndTerminal(wp.session, wp.terminal, cp.session, cp.terminal, &c.session,
+                            &c.terminal, base, hint, diags);
     if (wp.image && (!cp.image || wp.image->value != cp.image->value)) {
       diags.Widening(
           wp.image->origin,
@@ -260,7 +317,8 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
         // grant below `h` must stay read-only, which only a more specific
         // read-only volume of this same file can ensure.
         for (const Granted& u : granted) {
-          if (u.spec->access != Access::kReadOnly || u.host == h || !PathIsWithin(u.host, h)) {
+          if (u.spec->access != Access::kReadOnly || u.host == h ||
+              !vocab::IsAtOrUnder(u.host, h)) {
             continue;
           }
           const Granted* inner = MostSpecificVolume(asked, u.host, /*ties_to_read_only=*/false);

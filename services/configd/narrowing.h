@@ -11,15 +11,15 @@
 
 #include <vector>
 
-#include "services/configd/cidr.h"
 #include "services/configd/diagnostics.h"
 #include "services/configd/resolve.h"
 #include "services/configd/schema.h"
+#include "services/vocab/cidr.h"
 
 namespace lazaret::config {
 
 // Whether one network of `nets` covers all of `c`.
-bool CoveredBy(const Cidr& c, const std::vector<Setting<Cidr>>& nets);
+bool CoveredBy(const vocab::Cidr& c, const std::vector<Setting<vocab::Cidr>>& nets);
 
 // The workspace layer `w` (untrusted) against the user's own merge `c`:
 // each widening goes to `diags` as Diagnostics::Widening. `g` holds the

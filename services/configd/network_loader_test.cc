@@ -29,9 +29,9 @@ std::string At(const Origin& o) {
   return absl::StrCat(LayerName(o.layer), ":", o.line, ":", o.key_path);
 }
 
-std::vector<std::string> Entries(const std::vector<Setting<Cidr>>& l) {
+std::vector<std::string> Entries(const std::vector<Setting<vocab::Cidr>>& l) {
   std::vector<std::string> out;
-  for (const Setting<Cidr>& e : l)
+  for (const Setting<vocab::Cidr>& e : l)
     out.push_back(absl::StrCat(e.value.ToString(), "@", At(e.origin)));
   return out;
 }
@@ -89,13 +89,13 @@ TEST(NetworkLoaderTest, AllowIsTheDefaultAllowThenAllowEgressEachWithItsLine) {
                           "*.example.net@user:13:profiles.ab.allow_domains[2]"));
   EXPECT_THAT(ab->dns_upstream, ElementsAre("192.0.2.53:53", "[2001:db8::53]:5353"));
   ASSERT_FALSE(ab->deny.empty());
-  for (const Setting<Cidr>& d : ab->deny) {
+  for (const Setting<vocab::Cidr>& d : ab->deny) {
     EXPECT_EQ(d.origin.layer, Layer::kEmbeddedDefault);
     EXPECT_EQ(d.origin.file, kEmbeddedFileName);
     EXPECT_GT(d.origin.line, 0u);
     EXPECT_THAT(d.origin.key_path, HasSubstr("network.default_deny["));
   }
-  for (const Setting<Cidr>& a : ab->allow) {
+  for (const Setting<vocab::Cidr>& a : ab->allow) {
     EXPECT_EQ(a.origin.file, s.Path("home/.config/lazaret/config.toml"));
   }
   EXPECT_EQ(SourceOf(*ab, "network.default_allow")->layer, Layer::kUser);
@@ -163,7 +163,7 @@ TEST(NetworkLoaderTest, OpenEgressKeepsTheSlashZeroAllows) {
   EXPECT_EQ(p->egress.value, EgressMode::kOpen);
   EXPECT_EQ(p->egress.origin.layer, Layer::kUser);
   std::vector<std::string> allow;
-  for (const Setting<Cidr>& a : p->allow) allow.push_back(a.value.ToString());
+  for (const Setting<vocab::Cidr>& a : p->allow) allow.push_back(a.value.ToString());
   EXPECT_THAT(allow, ElementsAre("0.0.0.0/0", "::/0"));
 }
 
@@ -228,7 +228,7 @@ ports = ["3000", "8080:3000", "127.0.0.1:1455", "[::1]:5173:5173"]
   EXPECT_TRUE(dev->ask_unattended_wait);
   EXPECT_FALSE(dev->trust_host_ca);
   std::vector<std::string> ports;
-  for (const Setting<PortSpec>& f : dev->ports) ports.push_back(FormatPortSpec(f.value));
+  for (const Setting<vocab::PortSpec>& f : dev->ports) ports.push_back(vocab::FormatPortSpec(f.value));
   EXPECT_THAT(ports, ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:5173:5173"));
   EXPECT_EQ(SourceOf(*dev, "profiles.dev.ask_timeout")->layer, Layer::kUser);
   EXPECT_EQ(SourceOf(*dev, "network.ask_unattended")->layer, Layer::kUser);

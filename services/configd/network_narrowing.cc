@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/configd/domain_pattern.h"
 #include "services/configd/narrowing.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::config {
 namespace {
@@ -99,8 +99,9 @@ void CheckEgressSettings(const EgressSettings& w, const EgressSettings& c, const
 }  // namespace
 
 bool NameCoveredBy(const std::string& name, const std::vector<Setting<std::string>>& granted) {
-  return std::any_of(granted.begin(), granted.end(),
-                     [&](const Setting<std::string>& g) { return DomainCovers(g.value, name); });
+  return std::any_of(granted.begin(), granted.end(), [&](const Setting<std::string>& g) {
+    return vocab::DomainCovers(g.value, name);
+  });
 }
 
 void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std::string& hint,
@@ -109,18 +110,20 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
   // by longest prefix (a more specific allow beats a broader deny). So a
   // workspace keeps every deny entry exactly, and an allow entry must be
   // one the user granted, or lie inside one and overlap no deny entry.
-  const std::vector<Setting<Cidr>>& deny =
+  const std::vector<Setting<vocab::Cidr>>& deny =
       w.default_deny ? w.default_deny->value : c.default_deny->value;
-  auto allow_is_narrower = [&](const Cidr& n, const std::vector<Setting<Cidr>>& granted) {
+  auto allow_is_narrower = [&](const vocab::Cidr& n,
+                               const std::vector<Setting<vocab::Cidr>>& granted) {
     const bool exact = std::any_of(granted.begin(), granted.end(),
-                                   [&](const Setting<Cidr>& g) { return g.value == n; });
+                                   [&](const Setting<vocab::Cidr>& g) { return g.value == n; });
     if (exact) return true;
-    const bool overlaps_deny = std::any_of(
-        deny.begin(), deny.end(), [&](const Setting<Cidr>& d) { return d.value.Overlaps(n); });
+    const bool overlaps_deny =
+        std::any_of(deny.begin(), deny.end(),
+                    [&](const Setting<vocab::Cidr>& d) { return d.value.Overlaps(n); });
     return CoveredBy(n, granted) && !overlaps_deny;
   };
   if (w.default_allow && c.default_allow) {
-    for (const Setting<Cidr>& n : w.default_allow->value) {
+    for (const Setting<vocab::Cidr>& n : w.default_allow->value) {
       if (!allow_is_narrower(n.value, c.default_allow->value)) {
         diags.Widening(n.origin,
                        absl::StrCat("allows ", Q(n.value.ToString()),
@@ -132,9 +135,10 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
     }
   }
   if (w.default_deny && c.default_deny) {
-    for (const Setting<Cidr>& n : c.default_deny->value) {
-      const bool kept = std::any_of(w.default_deny->value.begin(), w.default_deny->value.end(),
-                                    [&](const Setting<Cidr>& d) { return d.value == n.value; });
+    for (const Setting<vocab::Cidr>& n : c.default_deny->value) {
+      const bool kept =
+          std::any_of(w.default_deny->value.begin(), w.default_deny->value.end(),
+                      [&](const Setting<vocab::Cidr>& d) { return d.value == n.value; });
       if (!kept) {
         diags.Widening(
             w.default_deny->origin,
@@ -188,9 +192,9 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
     CheckEgressSettings(wp.net, cp.net, &c.net, base, hint, diags);
     if (wp.default_allow) {
       const bool own = cp.default_allow.has_value();
-      const std::vector<Setting<Cidr>>& granted =
+      const std::vector<Setting<vocab::Cidr>>& granted =
           own ? cp.default_allow->value : c.default_allow->value;
-      for (const Setting<Cidr>& n : wp.default_allow->value) {
+      for (const Setting<vocab::Cidr>& n : wp.default_allow->value) {
         if (!allow_is_narrower(n.value, granted)) {
           diags.Widening(
               n.origin,
@@ -203,7 +207,7 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
       }
     }
     if (wp.allow_egress) {
-      for (const Setting<Cidr>& n : wp.allow_egress->value) {
+      for (const Setting<vocab::Cidr>& n : wp.allow_egress->value) {
         if (!cp.allow_egress || !allow_is_narrower(n.value, cp.allow_egress->value)) {
           diags.Widening(n.origin,
                          absl::StrCat("allows egress to ", Q(n.value.ToString()),

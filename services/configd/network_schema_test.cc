@@ -193,7 +193,7 @@ ports = ["3000", "8080:3000", "127.0.0.1:1455", "[::1]:3001", "0.0.0.0:9000:9000
   const ProfileLayer& dev = p.layer.profiles.at("dev");
   EXPECT_EQ(dev.net.egress->value, EgressMode::kOpen);
   std::vector<std::string> ports;
-  for (const Setting<PortSpec>& f : dev.ports->value) ports.push_back(FormatPortSpec(f.value));
+  for (const Setting<vocab::PortSpec>& f : dev.ports->value) ports.push_back(vocab::FormatPortSpec(f.value));
   EXPECT_THAT(ports, ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:3001:3001",
                                  "0.0.0.0:9000:9000"));
 

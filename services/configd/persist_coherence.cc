@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "services/common/fs/path.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::config {
 namespace {
@@ -85,7 +85,7 @@ const std::vector<CoherenceRule>& CoherenceRules() {
 // A persisted directory equals or contains `path`.
 bool Covered(const std::vector<std::string>& dirs, absl::string_view path) {
   return std::any_of(dirs.begin(), dirs.end(),
-                     [&](const std::string& d) { return fs::IsAtOrUnder(path, d); });
+                     [&](const std::string& d) { return vocab::IsAtOrUnder(path, d); });
 }
 
 // The persisted directories that hold part of `set`: inside a root (and not
@@ -95,10 +95,10 @@ std::vector<std::string> Touching(const std::vector<std::string>& dirs, const Pa
   for (const std::string& d : dirs) {
     bool hit = false;
     for (absl::string_view root : set.roots) {
-      if (fs::IsAtOrUnder(root, d)) hit = true;
-      if (fs::IsAtOrUnder(d, root) &&
+      if (vocab::IsAtOrUnder(root, d)) hit = true;
+      if (vocab::IsAtOrUnder(d, root) &&
           std::none_of(set.except.begin(), set.except.end(),
-                       [&](absl::string_view e) { return fs::IsAtOrUnder(d, e); })) {
+                       [&](absl::string_view e) { return vocab::IsAtOrUnder(d, e); })) {
         hit = true;
       }
     }

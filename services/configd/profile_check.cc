@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::config {
 namespace {
@@ -24,7 +25,7 @@ absl::Status CheckLazaretDir(const std::string& path, absl::string_view what,
   if (absl::Status st = CheckNotSensitive(path, sensitive, /*refuse_ancestors=*/false); !st.ok()) {
     return absl::PermissionDeniedError(absl::StrCat(what, " ", st.message()));
   }
-  if (!workspace_dir.empty() && PathIsWithin(path, workspace_dir)) {
+  if (!workspace_dir.empty() && vocab::IsAtOrUnder(path, workspace_dir)) {
     return absl::PermissionDeniedError(absl::StrCat(what, " \"", path,
                                                     "\" is inside the workspace ", workspace_dir,
                                                     ", which the agent can write"));
@@ -40,7 +41,7 @@ absl::Status CheckResolvedProfileHostPaths(const v1::ResolvedProfile& profile,
                                            const std::string& explicit_config) {
   const std::vector<SensitivePath> sensitive = SensitivePaths(host, workspace_dir);
   const std::string& name = profile.name();
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+  if (!vocab::CheckOneComponent(name).ok()) {
     return Refuse(absl::InvalidArgumentError(
         absl::StrCat("profile name \"", name, "\" is not a single path component")));
   }
@@ -86,7 +87,7 @@ absl::Status CheckResolvedProfileHostPaths(const v1::ResolvedProfile& profile,
         !st.ok()) {
       return Refuse(st);
     }
-    if (PathIsWithin(socket_dir, data_root)) {
+    if (vocab::IsAtOrUnder(socket_dir, data_root)) {
       return Refuse(absl::PermissionDeniedError(
           absl::StrCat("escalation.socket_dir \"", socket_dir, "\" is inside data_root")));
     }

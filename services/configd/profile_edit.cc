@@ -17,12 +17,13 @@
 #include "lazaret/config/v1/config.pb.h"
 #include "services/common/constants.h"
 #include "services/common/fs/file.h"
-#include "services/configd/domain_pattern.h"
 #include "services/configd/embedded_default.h"
 #include "services/configd/proto_convert.h"
 #include "services/configd/schema.h"
 #include "services/configd/toml.h"
 #include "services/configd/trust_store.h"
+#include "services/vocab/domain_pattern.h"
+#include "services/vocab/profile_name.h"
 
 namespace lazaret::config {
 namespace {
@@ -70,7 +71,7 @@ bool BuiltInProfile(const std::string& profile) {
 }
 
 absl::Status CheckExactName(const std::string& name) {
-  absl::StatusOr<std::string> canon = CheckDomainPattern(name);
+  absl::StatusOr<std::string> canon = vocab::CheckDomainPattern(name);
   if (!canon.ok() || *canon != name || absl::StrContains(name, '*')) {
     return absl::InvalidArgumentError(
         absl::StrCat("an approval allows one exact host name, lowercase, without a trailing dot",
@@ -168,7 +169,7 @@ struct Prepared {
 absl::StatusOr<Prepared> Prepare(const HostContext& host, const Selector& selector,
                                  const std::string& profile, const std::string& name) {
   if (absl::Status st = CheckExactName(name); !st.ok()) return st;
-  if (!IsValidProfileName(profile)) {
+  if (!vocab::IsValidProfileName(profile)) {
     return absl::InvalidArgumentError(absl::StrCat(Q(profile), " is not a valid profile name"));
   }
   Prepared out;
@@ -176,7 +177,7 @@ absl::StatusOr<Prepared> Prepare(const HostContext& host, const Selector& select
   if (!resolved.ok()) return resolved.status();
   out.resolved = *std::move(resolved);
   for (const Setting<std::string>& d : out.resolved.allow_domains) {
-    if (DomainCovers(d.value, name)) {
+    if (vocab::DomainCovers(d.value, name)) {
       return absl::FailedPreconditionError(
           absl::StrCat(Q(name), " is already allowed for profile ", Q(profile), " by ",
                        Q(d.value)));

@@ -43,7 +43,7 @@ void ToProto(const Origin& o, pb::EntrySource* out) {
   out->set_key_path(o.key_path);
 }
 
-void ToProto(const Setting<Cidr>& c, pb::CidrEntry* out) {
+void ToProto(const Setting<vocab::Cidr>& c, pb::CidrEntry* out) {
   out->mutable_cidr()->set_prefix(c.value.ToString());
   ToProto(c.origin, out->mutable_source());
 }
@@ -57,8 +57,8 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   out->set_keep_planted_repositories(p.keep_planted_repositories);
   out->set_persistent_cap_bytes(p.persistent_cap_bytes);
   pb::NetworkPolicy* net = out->mutable_network();
-  for (const Setting<Cidr>& c : p.allow) ToProto(c, net->add_allow());
-  for (const Setting<Cidr>& c : p.deny) ToProto(c, net->add_deny());
+  for (const Setting<vocab::Cidr>& c : p.allow) ToProto(c, net->add_allow());
+  for (const Setting<vocab::Cidr>& c : p.deny) ToProto(c, net->add_deny());
   for (const Setting<std::string>& d : p.allow_domains) {
     pb::DomainEntry* e = net->add_allow_domains();
     e->set_pattern(d.value);
@@ -79,7 +79,7 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   ToProto(p.egress.origin, net->mutable_egress_source());
   net->set_ask_timeout_seconds(p.ask_timeout_seconds);
   net->set_ask_unattended(p.ask_unattended_wait ? pb::ASK_UNATTENDED_WAIT : pb::ASK_UNATTENDED_DENY);
-  for (const Setting<PortSpec>& f : p.ports) {
+  for (const Setting<vocab::PortSpec>& f : p.ports) {
     cpb::PortForward* pf = net->add_ports();
     pf->set_host_address(f.value.host_address);
     pf->set_host_port(f.value.host_port);
@@ -110,7 +110,7 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   pb::EscalationPolicy* esc = out->mutable_escalation();
   esc->set_enabled(p.escalation_enabled);
   esc->set_socket_dir(p.socket_dir);
-  for (const Setting<CommandPrefix>& c : p.auto_approve) {
+  for (const Setting<vocab::CommandPrefix>& c : p.auto_approve) {
     pb::CommandPrefix* cp = esc->add_auto_approve();
     for (const std::string& a : c.value.argv) cp->add_argv(a);
     cp->set_exact(c.value.exact);
@@ -123,6 +123,10 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   esc->set_rate_limit(p.rate_limit);
   esc->set_approver(p.approver == "remote" ? pb::EscalationPolicy::APPROVER_REMOTE
                                            : pb::EscalationPolicy::APPROVER_INLINE);
+  pb::SessionSettings* session = out->mutable_session();
+  session->set_on_detach(p.on_detach_stop ? pb::ON_DETACH_STOP : pb::ON_DETACH_KEEP);
+  session->set_detached_limit_seconds(p.detached_limit_seconds);
+  out->mutable_terminal()->set_clipboard_write(p.clipboard_write);
   for (const KeySource& k : p.sources) {
     pb::KeySource* ks = out->add_key_sources();
     ks->set_key_path(k.key_path);

@@ -13,7 +13,7 @@ void ToProto(const Diagnostic& d, lazaret::config::v1::Diagnostic* out);
 void ToProto(const LayerSummary& l, lazaret::config::v1::LayerInfo* out);
 // An entry's place: layer, file, line and key path ("network.default_deny[3]").
 void ToProto(const Origin& o, lazaret::config::v1::EntrySource* out);
-void ToProto(const Setting<Cidr>& c, lazaret::config::v1::CidrEntry* out);
+void ToProto(const Setting<vocab::Cidr>& c, lazaret::config::v1::CidrEntry* out);
 void ToProto(const ResolvedProfile& p, lazaret::config::v1::ResolvedProfile* out);
 
 }  // namespace lazaret::config

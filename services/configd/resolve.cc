@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::config {
 namespace {
@@ -35,7 +36,7 @@ std::optional<std::string> ResolveGlobalDir(const Setting<std::string>& s, const
     diags.Error(s.origin, std::string(canon.status().message()));
     return std::nullopt;
   }
-  if (!g.workspace_dir.empty() && PathIsWithin(*canon, g.workspace_dir)) {
+  if (!g.workspace_dir.empty() && vocab::IsAtOrUnder(*canon, g.workspace_dir)) {
     diags.Error(s.origin,
                 absl::StrCat("resolves to ", Q(*canon), ", inside the workspace ",
                              Q(g.workspace_dir), ", which the agent can write"),
@@ -75,6 +76,23 @@ Setting<T> Pick(ResolvedProfile& p, const std::optional<Setting<T>>& own,
   return Setting<T>{fallback, {}};
 }
 
+// The profile's own setting (`<base>.<table>.<key>`), else the global one
+// (`<table>.<key>`), else `fallback`.
+template <typename T>
+T PickTable(ResolvedProfile& p, const std::optional<Setting<T>>& own,
+            const std::optional<Setting<T>>& global, const std::string& base, const char* table,
+            const char* key, T fallback) {
+  if (own) {
+    AddSource(p, absl::StrCat(base, ".", table, ".", key), own->origin);
+    return own->value;
+  }
+  if (global) {
+    AddSource(p, absl::StrCat(table, ".", key), global->origin);
+    return global->value;
+  }
+  return fallback;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ExpandGlobal(const Setting<std::string>& s, unsigned tokens,
@@ -111,7 +129,7 @@ std::optional<std::string> ResolveSocketDir(const Setting<std::string>& s, const
                         "\"{runtime_dir}/escalation\""},
                        diags);
   if (!canon) return std::nullopt;
-  if (!g.data_root.empty() && PathIsWithin(*canon, g.data_root)) {
+  if (!g.data_root.empty() && vocab::IsAtOrUnder(*canon, g.data_root)) {
     diags.Error(s.origin,
                 absl::StrCat("resolves to ", Q(*canon),
                              ", inside data_root, whose directories are mounted into sandboxes"),
@@ -128,7 +146,7 @@ std::optional<std::string> ResolveProfileDir(const std::string& name, const Orig
     diags.Error(at, absl::StrCat("profile directory: ", canon.status().message()));
     return std::nullopt;
   }
-  if (!PathIsWithin(*canon, g.data_root) || *canon == g.data_root) {
+  if (!vocab::IsAtOrUnder(*canon, g.data_root) || *canon == g.data_root) {
     diags.Error(at,
                 absl::StrCat("profile directory ", g.data_root, "/", name, " resolves to ",
                              Q(*canon), ", outside data_root ", Q(g.data_root)),
@@ -177,9 +195,9 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
   return *std::move(canon);
 }
 
-void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const LoadContext& g,
+void CheckAutoApprovePaths(const SettingList<vocab::CommandPrefix>& entries, const LoadContext& g,
                            Diagnostics& diags) {
-  for (const Setting<CommandPrefix>& e : entries.value) {
+  for (const Setting<vocab::CommandPrefix>& e : entries.value) {
     // Prefix entries too: an absolute path written in one (the value of a
     // file option, auto_approve.h rule 5) is as fixed as in an exact entry.
     for (size_t i = 1; i < e.value.argv.size(); ++i) {
@@ -193,10 +211,10 @@ void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const Load
       const std::string path = canon.ok() ? *canon : std::string(a);
       const char* where = nullptr;
       std::string dir;
-      if (!g.workspace_dir.empty() && PathIsWithin(path, g.workspace_dir)) {
+      if (!g.workspace_dir.empty() && vocab::IsAtOrUnder(path, g.workspace_dir)) {
         where = "the workspace";
         dir = g.workspace_dir;
-      } else if (!g.data_root.empty() && PathIsWithin(path, g.data_root)) {
+      } else if (!g.data_root.empty() && vocab::IsAtOrUnder(path, g.data_root)) {
         where = "data_root";
         dir = g.data_root;
       }
@@ -269,7 +287,8 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     AddSource(p, base + ".ports", pl.ports->origin);
   }
   const bool own_default_allow = pl.default_allow.has_value();
-  const SettingList<Cidr>& default_allow = own_default_allow ? *pl.default_allow : *m.default_allow;
+  const SettingList<vocab::Cidr>& default_allow =
+      own_default_allow ? *pl.default_allow : *m.default_allow;
   if (p.egress.value == EgressMode::kOpen) {
     AppendNew(p.allow, default_allow.value);
     AddSource(p, own_default_allow ? base + ".default_allow" : "network.default_allow",
@@ -348,6 +367,13 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     p.approver = m.approver->value;
     AddSource(p, "escalation.approver", m.approver->origin);
   }
+  p.on_detach_stop = PickTable(p, pl.session.on_detach_stop, m.session.on_detach_stop, base,
+                               "session", "on_detach", false);
+  p.detached_limit_seconds =
+      PickTable(p, pl.session.detached_limit, m.session.detached_limit, base, "session",
+                "detached_limit", kDefaultDetachedLimitSeconds);
+  p.clipboard_write = PickTable(p, pl.terminal.clipboard_write, m.terminal.clipboard_write, base,
+                                "terminal", "clipboard_write", false);
   if (!ok) return std::nullopt;
   return p;
 }

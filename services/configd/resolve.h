@@ -54,7 +54,7 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
 // or an option's value after '=') inside the workspace or data_root, whose
 // files the agent can write or replace with a symlink to any other file
 // before the command runs. Compares canonical paths.
-void CheckAutoApprovePaths(const SettingList<CommandPrefix>& entries, const LoadContext& g,
+void CheckAutoApprovePaths(const SettingList<vocab::CommandPrefix>& entries, const LoadContext& g,
                            Diagnostics& diags);
 
 // Profile `name` of the merged configuration `m`, with the source of each

@@ -8,17 +8,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/common/fs/path.h"
 #include "services/common/persist_layout.h"
 #include "services/configd/toml.h"
 #include "services/configd/toml_reader.h"
+#include "services/vocab/host_path.h"
+#include "services/vocab/profile_name.h"
 
 namespace lazaret::config {
 namespace {
 
 using KeyList = std::vector<absl::string_view>;
 
-const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation", "profiles"};
+const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation",
+                          "session",         "terminal", "profiles"};
 const KeyList kStorageKeys = {"data_root"};
 const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
                               "dns_upstream",  "egress",       "ask_timeout",
@@ -33,14 +35,18 @@ const KeyList kProfileKeys = {"image",           "persistent_dirs",
                               "command_timeout", "persistent_cap",
                               "egress",          "ask_timeout",
                               "ask_unattended",  "trust_host_ca",
-                              "ports"};
+                              "ports",           "session",
+                              "terminal"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
+const KeyList kSessionKeys = {"on_detach", "detached_limit"};
+const KeyList kTerminalKeys = {"clipboard_write"};
 
 // Where each known key lives, for "belongs in [section]" hints.
 const std::vector<std::pair<const KeyList*, const char*>> kSections = {
     {&kTopKeys, "the top level"},         {&kStorageKeys, "[storage]"},
     {&kNetworkKeys, "[network]"},         {&kEscalationKeys, "[escalation]"},
     {&kProfileKeys, "[profiles.<name>]"}, {&kVolumeKeys, "[[profiles.<name>.volumes]]"},
+    {&kSessionKeys, "[session]"},         {&kTerminalKeys, "[terminal]"},
 };
 absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
 
@@ -72,7 +78,7 @@ class LayerParser {
     CheckKeys(root, "", kTopKeys);
     if (const toml::node* n = root.get("default_profile")) {
       if (auto s = r_.String(*n, "default_profile")) {
-        if (!IsValidProfileName(s->value)) {
+        if (!vocab::IsValidProfileName(s->value)) {
           diags_.Error(s->origin,
                        absl::StrCat(QuoteValue(s->value), " is not a valid profile name"),
                        "profile names match ^[a-z0-9_-]{2,32}$");
@@ -143,6 +149,12 @@ class LayerParser {
                                   "requests per second", 10);
       }
     }
+    if (const toml::table* t = r_.Table(root, "session", "session")) {
+      out.session = Session(*t, "session");
+    }
+    if (const toml::table* t = r_.Table(root, "terminal", "terminal")) {
+      out.terminal = Terminal(*t, "terminal");
+    }
     if (const toml::table* t = r_.Table(root, "profiles", "profiles")) {
       if (t->size() > kMaxProfiles) {
         diags_.Error(r_.At("profiles", *t), absl::StrCat("more than ", kMaxProfiles, " profiles"));
@@ -150,7 +162,7 @@ class LayerParser {
         for (const auto& [key, node] : *t) {
           const std::string name(key.str());
           const std::string path = absl::StrCat("profiles.", name);
-          if (!IsValidProfileName(name)) {
+          if (!vocab::IsValidProfileName(name)) {
             diags_.Error(r_.At(path, key.source().begin.line, key.source().begin.column),
                          absl::StrCat(QuoteValue(name), " is not a valid profile name"),
                          "profile names match ^[a-z0-9_-]{2,32}$: lowercase letters, digits, "
@@ -254,10 +266,11 @@ class LayerParser {
           // would not be the outer one's view).
           const Setting<std::string>* outer = nullptr;
           for (const Setting<std::string>& o : dirs.value) {
-            if (fs::IsAtOrUnder(*clean, o.value) || fs::IsAtOrUnder(o.value, *clean)) outer = &o;
+            if (vocab::IsAtOrUnder(*clean, o.value) || vocab::IsAtOrUnder(o.value, *clean))
+              outer = &o;
           }
           if (outer != nullptr) {
-            const bool inside = fs::IsAtOrUnder(*clean, outer->value);
+            const bool inside = vocab::IsAtOrUnder(*clean, outer->value);
             diags_.Error(s->origin,
                          absl::StrCat(QuoteValue(*clean), inside ? " is inside " : " contains ",
                                       QuoteValue(outer->value),
@@ -350,6 +363,12 @@ class LayerParser {
                                      kMinPersistentCapBytes, kMaxPersistentCapBytes);
     }
     p.net = Egress(t, path);
+    if (const toml::table* st = r_.Table(t, "session", absl::StrCat(path, ".session"))) {
+      p.session = Session(*st, absl::StrCat(path, ".session"));
+    }
+    if (const toml::table* tt = r_.Table(t, "terminal", absl::StrCat(path, ".terminal"))) {
+      p.terminal = Terminal(*tt, absl::StrCat(path, ".terminal"));
+    }
     if (const toml::node* n = t.get("ports")) {
       const std::string kp = absl::StrCat(path, ".ports");
       if (layer_ == Layer::kWorkspace) {
@@ -429,6 +448,45 @@ class LayerParser {
       const std::string kp = absl::StrCat(path, ".trust_host_ca");
       if (const auto* b = n->as_boolean()) {
         out.trust_host_ca = Setting<bool>{b->get(), r_.At(kp, *n)};
+      } else {
+        r_.TypeError(*n, kp, "a boolean (true or false)");
+      }
+    }
+    return out;
+  }
+
+  // [session] or [profiles.<name>.session] (`path`).
+  SessionConfig Session(const toml::table& t, const std::string& path) {
+    SessionConfig out;
+    CheckKeys(t, path, kSessionKeys);
+    if (const toml::node* n = t.get("on_detach")) {
+      const std::string kp = absl::StrCat(path, ".on_detach");
+      if (auto s = r_.String(*n, kp)) {
+        if (s->value == "keep" || s->value == "stop") {
+          out.on_detach_stop = Setting<bool>{s->value == "stop", s->origin};
+        } else {
+          diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), " is not a choice here"),
+                       "on_detach is \"keep\" (the session runs on with no terminal attached, "
+                       "up to detached_limit; lazaret attach picks it up) or \"stop\" (the "
+                       "session stops cleanly when its last terminal detaches)");
+        }
+      }
+    }
+    if (const toml::node* n = t.get("detached_limit")) {
+      out.detached_limit = r_.Duration(*n, absl::StrCat(path, ".detached_limit"),
+                                       kMinDetachedLimitSeconds, kMaxDetachedLimitSeconds);
+    }
+    return out;
+  }
+
+  // [terminal] or [profiles.<name>.terminal] (`path`).
+  TerminalConfig Terminal(const toml::table& t, const std::string& path) {
+    TerminalConfig out;
+    CheckKeys(t, path, kTerminalKeys);
+    if (const toml::node* n = t.get("clipboard_write")) {
+      const std::string kp = absl::StrCat(path, ".clipboard_write");
+      if (const auto* b = n->as_boolean()) {
+        out.clipboard_write = Setting<bool>{b->get(), r_.At(kp, *n)};
       } else {
         r_.TypeError(*n, kp, "a boolean (true or false)");
       }

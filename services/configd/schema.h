@@ -14,11 +14,12 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "services/configd/auto_approve.h"
-#include "services/configd/cidr.h"
 #include "services/configd/diagnostics.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/schema_values.h"
+#include "services/vocab/auto_approve.h"
+#include "services/vocab/cidr.h"
+#include "services/vocab/port_spec.h"
 
 namespace lazaret::config {
 
@@ -45,6 +46,13 @@ inline constexpr uint64_t kDefaultPersistentCapBytes = uint64_t{4} << 30;
 inline constexpr int64_t kMinAskTimeoutSeconds = 5;
 inline constexpr int64_t kMaxAskTimeoutSeconds = 600;
 inline constexpr uint32_t kDefaultAskTimeoutSeconds = 120;
+// session.detached_limit: how long a session may run with no terminal
+// attached (on_detach = "keep") before it is stopped cleanly. At least a
+// minute (a dropped connection takes that long to come back), at most 30
+// days.
+inline constexpr uint32_t kMinDetachedLimitSeconds = 60;
+inline constexpr uint32_t kMaxDetachedLimitSeconds = 30 * 86400;
+inline constexpr uint32_t kDefaultDetachedLimitSeconds = 12 * 3600;
 // profiles.<name>.ports: forwards one profile may open.
 inline constexpr size_t kMaxPortForwards = 16;
 
@@ -90,15 +98,34 @@ struct EgressSettings {
   std::optional<Setting<bool>> trust_host_ca;
 };
 
+// The [session] table, and [profiles.<name>.session] (a profile's own
+// value wins over the global one).
+struct SessionConfig {
+  // on_detach: true for "stop" (the session stops when its last terminal
+  // detaches), false for "keep". false is a widening.
+  std::optional<Setting<bool>> on_detach_stop;
+  // Seconds a kept session may run with no terminal attached. Higher is a
+  // widening.
+  std::optional<Setting<uint32_t>> detached_limit;
+};
+
+// The [terminal] table, and [profiles.<name>.terminal] (a profile's own
+// value wins over the global one).
+struct TerminalConfig {
+  // OSC 52 clipboard writes from the sandbox reach the developer's
+  // terminal. true is a widening.
+  std::optional<Setting<bool>> clipboard_write;
+};
+
 // One [profiles.<name>] table as written in one layer.
 struct ProfileLayer {
   Origin origin;  // the table header (or first key)
   std::optional<Setting<std::string>> image;
   std::optional<SettingList<std::string>> persistent_dirs;  // clean container paths
-  std::optional<SettingList<Cidr>> allow_egress;
+  std::optional<SettingList<vocab::Cidr>> allow_egress;
   // Replaces network.default_allow for this profile ([] with allow_domains:
   // a profile that reaches names only).
-  std::optional<SettingList<Cidr>> default_allow;
+  std::optional<SettingList<vocab::Cidr>> default_allow;
   std::optional<SettingList<std::string>> allow_domains;  // canonical patterns
   std::optional<SettingList<EnvValue>> env;
   std::optional<SettingList<VolumeSpec>> volumes;
@@ -115,7 +142,9 @@ struct ProfileLayer {
   EgressSettings net;
   // Inbound forwards opened when a session of this profile starts. Never
   // from a workspace file (ParseLayer refuses them there).
-  std::optional<SettingList<PortSpec>> ports;
+  std::optional<SettingList<vocab::PortSpec>> ports;
+  SessionConfig session;
+  TerminalConfig terminal;
 };
 
 // One layer, every key optional. The same type holds a merge of layers, in
@@ -125,14 +154,14 @@ struct LayerConfig {
   std::string file;
   std::optional<Setting<std::string>> default_profile;
   std::optional<Setting<std::string>> data_root;  // template
-  std::optional<SettingList<Cidr>> default_allow;
-  std::optional<SettingList<Cidr>> default_deny;
+  std::optional<SettingList<vocab::Cidr>> default_allow;
+  std::optional<SettingList<vocab::Cidr>> default_deny;
   std::optional<SettingList<std::string>> default_allow_domains;  // canonical patterns
   std::optional<SettingList<std::string>> dns_upstream;           // canonical "address:port"
   EgressSettings net;
   std::optional<Setting<bool>> escalation_enabled;
   std::optional<Setting<std::string>> socket_dir;  // template
-  std::optional<SettingList<CommandPrefix>> auto_approve;
+  std::optional<SettingList<vocab::CommandPrefix>> auto_approve;
   // Seconds an approved command may run on the host, and a request may
   // wait for a human. Higher is a widening.
   std::optional<Setting<uint32_t>> command_timeout;
@@ -140,6 +169,8 @@ struct LayerConfig {
   std::optional<Setting<uint32_t>> rate_limit;
   // "inline" or "remote" (checked).
   std::optional<Setting<std::string>> approver;
+  SessionConfig session;
+  TerminalConfig terminal;
   std::map<std::string, ProfileLayer> profiles;
 };
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "services/vocab/profile_name.h"
 
 namespace lazaret::config {
 namespace {
@@ -243,7 +244,7 @@ TEST(SchemaTest, ProfileNamesMatchTheSpecPattern) {
       {"caf\xc3\xa9", false}, {"a\nb", false},       {"-", false},
   };
   for (const ProfileNameCase& c : cases) {
-    EXPECT_EQ(IsValidProfileName(c.name), c.ok) << c.name;
+    EXPECT_EQ(vocab::IsValidProfileName(c.name), c.ok) << c.name;
     // And the same through a file: a bad name is an error, never a profile.
     Parsed p = ParseText(absl::StrCat("[profiles.\"", c.name, "\"]\nimage = \"localhost/x:1\"\n"));
     if (std::string(c.name).find('\n') != std::string::npos ||

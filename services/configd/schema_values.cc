@@ -1,7 +1,5 @@
 #include "services/configd/schema_values.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cstdint>
 
@@ -13,13 +11,6 @@
 #include "absl/strings/str_split.h"
 
 namespace lazaret::config {
-
-bool IsValidProfileName(absl::string_view name) {
-  if (name.size() < 2 || name.size() > 32) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-}
 
 bool IsValidEnvName(absl::string_view name) {
   if (name.empty() || name.size() > 128) return false;
@@ -166,6 +157,49 @@ std::string FormatByteSize(uint64_t bytes) {
   return absl::StrCat(bytes);
 }
 
+namespace {
+
+struct DurationUnit {
+  char suffix;
+  uint32_t seconds;
+};
+// Largest first, for FormatDuration.
+constexpr DurationUnit kDurationUnits[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
+
+}  // namespace
+
+absl::StatusOr<uint32_t> ParseDuration(absl::string_view text) {
+  if (text.size() < 2) {
+    return absl::InvalidArgumentError("not a whole number followed by s, m, h or d");
+  }
+  const char suffix = text.back();
+  const absl::string_view digits = text.substr(0, text.size() - 1);
+  uint32_t unit = 0;
+  for (const DurationUnit& u : kDurationUnits) {
+    if (suffix == u.suffix) unit = u.seconds;
+  }
+  if (unit == 0 || !std::all_of(digits.begin(), digits.end(), [](char c) {
+        return absl::ascii_isdigit(static_cast<unsigned char>(c));
+      })) {
+    return absl::InvalidArgumentError("not a whole number followed by s, m, h or d");
+  }
+  uint64_t n = 0;
+  for (char c : digits) {
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+    if (n * unit > UINT32_MAX) return absl::OutOfRangeError("more seconds than 32 bits hold");
+  }
+  return static_cast<uint32_t>(n * unit);
+}
+
+std::string FormatDuration(uint32_t seconds) {
+  for (const DurationUnit& u : kDurationUnits) {
+    if (seconds != 0 && seconds % u.seconds == 0) {
+      return absl::StrCat(seconds / u.seconds, std::string(1, u.suffix));
+    }
+  }
+  return "0s";
+}
+
 std::string SuggestKey(absl::string_view unknown, const std::vector<absl::string_view>& known) {
   std::string best;
   size_t best_d = 3;
@@ -218,96 +252,6 @@ const char* EgressModeName(EgressMode mode) {
       return "ask";
   }
   return "ask";
-}
-
-namespace {
-
-// A decimal port in [min, 65535], digits only (no sign, no spaces).
-absl::StatusOr<uint32_t> ParsePort(absl::string_view text, uint32_t min, const char* what) {
-  uint32_t port = 0;
-  if (text.empty() || text.size() > 5 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      !absl::SimpleAtoi(text, &port) || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " \"", text, "\" is not a port number (1 to 65535)"));
-  }
-  if (port < min) {
-    return absl::InvalidArgumentError(
-        min == kMinForwardHostPort
-            ? absl::StrCat(what, " ", port, " is below ", kMinForwardHostPort,
-                           " (a privileged port); choose a host port of 1024 or more, e.g. ",
-                           "\"8080:", port, "\"")
-            : absl::StrCat(what, " ", port, " is not a port number (1 to 65535)"));
-  }
-  return port;
-}
-
-// The canonical text of an IPv4 or IPv6 literal.
-absl::StatusOr<std::string> CanonicalAddress(absl::string_view text, bool v6) {
-  const std::string s(text);
-  unsigned char buf[16];
-  char out[INET6_ADDRSTRLEN];
-  const int family = v6 ? AF_INET6 : AF_INET;
-  if (s.empty() || inet_pton(family, s.c_str(), buf) != 1 ||
-      inet_ntop(family, buf, out, sizeof(out)) == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", text, "\" is not an IP", v6 ? "v6" : "v4", " address"));
-  }
-  return std::string(out);
-}
-
-}  // namespace
-
-absl::StatusOr<PortSpec> ParsePortSpec(absl::string_view text) {
-  PortSpec spec;
-  absl::string_view rest = text;
-  if (absl::StartsWith(rest, "[")) {
-    const size_t close = rest.find(']');
-    if (close == absl::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
-      return absl::InvalidArgumentError(
-          "an IPv6 address is written in brackets followed by a port, e.g. \"[::1]:3000\"");
-    }
-    absl::StatusOr<std::string> addr = CanonicalAddress(rest.substr(1, close - 1), true);
-    if (!addr.ok()) return addr.status();
-    spec.host_address = *std::move(addr);
-    rest = rest.substr(close + 2);
-  }
-  std::vector<absl::string_view> parts = absl::StrSplit(rest, ':');
-  if (spec.host_address.empty()) {
-    if (parts.size() == 3 || (parts.size() == 2 && absl::StrContains(parts[0], '.'))) {
-      absl::StatusOr<std::string> addr = CanonicalAddress(parts[0], false);
-      if (!addr.ok()) return addr.status();
-      spec.host_address = *std::move(addr);
-      parts.erase(parts.begin());
-    } else if (parts.size() > 3) {
-      return absl::InvalidArgumentError(
-          "write an IPv6 address in brackets, e.g. \"[::1]:3000\"");
-    }
-  }
-  if (parts.empty() || parts.size() > 2) {
-    return absl::InvalidArgumentError(
-        "a port forward is [ADDRESS:]HOSTPORT[:SANDBOXPORT], e.g. \"3000\", \"8080:3000\" or "
-        "\"127.0.0.1:1455\"");
-  }
-  absl::StatusOr<uint32_t> host = ParsePort(parts[0], kMinForwardHostPort, "host port");
-  if (!host.ok()) return host.status();
-  spec.host_port = *host;
-  spec.sandbox_port = *host;
-  if (parts.size() == 2) {
-    absl::StatusOr<uint32_t> sandbox = ParsePort(parts[1], 1, "sandbox port");
-    if (!sandbox.ok()) return sandbox.status();
-    spec.sandbox_port = *sandbox;
-  }
-  return spec;
-}
-
-std::string FormatPortSpec(const PortSpec& spec) {
-  std::string addr;
-  if (!spec.host_address.empty()) {
-    addr = absl::StrContains(spec.host_address, ':') ? absl::StrCat("[", spec.host_address, "]:")
-                                                     : absl::StrCat(spec.host_address, ":");
-  }
-  return absl::StrCat(addr, spec.host_port, ":", spec.sandbox_port);
 }
 
 }  // namespace lazaret::config

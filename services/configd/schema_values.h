@@ -27,36 +27,6 @@ enum class EgressMode { kNames = 0, kAsk = 1, kOpen = 2 };
 absl::StatusOr<EgressMode> ParseEgressMode(absl::string_view text);
 const char* EgressModeName(EgressMode mode);
 
-// The lowest host port a forward may bind: below it a port is privileged,
-// and a sandbox has no business standing in for a system service.
-inline constexpr uint32_t kMinForwardHostPort = 1024;
-
-// An inbound port forward: connections to host_address:host_port on the
-// host reach sandbox_port on the sandbox's own loopback. An empty
-// host_address means the host's loopback (127.0.0.1 and ::1).
-struct PortSpec {
-  std::string host_address;  // canonical text of an IP literal, or empty
-  uint32_t host_port = 0;
-  uint32_t sandbox_port = 0;
-  bool operator==(const PortSpec& o) const {
-    return host_address == o.host_address && host_port == o.host_port &&
-           sandbox_port == o.sandbox_port;
-  }
-};
-
-// Parses [ADDRESS:]HOSTPORT[:SANDBOXPORT]: "3000", "8080:3000",
-// "127.0.0.1:1455", "127.0.0.1:1455:1455", "[::1]:3000", "[::]:80:3000".
-// An IPv6 address is written in brackets. HOSTPORT is at least
-// kMinForwardHostPort; SANDBOXPORT defaults to HOSTPORT.
-absl::StatusOr<PortSpec> ParsePortSpec(absl::string_view text);
-
-// The spec the way ParsePortSpec reads it back ("8080:3000",
-// "127.0.0.1:1455:1455", "[::1]:3000:3000").
-std::string FormatPortSpec(const PortSpec& spec);
-
-// ^[a-z0-9_-]{2,32}$
-bool IsValidProfileName(absl::string_view name);
-
 // ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 bytes)
 bool IsValidEnvName(absl::string_view name);
 
@@ -80,6 +50,16 @@ absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
 // `bytes` the way ParseByteSize reads it back, in the largest unit that
 // divides it exactly: 4 << 30 -> "4GiB", 1536 -> "1536", 3 << 10 -> "3KiB".
 std::string FormatByteSize(uint64_t bytes);
+
+// A duration as written in the configuration: a whole number followed by
+// s, m, h or d ("90s", "30m", "12h", "7d"). InvalidArgument for any other
+// text (no unit, a sign, spaces, fractions, several units); OutOfRange when
+// the number of seconds does not fit in 32 bits.
+absl::StatusOr<uint32_t> ParseDuration(absl::string_view text);
+
+// `seconds` the way ParseDuration reads it back, in the largest unit that
+// divides it exactly: 43200 -> "12h", 90 -> "90s", 86400 -> "1d".
+std::string FormatDuration(uint32_t seconds);
 
 // The known key closest to `unknown` within a small edit distance
 // (transpositions count once), or empty when none is close.

@@ -130,6 +130,33 @@ TEST(SchemaValuesTest, SizesAreShownInTheLargestExactUnit) {
   }
 }
 
+TEST(SchemaValuesTest, DurationsAreWholeNumbersWithOneUnit) {
+  EXPECT_EQ(*ParseDuration("90s"), 90u);
+  EXPECT_EQ(*ParseDuration("30m"), 1800u);
+  EXPECT_EQ(*ParseDuration("12h"), 43200u);
+  EXPECT_EQ(*ParseDuration("30d"), 30u * 86400);
+  EXPECT_EQ(*ParseDuration("0s"), 0u);
+  for (const char* bad : {"", "h", "12", "12H", "12 h", " 12h", "12h ", "1.5h", "-1h", "+1h",
+                          "1h30m", "12hours", "0x10s", "1e3s"}) {
+    EXPECT_EQ(ParseDuration(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const char* huge : {"4294967296s", "49711d", "99999999999999999999d"}) {
+    EXPECT_EQ(ParseDuration(huge).status().code(), absl::StatusCode::kOutOfRange) << huge;
+  }
+  EXPECT_EQ(*ParseDuration("4294967295s"), UINT32_MAX);
+}
+
+TEST(SchemaValuesTest, DurationsAreShownInTheLargestExactUnit) {
+  EXPECT_EQ(FormatDuration(43200), "12h");
+  EXPECT_EQ(FormatDuration(86400), "1d");
+  EXPECT_EQ(FormatDuration(90), "90s");
+  EXPECT_EQ(FormatDuration(5400), "90m");
+  EXPECT_EQ(FormatDuration(0), "0s");
+  for (uint32_t d : {60u, 43200u, 2592000u, 61u, UINT32_MAX}) {
+    EXPECT_EQ(*ParseDuration(FormatDuration(d)), d) << d;
+  }
+}
+
 TEST(SchemaValuesTest, SuggestKeyFindsCloseNames) {
   const std::vector<absl::string_view> known = {"image", "persistent_dirs", "allow_egress", "env",
                                                 "volumes"};

@@ -8,8 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/configd/dns_upstream.h"
-#include "services/configd/domain_pattern.h"
 #include "services/configd/host_paths.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::config {
 namespace {
@@ -163,25 +163,26 @@ std::optional<SettingList<T>> TomlReader::StringList(const toml::node& n, const 
   return out;
 }
 
-std::optional<SettingList<Cidr>> TomlReader::CidrList(const toml::node& n,
+std::optional<SettingList<vocab::Cidr>> TomlReader::CidrList(const toml::node& n,
                                                       const std::string& path) {
-  return StringList<Cidr>(n, path, [&](const Setting<std::string>& s) -> std::optional<Cidr> {
-    absl::StatusOr<Cidr> c = Cidr::Parse(View(s.value));
-    if (!c.ok()) {
-      diags_.Error(s.origin, std::string(c.status().message()),
-                   "write a network in CIDR form with its host bits zero, e.g. "
-                   "\"192.0.2.0/24\" or \"2001:db8::/32\"");
-      return std::nullopt;
-    }
-    return *c;
-  });
+  return StringList<vocab::Cidr>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<vocab::Cidr> {
+        absl::StatusOr<vocab::Cidr> c = vocab::Cidr::Parse(View(s.value));
+        if (!c.ok()) {
+          diags_.Error(s.origin, std::string(c.status().message()),
+                       "write a network in CIDR form with its host bits zero, e.g. "
+                       "\"192.0.2.0/24\" or \"2001:db8::/32\"");
+          return std::nullopt;
+        }
+        return *c;
+      });
 }
 
 std::optional<SettingList<std::string>> TomlReader::DomainList(const toml::node& n,
                                                                const std::string& path) {
   return StringList<std::string>(
       n, path, [&](const Setting<std::string>& s) -> std::optional<std::string> {
-        absl::StatusOr<std::string> name = CheckDomainPattern(View(s.value));
+        absl::StatusOr<std::string> name = vocab::CheckDomainPattern(View(s.value));
         if (!name.ok()) {
           diags_.Error(s.origin, std::string(name.status().message()),
                        "write a host name such as \"api.example.com\", or \"*.example.com\" for "
@@ -192,24 +193,24 @@ std::optional<SettingList<std::string>> TomlReader::DomainList(const toml::node&
       });
 }
 
-std::optional<SettingList<PortSpec>> TomlReader::PortList(const toml::node& n,
+std::optional<SettingList<vocab::PortSpec>> TomlReader::PortList(const toml::node& n,
                                                          const std::string& path, size_t max) {
   if (const toml::array* a = n.as_array(); a != nullptr && a->size() > max) {
     diags_.Error(At(path, n), absl::StrCat("more than ", max, " port forwards"),
                  "a profile opens a few ports; forward the others live with lazaret port");
     return std::nullopt;
   }
-  std::vector<PortSpec> seen;
-  return StringList<PortSpec>(
-      n, path, [&](const Setting<std::string>& s) -> std::optional<PortSpec> {
-        absl::StatusOr<PortSpec> spec = ParsePortSpec(View(s.value));
+  std::vector<vocab::PortSpec> seen;
+  return StringList<vocab::PortSpec>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<vocab::PortSpec> {
+        absl::StatusOr<vocab::PortSpec> spec = vocab::ParsePortSpec(View(s.value));
         if (!spec.ok()) {
           diags_.Error(s.origin, absl::StrCat(QuoteValue(s.value), ": ", spec.status().message()),
                        "write [ADDRESS:]HOSTPORT[:SANDBOXPORT], e.g. \"3000\", \"8080:3000\", "
                        "\"127.0.0.1:1455\" or \"[::1]:3000\"");
           return std::nullopt;
         }
-        for (const PortSpec& o : seen) {
+        for (const vocab::PortSpec& o : seen) {
           if (o.host_port == spec->host_port &&
               (o.host_address.empty() || spec->host_address.empty() ||
                o.host_address == spec->host_address)) {
@@ -248,14 +249,14 @@ std::optional<SettingList<std::string>> TomlReader::DnsUpstreamList(const toml::
       });
 }
 
-std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,
+std::optional<SettingList<vocab::CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,
                                                                   const std::string& path) {
   const toml::array* a = Array(n, path);
   if (a == nullptr) return std::nullopt;
-  SettingList<CommandPrefix> out{{}, At(path, n)};
+  SettingList<vocab::CommandPrefix> out{{}, At(path, n)};
   bool ok = true;
   for (size_t i = 0; i < a->size(); ++i) {
-    std::optional<Setting<CommandPrefix>> e =
+    std::optional<Setting<vocab::CommandPrefix>> e =
         AutoApproveEntry(*a->get(i), absl::StrCat(path, "[", i, "]"));
     if (!e) {
       ok = false;
@@ -267,12 +268,12 @@ std::optional<SettingList<CommandPrefix>> TomlReader::AutoApprove(const toml::no
   return out;
 }
 
-std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::node& n,
+std::optional<Setting<vocab::CommandPrefix>> TomlReader::AutoApproveEntry(const toml::node& n,
                                                                    const std::string& path) {
   static constexpr char kForms[] =
       "a string \"cmd args\" or a table { prefix = \"cmd args\", options = [\"--opt\"] } or "
       "{ exact = \"cmd args\" }";
-  EntryForm form = EntryForm::kPrefix;
+  vocab::EntryForm form = vocab::EntryForm::kPrefix;
   const toml::node* text = &n;
   std::string text_path = path;
   std::vector<std::string> options;
@@ -317,7 +318,7 @@ std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::n
       return std::nullopt;
     }
     if (!ok) return std::nullopt;
-    form = exact != nullptr ? EntryForm::kExact : EntryForm::kPrefix;
+    form = exact != nullptr ? vocab::EntryForm::kExact : vocab::EntryForm::kPrefix;
     text = exact != nullptr ? exact : prefix;
     text_path = absl::StrCat(path, exact != nullptr ? ".exact" : ".prefix");
   } else if (n.as_string() == nullptr) {
@@ -327,8 +328,8 @@ std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::n
   std::optional<Setting<std::string>> s = String(*text, text_path);
   if (!s) return std::nullopt;
   std::vector<std::string> warnings;
-  absl::StatusOr<CommandPrefix> p =
-      CheckAutoApproveEntry(View(s->value), form, options, &warnings);
+  absl::StatusOr<vocab::CommandPrefix> p =
+      vocab::CheckAutoApproveEntry(View(s->value), form, options, &warnings);
   if (!p.ok()) {
     const bool about_options = absl::StartsWith(p.status().message(), "options ");
     diags_.Error(about_options && options_origin ? *options_origin : s->origin,
@@ -342,7 +343,7 @@ std::optional<Setting<CommandPrefix>> TomlReader::AutoApproveEntry(const toml::n
     return std::nullopt;
   }
   for (std::string& w : warnings) diags_.Warning(s->origin, std::move(w));
-  return Setting<CommandPrefix>{*std::move(p), s->origin};
+  return Setting<vocab::CommandPrefix>{*std::move(p), s->origin};
 }
 
 std::optional<Setting<uint32_t>> TomlReader::Seconds(const toml::node& n, const std::string& path,
@@ -389,6 +390,39 @@ std::optional<Setting<uint64_t>> TomlReader::ByteSize(const toml::node& n, const
     return std::nullopt;
   }
   return Setting<uint64_t>{*bytes, At(path, n)};
+}
+
+std::optional<Setting<uint32_t>> TomlReader::Duration(const toml::node& n,
+                                                      const std::string& path, uint32_t min,
+                                                      uint32_t max) {
+  const std::string key = path.substr(path.rfind('.') + 1);
+  const std::string example = absl::StrCat("write, e.g., ", key, " = \"12h\"");
+  if (n.as_string() == nullptr) {
+    diags_.Error(At(path, n),
+                 absl::StrCat("expected a duration such as \"12h\", found ", TypeName(n)),
+                 example);
+    return std::nullopt;
+  }
+  std::optional<Setting<std::string>> s = String(n, path);
+  if (!s) return std::nullopt;
+  absl::StatusOr<uint32_t> seconds = ParseDuration(View(s->value));
+  if (!seconds.ok() && seconds.status().code() == absl::StatusCode::kInvalidArgument) {
+    diags_.Error(s->origin,
+                 absl::StrCat(QuoteValue(s->value),
+                              " is not a duration: write a whole number followed by s, m, h or "
+                              "d (seconds, minutes, hours, days), e.g. \"12h\""),
+                 example);
+    return std::nullopt;
+  }
+  if (!seconds.ok() || *seconds < min || *seconds > max) {
+    diags_.Error(s->origin,
+                 absl::StrCat(QuoteValue(s->value), " is out of range: the value must be between ",
+                              QuoteValue(FormatDuration(min)), " and ",
+                              QuoteValue(FormatDuration(max))),
+                 example);
+    return std::nullopt;
+  }
+  return Setting<uint32_t>{*seconds, s->origin};
 }
 
 std::optional<Setting<uint32_t>> TomlReader::Count(const toml::node& n, const std::string& path,

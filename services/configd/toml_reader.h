@@ -11,11 +11,12 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "services/configd/auto_approve.h"
-#include "services/configd/cidr.h"
 #include "services/configd/diagnostics.h"
 #include "services/configd/schema.h"
 #include "services/configd/toml.h"
+#include "services/vocab/auto_approve.h"
+#include "services/vocab/cidr.h"
+#include "services/vocab/port_spec.h"
 
 namespace lazaret::config {
 
@@ -46,21 +47,21 @@ class TomlReader {
   std::optional<Setting<std::string>> PathTemplate(const toml::node& n, const std::string& path,
                                                    unsigned tokens);
   // A list of networks in CIDR form.
-  std::optional<SettingList<Cidr>> CidrList(const toml::node& n, const std::string& path);
+  std::optional<SettingList<vocab::Cidr>> CidrList(const toml::node& n, const std::string& path);
   // A list of DNS names (domain_pattern.h), canonical.
   std::optional<SettingList<std::string>> DomainList(const toml::node& n, const std::string& path);
   // network.dns_upstream: resolver addresses (dns_upstream.h), canonical,
   // none listed twice.
   std::optional<SettingList<std::string>> DnsUpstreamList(const toml::node& n,
                                                           const std::string& path);
-  // profiles.<name>.ports: at most `max` forwards (ParsePortSpec), no host
+  // profiles.<name>.ports: at most `max` forwards (vocab::ParsePortSpec), no host
   // port twice on the same address.
-  std::optional<SettingList<PortSpec>> PortList(const toml::node& n, const std::string& path,
+  std::optional<SettingList<vocab::PortSpec>> PortList(const toml::node& n, const std::string& path,
                                                 size_t max);
   // escalation.auto_approve: each entry is a string (the prefix form) or a
   // table with exactly one of `prefix` or `exact`, and passes
-  // CheckAutoApproveEntry in its form.
-  std::optional<SettingList<CommandPrefix>> AutoApprove(const toml::node& n,
+  // vocab::CheckAutoApproveEntry in its form.
+  std::optional<SettingList<vocab::CommandPrefix>> AutoApprove(const toml::node& n,
                                                         const std::string& path);
   // An integer number of seconds in [min, max].
   std::optional<Setting<uint32_t>> Seconds(const toml::node& n, const std::string& path,
@@ -69,6 +70,10 @@ class TomlReader {
   // ("4GiB"), or an integer number of bytes.
   std::optional<Setting<uint64_t>> ByteSize(const toml::node& n, const std::string& path,
                                             uint64_t min, uint64_t max);
+  // A duration in seconds in [min, max]: a string ParseDuration accepts
+  // ("12h").
+  std::optional<Setting<uint32_t>> Duration(const toml::node& n, const std::string& path,
+                                            uint32_t min, uint32_t max);
   // An integer in [min, max] counted in `unit` ("requests per second").
   std::optional<Setting<uint32_t>> Count(const toml::node& n, const std::string& path, int64_t min,
                                          int64_t max, const std::string& unit, int64_t example);
@@ -81,7 +86,7 @@ class TomlReader {
   std::optional<SettingList<T>> StringList(const toml::node& n, const std::string& path,
                                            Parse parse);
 
-  std::optional<Setting<CommandPrefix>> AutoApproveEntry(const toml::node& n,
+  std::optional<Setting<vocab::CommandPrefix>> AutoApproveEntry(const toml::node& n,
                                                          const std::string& path);
 
   Layer layer_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "lazaret/netapproval/v1/netapproval.grpc.pb.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::netpolicyd {
@@ -39,7 +40,7 @@ void AskCall::ClearOnCancel() {
 
 absl::StatusOr<na::AskResponse> BrokerApprovalClient::Ask(
     const na::AskRequest& request, std::chrono::system_clock::time_point deadline, AskCall& call) {
-  auto stub = na::NetworkApprovalService::NewStub(DialUnix(SocketPath(runtime_dir_, "brokerd")));
+  auto stub = na::NetworkApprovalService::NewStub(DialUnix(ServiceSocketPath(runtime_dir_, kBrokerdService)));
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline);
   call.SetOnCancel([&ctx] { ctx.TryCancel(); });

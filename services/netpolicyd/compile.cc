@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"
-#include "services/netpolicyd/names.h"
 #include "services/netpolicyd/route_digest.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::netpolicyd {
 namespace {
@@ -235,13 +235,13 @@ NameVerdict CompiledPolicy::MatchName(absl::string_view name) const {
   if (name.empty()) return verdict;
   // A matching deny refuses, whatever else matches.
   for (const auto& rule : names_) {
-    if (rule.action() == pb::RULE_ACTION_DENY && NameMatches(rule.pattern(), name)) {
+    if (rule.action() == pb::RULE_ACTION_DENY && vocab::DomainCovers(rule.pattern(), name)) {
       verdict.rule = rule;
       return verdict;
     }
   }
   for (const auto& rule : names_) {
-    if (rule.action() == pb::RULE_ACTION_ALLOW && NameMatches(rule.pattern(), name)) {
+    if (rule.action() == pb::RULE_ACTION_ALLOW && vocab::DomainCovers(rule.pattern(), name)) {
       verdict.answered = true;
       verdict.rule = rule;
       return verdict;
@@ -267,7 +267,7 @@ absl::StatusOr<CompiledPolicy> Compile(const CompileInput& in) {
       return absl::InvalidArgumentError(absl::StrCat("live name ", rule.pattern(), ": no action"));
     }
     pb::NameRule normalized = rule;
-    LAZ_ASSIGN_OR_RETURN(*normalized.mutable_pattern(), NormalizePattern(rule.pattern()));
+    LAZ_ASSIGN_OR_RETURN(*normalized.mutable_pattern(), vocab::NormalizeDnsPattern(rule.pattern()));
     normalized.mutable_source()->set_kind(pb::RULE_KIND_LIVE);
     if (expires != 0 && (policy.next_expiry_unix_ == 0 || expires < policy.next_expiry_unix_)) {
       policy.next_expiry_unix_ = expires;
@@ -278,7 +278,7 @@ absl::StatusOr<CompiledPolicy> Compile(const CompileInput& in) {
   for (const auto& entry : in.network.allow_domains()) {
     if (in.host_unknown) break;
     pb::NameRule rule;
-    LAZ_ASSIGN_OR_RETURN(*rule.mutable_pattern(), NormalizePattern(entry.pattern()));
+    LAZ_ASSIGN_OR_RETURN(*rule.mutable_pattern(), vocab::NormalizeDnsPattern(entry.pattern()));
     rule.set_action(pb::RULE_ACTION_ALLOW);
     *rule.mutable_source() = SourceOf(entry.source());
     policy.names_.push_back(std::move(rule));

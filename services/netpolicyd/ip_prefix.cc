@@ -2,8 +2,8 @@
 
 #include <arpa/inet.h>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "services/vocab/cidr.h"
 
 namespace lazaret::netpolicyd {
 namespace {
@@ -32,30 +32,11 @@ IpPrefix IpPrefix::Make(Family family, const std::array<uint8_t, 16>& bytes, int
 }
 
 absl::StatusOr<IpPrefix> IpPrefix::Parse(absl::string_view text) {
-  size_t slash = text.find('/');
-  if (slash == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a CIDR (no /length)"));
-  }
-  Family family;
-  std::array<uint8_t, 16> bytes;
-  if (!ParseBytes(text.substr(0, slash), &family, &bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "': not an IPv4 or IPv6 address"));
-  }
-  absl::string_view len_text = text.substr(slash + 1);
-  int length = -1;
-  bool decimal = !len_text.empty() && len_text.size() <= 3 &&
-                 len_text.find_first_not_of("0123456789") == absl::string_view::npos &&
-                 (len_text.size() == 1 || len_text[0] != '0');
-  int max = family == Family::kIpv4 ? 32 : 128;
-  if (!decimal || !absl::SimpleAtoi(len_text, &length) || length > max) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "': bad prefix length"));
-  }
-  IpPrefix p = Make(family, bytes, length);
-  if (p.bytes_ != bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' has host bits set (did you mean ", p.ToString(), "?)"));
-  }
-  return p;
+  // The one strict CIDR syntax (lazaret_vocab), as configd checked it.
+  absl::StatusOr<vocab::Cidr> cidr = vocab::Cidr::Parse(text);
+  if (!cidr.ok()) return cidr.status();
+  return IpPrefix(cidr->family() == vocab::Cidr::Family::kIpv4 ? Family::kIpv4 : Family::kIpv6,
+                  cidr->bytes(), cidr->prefix_length());
 }
 
 absl::StatusOr<IpPrefix> IpPrefix::ParseAddress(absl::string_view text) {

@@ -1,8 +1,9 @@
 // IPv4/IPv6 prefixes as bytes, for the policy compiler's arithmetic
 // (containment, masking, the embedded-IPv4 forms). Runs in
-// lazaret-netpolicyd, unprivileged. Parsing is strict (inet_pton, a decimal
-// length, host bits zero) because live rules come from the command line;
-// configuration text has been checked by lazaret-configd already.
+// lazaret-netpolicyd, unprivileged. A prefix is parsed by the one strict
+// CIDR syntax (services/vocab/cidr.h: inet_pton, a decimal length, host
+// bits zero) because live rules come from the command line; configuration
+// text has been checked by lazaret-configd already.
 #ifndef LAZARET_SERVICES_NETPOLICYD_IP_PREFIX_H_
 #define LAZARET_SERVICES_NETPOLICYD_IP_PREFIX_H_
 

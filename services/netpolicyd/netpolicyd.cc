@@ -6,6 +6,7 @@
 
 #include "services/common/status_util.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::netpolicyd {
@@ -171,7 +172,7 @@ grpc::Status NetPolicyServiceImpl::ListPorts(grpc::ServerContext*, const pb::Lis
 
 ServiceSpec SpecWith(RegistryOptions options) {
   return ServiceSpec{
-      .name = "netpolicyd",
+      .name = std::string(kNetPolicydService.name),
       .capabilities = {.required = {kCapabilities.begin(), kCapabilities.end()}, .delegated = {}},
       .make_handlers =
           [options](const std::string& runtime_dir) -> absl::StatusOr<ServiceHandlers> {

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
+#include "services/common/service_catalog.h"
 #include "services/common/service_main.h"
 #include "services/netpolicyd/inbound_ports.h"
 #include "services/netpolicyd/registry.h"
@@ -22,8 +23,9 @@
 namespace lazaret::netpolicyd {
 
 // The capabilities this process keeps; everything else is dropped at start.
-// deploy/capabilities.toml restates this set and a test compares the two.
-inline constexpr std::array<cap_value_t, 0> kCapabilities = {};
+// The set is written in the service catalog (services/common/service_catalog.h);
+// deploy/capabilities.toml restates it and a test compares the two.
+inline constexpr const auto& kCapabilities = kNetPolicydCapabilities;
 
 // NetPolicyService over a Registry. Every handler converts Status to
 // grpc::Status at its edge.

@@ -5,20 +5,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "services/common/grpc_deadline.h"
 #include "services/common/log.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
-#include "services/netpolicyd/names.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::netpolicyd {
 namespace {
 
 namespace pb = ::lazaret::netpolicy::v1;
 namespace rt = ::lazaret::netrouter::v1;
-
-void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) {
-  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
-}
 
 const char* KindName(pb::RuleKind kind) {
   switch (kind) {
@@ -218,7 +215,7 @@ absl::StatusOr<pb::PolicyApplied> Session::Change(const pb::ChangeSessionRequest
       break;
     }
     case pb::ChangeSessionRequest::kName: {
-      LAZ_ASSIGN_OR_RETURN(std::string pattern, NormalizePattern(request.name()));
+      LAZ_ASSIGN_OR_RETURN(std::string pattern, vocab::NormalizeDnsPattern(request.name()));
       source.set_detail(absl::StrCat("lazaret net ", verb, " ", pattern));
       std::lock_guard<std::mutex> lock(mu_);
       std::erase_if(live_names_, [&](const pb::NameRule& r) { return r.pattern() == pattern; });
@@ -227,8 +224,9 @@ absl::StatusOr<pb::PolicyApplied> Session::Change(const pb::ChangeSessionRequest
       rule.set_action(request.action());
       *rule.mutable_source() = source;
       if (request.action() == pb::RULE_ACTION_DENY) {
-        std::erase_if(name_routes_,
-                      [&](const auto& entry) { return NameMatches(pattern, entry.first.second); });
+        std::erase_if(name_routes_, [&](const auto& entry) {
+          return vocab::DomainCovers(pattern, entry.first.second);
+        });
       }
       version = ++version_;
       break;

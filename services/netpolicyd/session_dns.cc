@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/netpolicyd/names.h"
 #include "services/netpolicyd/session.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::netpolicyd {
 
@@ -150,7 +150,7 @@ void Session::AnswerDns(absl::string_view message, bool udp,
     responder->Answer(dns::BuildAnswer(*query, dns::Rcode::kServFail, {}, udp));
     return;
   }
-  const std::string name = PlainName(query->question.name);
+  const std::string name = vocab::PlainName(query->question.name);
   if (query->question.qclass == dns::kClassIn && !name.empty() &&
       (query->question.qtype == dns::kTypeA || query->question.qtype == dns::kTypeAaaa)) {
     NameVerdict verdict = policy->MatchName(name);
@@ -173,7 +173,7 @@ std::string Session::AnswerNow(const dns::Query& query, bool udp, const Compiled
         absl::StrCat("class ", query.question.qclass, " is not answered"));
     return dns::BuildAnswer(query, dns::Rcode::kRefused, {}, udp);
   }
-  const std::string name = PlainName(query.question.name);
+  const std::string name = vocab::PlainName(query.question.name);
   NameVerdict verdict = policy.MatchName(name);
   if (!verdict.answered) {
     std::string why = name.empty() ? "not a plain host name"
@@ -235,7 +235,7 @@ std::string Session::AnswerFrom(const dns::Query& query, const std::string& name
   if (kept.empty() && !dropped.empty())
     return dns::BuildAnswer(query, dns::Rcode::kRefused, {}, udp);
 
-  const std::string name = PlainName(query.question.name);
+  const std::string name = vocab::PlainName(query.question.name);
   if (uint64_t version = AddNameRoutes(name, kept, policy, approved); version != 0) {
     absl::StatusOr<pb::PolicyApplied> applied = Apply(version, /*force=*/false);
     if (!applied.ok()) {

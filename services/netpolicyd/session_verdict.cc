@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "services/netpolicyd/names.h"
 #include "services/netpolicyd/session.h"
+#include "services/vocab/domain_pattern.h"
 
 namespace lazaret::netpolicyd {
 namespace {
@@ -96,7 +96,7 @@ absl::StatusOr<pb::TestDestinationResponse> Session::Test(const pb::TestDestinat
     return resp;
   }
   if (absl::StrContains(host, "*")) return absl::InvalidArgumentError("a name, not a pattern");
-  absl::StatusOr<std::string> name = NormalizePattern(host);
+  absl::StatusOr<std::string> name = vocab::NormalizeDnsPattern(host);
   if (!name.ok()) return name.status();
   NameVerdict verdict = policy->MatchName(*name);
   resp.set_name_answered(verdict.answered);

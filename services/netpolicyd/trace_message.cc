@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "pkg/sentry/seccheck/points/common.pb.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::netpolicyd {
 namespace {
@@ -55,20 +56,11 @@ std::optional<uint64_t> LastVarint(const google::protobuf::UnknownFieldSet& set,
   return out;
 }
 
-// A process name kept to kMaxTraceProcessName bytes, printable ASCII as
-// is and every other byte as \xNN: valid UTF-8 for the log's protobufs,
-// and nothing a terminal would act on.
+// A process name kept to kMaxTraceProcessName bytes, escaped to plain
+// ASCII (EscapeForTerminal): valid UTF-8 for the log's protobufs, and
+// nothing a terminal would act on.
 std::string PrintableProcess(absl::string_view name) {
-  name = name.substr(0, kMaxTraceProcessName);
-  std::string out;
-  for (unsigned char c : name) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      absl::StrAppendFormat(&out, "\\x%02x", c);
-    }
-  }
-  return out;
+  return vocab::EscapeForTerminal(name.substr(0, kMaxTraceProcessName));
 }
 
 uint16_t Host16(absl::string_view b, size_t at) {

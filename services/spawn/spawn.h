@@ -1,17 +1,23 @@
-// Starting a child process from the `lazaret` CLI: the one spawn core every
-// way the CLI runs a host program goes through (captured, attached to the
-// terminal, inherited, the detached supervisor). Runs in the CLI, as the
-// user; the CLI may have other threads (gRPC), so the forked child runs only
-// async-signal-safe calls. The argv and environment come from Lazaret itself
-// (built from checked values, never through a shell); nothing here parses
-// untrusted input.
+// Starting a child process: the one spawn core of every Lazaret process that
+// forks (the CLI's host programs and the detached supervisor, sessiond's
+// podman and session workers, the supervisor's services, brokerd's approved
+// commands, the mount helper's podman and fuse programs). Runs in whichever
+// process links it, as that process's user, with that process's
+// capabilities; the caller may have other threads (gRPC), so the forked
+// child runs only async-signal-safe calls on data prepared before fork. The
+// argv, environment and descriptors come from the caller, built from
+// checked values and never through a shell; nothing here parses untrusted
+// input.
 #ifndef LAZARET_SERVICES_SPAWN_SPAWN_H_
 #define LAZARET_SERVICES_SPAWN_SPAWN_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -55,21 +61,42 @@ enum class ChildGroup {
 // What the caller wants started.
 struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is looked up with FindProgram
+  // Nonempty: the absolute path executed as it is, with no $PATH lookup
+  // (argv[0] is then only the name the program sees). For a caller that
+  // found the program in fixed directories or was handed a checked binary.
+  std::string program;
   // "K=V" entries that replace the environment; nullopt: the caller's.
   std::optional<std::vector<std::string>> env;
   ChildStdio stdin_fd = ChildStdio::Inherit();
   ChildStdio stdout_fd = ChildStdio::Inherit();
   ChildStdio stderr_fd = ChildStdio::Inherit();
+  // Descriptors the child gets besides 0, 1 and 2: {slot in the child, fd
+  // in the parent}. Each slot (3 or above, each at most once) gets a
+  // duplicate without close-on-exec; the parent's fd is left as it is (the
+  // caller closes its own copy after Spawn). A slot may equal its fd.
+  // Every descriptor not planned here or in stdio is closed at execve.
+  std::vector<std::pair<int, int>> extra_fds;
   std::string cwd;  // empty: the caller's
+  // >= 0: the working directory as an open directory (fchdir), such as one
+  // a checker opened; not together with `cwd`.
+  int cwd_fd = -1;
   ChildGroup group = ChildGroup::kCaller;
-  // PR_SET_PDEATHSIG(SIGKILL): the child dies with the thread that spawned
-  // it, and is never started once that thread is already gone.
+  // PR_SET_PDEATHSIG(death_signal): the child gets death_signal when the
+  // thread that spawned it ends, and is never started once that thread is
+  // already gone.
   bool die_with_parent = false;
+  int death_signal = SIGKILL;
+  // Capabilities (bit 1 << CAP_x) raised as ambient capabilities in the
+  // child, so a program without file capabilities keeps them across
+  // execve. Only those in the caller's permitted set are raised (a caller
+  // that dropped one, such as a unit test run without privileges, starts
+  // the program without it, which then fails at what needed it).
+  uint64_t ambient_capabilities = 0;
 };
 
 // A ChildSpec turned into exactly what the forked child uses: the resolved
 // program path, NULL-terminated argv and envp arrays, /dev/null opened, the
-// target signal mask. Everything is allocated here, before fork, so the
+// descriptor plan. Everything is allocated here, before fork, so the
 // child only reads it.
 class PreparedChild {
  public:
@@ -88,15 +115,18 @@ class PreparedChild {
   std::string path_;
   std::vector<char*> argv_;
   std::vector<char*> envp_;      // empty: the caller's environ at spawn time
-  int stdio_[3] = {-1, -1, -1};  // descriptor for 0, 1, 2; -1: inherit
-  int dev_null_ = -1;            // owned
+  // The descriptor plan: slots_[i] gets sources_[i] (stdio first, then
+  // extra_fds); a slot of 0, 1 or 2 not listed is inherited.
+  std::vector<int> slots_;
+  std::vector<int> sources_;
+  int dev_null_ = -1;  // owned
 };
 
 // Forks and execs `child`. Between fork and execve the child does no
-// allocation, no logging and no Status: it resets every caught signal and
-// the signals the CLI blocks or handles (SIGINT, SIGTERM, SIGHUP, SIGCHLD,
-// SIGPIPE, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU) to their default, applies the
-// group, PR_SET_PDEATHSIG, the descriptor plan and the working directory,
+// allocation, no logging and no Status: it resets every signal disposition
+// (caught or ignored: SIG_IGN survives execve) to its default, applies the
+// group, PR_SET_PDEATHSIG, the descriptor plan (everything else
+// close-on-exec), the working directory and the ambient capabilities,
 // empties the signal mask and execs. A failure of any of these steps
 // reaches the caller through a close-on-exec pipe as the step and its
 // errno; the child is then reaped and the Status names the program (and

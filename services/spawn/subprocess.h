@@ -1,5 +1,6 @@
-// Running host programs (podman, mmdebstrap, git, ldd) from the `lazaret`
-// CLI. Runs in the CLI, as the user. The argv is always built by Lazaret
+// Running host programs (podman, mmdebstrap, git, ldd) captured, attached
+// or inherited: for the `lazaret` CLI and lazaret-sessiond's session
+// workers and reaps, as their user. The argv is always built by Lazaret
 // itself from checked values; nothing here goes through a shell. Every child
 // is started by the one spawn core (spawn.h). What a child writes is
 // untrusted in size (git reads what the sandbox wrote): captured output is

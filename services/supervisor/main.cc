@@ -6,23 +6,20 @@
 #include "services/common/flags.h"
 #include "services/common/log.h"
 #include "services/common/service_main.h"
-#include "services/supervisor/reaper.h"
+#include "services/supervisor/launcher.h"
 #include "services/supervisor/supervisor.h"
 
 int main(int argc, char** argv) {
-  bool reaper = false;
+  bool launcher = false;
   lazaret::supervisor::Options options;
-  lazaret::supervisor::ReaperOptions reaper_options;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
-    if (a == "--reaper") {
-      reaper = true;
+    if (a == "--launcher") {
+      launcher = true;
     } else if (lazaret::ConsumeFlag(a, "--runtime-dir=")) {
       options.runtime_dir = std::string(a);
     } else if (lazaret::ConsumeFlag(a, "--libexec-dir=")) {
       options.libexec_dir = std::string(a);
-    } else if (lazaret::ConsumeFlag(a, "--cli=")) {
-      reaper_options.cli = std::string(a);
     } else {
       std::fprintf(stderr,
                    "lazaret-supervisord: unknown argument '%s' (accepted: "
@@ -31,16 +28,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (reaper) {
-    // Started by the supervisor (reaper.h); ends at EOF on its request
-    // pipe, so a Ctrl-C meant for `lazaret up --foreground` does not cut a
-    // reap short.
-    lazaret::log::SetProcessName("lazaret-reaper");
+  if (launcher) {
+    // Started by the supervisor (launcher.h); ends at EOF on its request
+    // pipe or with the supervisor, so a Ctrl-C or hangup meant for `lazaret
+    // up --foreground` reaches the supervisor, which ends the sessions
+    // before sessiond.
+    lazaret::log::SetProcessName("lazaret-launcher");
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-    reaper_options.runtime_dir = options.runtime_dir;
-    absl::Status status = lazaret::supervisor::RunReaper(reaper_options);
+    absl::Status status = lazaret::supervisor::RunLauncher(
+        {.runtime_dir = options.runtime_dir, .libexec_dir = options.libexec_dir});
     if (!status.ok()) {
       LAZ_LOG_ERROR << status.message();
       return 1;

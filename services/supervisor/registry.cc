@@ -12,10 +12,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/log.h"
+#include "services/common/session_id.h"
 #include "services/common/status_util.h"
-#include "services/supervisor/reaper.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::supervisor {
 namespace {
@@ -55,15 +55,15 @@ absl::Status ValidateSessionRecord(const common::v1::SessionRecord& r) {
   if (!IsProfileName(r.profile())) {
     return absl::InvalidArgumentError("the record's profile is not a valid profile name");
   }
-  if (!fs::IsCleanAbsolutePath(r.workspace())) {
+  if (!vocab::IsCleanAbsolutePath(r.workspace())) {
     return absl::InvalidArgumentError("the record's workspace is not a clean absolute path");
   }
-  if (!fs::IsCleanAbsolutePath(r.git_state_dir())) {
+  if (!vocab::IsCleanAbsolutePath(r.git_state_dir())) {
     return absl::InvalidArgumentError("the record's git_state_dir is not a clean absolute path");
   }
   // Empty without a --config FILE; lazaret-netpolicyd resolves the
   // session's network settings from it, so nothing but a clean path.
-  if (!r.explicit_config().empty() && !fs::IsCleanAbsolutePath(r.explicit_config())) {
+  if (!r.explicit_config().empty() && !vocab::IsCleanAbsolutePath(r.explicit_config())) {
     return absl::InvalidArgumentError(
         "the record's explicit_config is neither empty nor a clean absolute path");
   }
@@ -80,7 +80,7 @@ SessionRegistry::~SessionRegistry() {
 }
 
 v1::SessionInfo SessionRegistry::InfoFor(const common::v1::SessionRecord& record) const {
-  // The same names `lazaret run` gives them (services/sessiond/session/names.h).
+  // The same names the session worker gives them (services/sessiond/session/names.h).
   v1::SessionInfo info;
   *info.mutable_record() = record;
   info.set_state(v1::SESSION_STATE_REGISTERED);
@@ -120,7 +120,7 @@ absl::StatusOr<v1::SessionInfo> SessionRegistry::Register(const common::v1::Sess
   const int pidfd_pid = pidfd >= 0 ? PidOfPidfd(pidfd) : 0;
   if (pidfd_pid <= 0 || pidfd_pid != peer.pid || record.pid() != peer.pid) {
     return refuse(absl::PermissionDeniedError(
-        absl::StrCat("a session is registered by its own lazaret run: the record names pid ",
+        absl::StrCat("a session is registered by its own worker process: the record names pid ",
                      record.pid(), " but the caller is pid ", peer.pid)));
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -148,7 +148,7 @@ absl::StatusOr<SessionRegistry::Entry*> SessionRegistry::OwnedBy(const std::stri
   Entry& e = it->second;
   if (e.pidfd < 0 || Exited(e.pidfd) || peer.pid != e.info.record().pid()) {
     return absl::PermissionDeniedError(
-        absl::StrCat("only the lazaret run that registered session ", id, " may do this"));
+        absl::StrCat("only the process that registered session ", id, " may do this"));
   }
   return &e;
 }

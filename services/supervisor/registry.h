@@ -1,4 +1,5 @@
-// The session registry of lazaret-supervisord: which `lazaret run` owns
+// The session registry of lazaret-supervisord: which session worker (the
+// `lazaret-sessiond --session-worker` process of the session) owns
 // which session, watched through a pidfd of that process. Runs in the
 // supervisor (no capabilities); its callers are the supervisor's gRPC
 // handlers (peers already checked to be the supervisor's own uid) and its
@@ -57,7 +58,7 @@ class SessionRegistry {
   // The owner is gone: stop watching, end the supervisor's hold, mark the
   // session REAPING. False when the id is not (or no longer) watched.
   bool BeginReap(const std::string& id);
-  // The reaper finished with this session: forget it.
+  // The reap of this session is done (session_reaping.h): forget it.
   void Forget(const std::string& id);
   // SIGTERM to every owner (shutdown); returns how many were signalled.
   int StopAll();

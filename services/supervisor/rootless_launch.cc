@@ -1,6 +1,5 @@
 #include "services/supervisor/rootless_launch.h"
 
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_util.h"
+#include "services/spawn/spawn.h"
 
 namespace lazaret::supervisor {
 namespace {
@@ -30,28 +30,14 @@ absl::StatusOr<std::vector<std::string>> MountHelperLauncher(const std::vector<s
         "podman is not installed in /usr/local/bin, /usr/bin or /bin; rootless Lazaret needs it "
         "(deploy/setup-host.sh)");
   }
-  std::vector<std::string> args = {podman, "unshare", "true"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage = env;
-  std::vector<char*> envp;
-  for (std::string& e : env_storage) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0) return ErrnoStatus("open /dev/null", errno);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(devnull);
-    return ErrnoStatus("fork", errno);
-  }
-  if (pid == 0) {
-    dup2(devnull, 0);
-    dup2(devnull, 1);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  close(devnull);
+  cli::ChildSpec spec;
+  spec.program = podman;
+  spec.argv = {podman, "unshare", "true"};
+  spec.env = env;
+  spec.stdin_fd = cli::ChildStdio::DevNull();
+  spec.stdout_fd = cli::ChildStdio::DevNull();
+  LAZ_ASSIGN_OR_RETURN(cli::PreparedChild child, cli::PreparedChild::Create(std::move(spec)));
+  LAZ_ASSIGN_OR_RETURN(const pid_t pid, cli::Spawn(child));
   int ws = 0;
   while (waitpid(pid, &ws, 0) < 0) {
     if (errno != EINTR) return ErrnoStatus("waitpid podman unshare", errno);

@@ -1,9 +1,7 @@
 #include "services/supervisor/service_table.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/log.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::supervisor {
@@ -42,25 +41,37 @@ std::string DescribeExit(int wstatus) {
   return "stopped";
 }
 
-ServiceTable::ServiceTable(const std::string& runtime_dir, std::vector<ManagedService> services,
-                           std::vector<std::string> env)
-    : env_storage_(std::move(env)) {
-  for (auto& e : env_storage_) envp_.push_back(e.data());
-  envp_.push_back(nullptr);
-  std::lock_guard<std::mutex> lock(mu_);
+absl::StatusOr<std::unique_ptr<ServiceTable>> ServiceTable::Create(
+    const std::string& runtime_dir, std::vector<ManagedService> services,
+    std::vector<std::string> env, LauncherClient* launcher) {
+  std::vector<Child> children;
   for (auto& s : services) {
     Child c;
     c.socket = SocketPath(runtime_dir, s.name);
-    c.argv_storage = s.launcher;
-    c.argv_storage.push_back(s.binary);
-    c.argv_storage.push_back(absl::StrCat("--runtime-dir=", runtime_dir));
+    if (s.via_launcher) {
+      if (launcher == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(s.name, " is started by the launcher, but there is none"));
+      }
+    } else {
+      cli::ChildSpec spec;
+      spec.argv = s.launcher;
+      spec.argv.push_back(s.binary);
+      spec.argv.push_back(absl::StrCat("--runtime-dir=", runtime_dir));
+      // Absolute: the service binary itself, or podman from a fixed directory.
+      spec.program = spec.argv[0];
+      spec.env = env;
+      spec.stdin_fd = cli::ChildStdio::DevNull();
+      spec.die_with_parent = true;
+      spec.death_signal = SIGTERM;
+      LAZ_ASSIGN_OR_RETURN(cli::PreparedChild command,
+                           cli::PreparedChild::Create(std::move(spec)));
+      c.command.emplace(std::move(command));
+    }
     c.spec = std::move(s);
-    children_.push_back(std::move(c));
+    children.push_back(std::move(c));
   }
-  for (auto& c : children_) {
-    for (auto& a : c.argv_storage) c.argv.push_back(a.data());
-    c.argv.push_back(nullptr);
-  }
+  return std::unique_ptr<ServiceTable>(new ServiceTable(std::move(children), launcher));
 }
 
 void ServiceTable::StartAll() {
@@ -93,24 +104,32 @@ void ServiceTable::Status(pb::GetStatusResponse* resp) {
 void ServiceTable::StopAll(int signal_fd) {
   std::lock_guard<std::mutex> lock(mu_);
   stopping_ = true;
-  for (Child& c : children_) {
-    if (c.pid > 0) kill(c.pid, SIGTERM);
-  }
-  const auto deadline = Clock::now() + kStopGrace;
-  while (AnyRunningLocked() && Clock::now() < deadline) {
-    pollfd p{signal_fd, POLLIN, 0};
-    poll(&p, 1, 100);
-    signalfd_siginfo si{};
-    (void)!read(signal_fd, &si, sizeof(si));
-    ReapLocked();
-  }
-  for (Child& c : children_) {
-    if (c.pid > 0) {
-      LAZ_LOG_WARNING << c.spec.name << " (pid " << c.pid << ") ignored SIGTERM; killing it";
-      kill(c.pid, SIGKILL);
-      waitpid(c.pid, nullptr, 0);
-      c.pid = -1;
+  for (Child& c : children_) SignalLocked(c, SIGTERM);
+  const auto wait_until = [&](Clock::time_point deadline) {
+    while (AnyRunningLocked() && Clock::now() < deadline) {
+      pollfd p[2] = {{signal_fd, POLLIN, 0},
+                     {launcher_ != nullptr ? launcher_->report_fd() : -1, POLLIN, 0}};
+      poll(p, 2, 100);
+      signalfd_siginfo si{};
+      (void)!read(signal_fd, &si, sizeof(si));
+      if (p[1].revents != 0 && !ReadLauncherReportLocked()) continue;
+      ReapLocked();
     }
+  };
+  wait_until(Clock::now() + kStopGrace);
+  for (Child& c : children_) {
+    if (c.pid > 0 || c.start_pending) {
+      LAZ_LOG_WARNING << c.spec.name << " (pid " << c.pid << ") ignored SIGTERM; killing it";
+      SignalLocked(c, SIGKILL);
+    }
+  }
+  // A killed child of ours is reaped at once; one of the launcher's is
+  // reported by it.
+  wait_until(Clock::now() + std::chrono::seconds(2));
+  for (Child& c : children_) {
+    if (c.pid > 0 && c.command.has_value()) waitpid(c.pid, nullptr, 0);
+    c.pid = -1;
+    c.start_pending = false;
     RemoveStaleSocket(c.socket);
     c.state = pb::SERVICE_STATE_STOPPED;
   }
@@ -118,41 +137,114 @@ void ServiceTable::StopAll(int signal_fd) {
 
 bool ServiceTable::AnyRunningLocked() const {
   for (const Child& c : children_) {
-    if (c.pid > 0) return true;
+    if (c.pid > 0 || c.start_pending) return true;
   }
   return false;
 }
 
-void ServiceTable::StartLocked(Child& c) {
-  char** argv = c.argv.data();
-  char** envp = envp_.data();
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    // Child: async-signal-safe calls only, nothing allocates.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull >= 0) dup2(devnull, 0);
-    execve(argv[0], argv, envp);
-    _exit(127);
+ServiceTable::Child* ServiceTable::LaunchedLocked() {
+  for (Child& c : children_) {
+    if (!c.command.has_value()) return &c;
   }
-  if (pid < 0) {
-    c.last_exit = absl::StrCat("fork failed: ", std::strerror(errno));
-    c.state = pb::SERVICE_STATE_BACKOFF;
-    c.next_start = Clock::now() + c.backoff.Next();
+  return nullptr;
+}
+
+void ServiceTable::StartLocked(Child& c) {
+  if (!c.command.has_value()) {
+    // The launcher forks it and reports its pid (ReadLauncherReport).
+    if (!launcher_->Send(LauncherRequest::kStart)) {
+      ExitedLocked(c, "could not be started: the launcher is gone");
+      return;
+    }
+    c.start_pending = true;
+    c.state = pb::SERVICE_STATE_STARTING;
+    c.strikes = 0;
+    c.started = Clock::now();
+    c.next_health = c.started;
     return;
   }
-  c.pid = pid;
+  absl::StatusOr<pid_t> pid = cli::Spawn(*c.command);
+  if (!pid.ok()) {
+    LAZ_LOG_ERROR << c.spec.name << ": " << pid.status().message();
+    ExitedLocked(c, absl::StrCat("could not be started: ", pid.status().message()));
+    return;
+  }
+  c.pid = *pid;
   c.state = pb::SERVICE_STATE_STARTING;
   c.strikes = 0;
   c.started = Clock::now();
   c.next_health = c.started;
-  LAZ_LOG_INFO << "started " << c.spec.name << " (pid " << pid << ")";
+  LAZ_LOG_INFO << "started " << c.spec.name << " (pid " << c.pid << ")";
+}
+
+void ServiceTable::SignalLocked(Child& c, int sig) {
+  if (!c.command.has_value()) {
+    // Not reaped by the launcher before it reads this, so never another
+    // process; one that ended meanwhile is reported as exited.
+    if (c.pid > 0 || c.start_pending) {
+      launcher_->Send(sig == SIGKILL ? LauncherRequest::kKill : LauncherRequest::kTerminate);
+    }
+    return;
+  }
+  if (c.pid > 0) kill(c.pid, sig);
+}
+
+void ServiceTable::ExitedLocked(Child& c, const std::string& why) {
+  const std::string who =
+      c.pid > 0 ? absl::StrCat(c.spec.name, " (pid ", c.pid, ")") : c.spec.name;
+  c.pid = -1;
+  c.start_pending = false;
+  c.last_exit = why;
+  if (stopping_) {
+    c.state = pb::SERVICE_STATE_STOPPED;
+    return;
+  }
+  // A service that stayed up long enough earns a fresh backoff.
+  if (Clock::now() - c.started > kBackoffResetAfter) c.backoff.Reset();
+  const auto delay = c.backoff.Next();
+  c.state = pb::SERVICE_STATE_BACKOFF;
+  c.next_start = Clock::now() + delay;
+  LAZ_LOG_WARNING << who << " " << why << "; restarting in "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()
+                  << " ms";
+}
+
+bool ServiceTable::ReadLauncherReport() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ReadLauncherReportLocked();
+}
+
+bool ServiceTable::ReadLauncherReportLocked() {
+  Child* c = LaunchedLocked();
+  const std::optional<LauncherReport> report =
+      launcher_ != nullptr ? launcher_->Read() : std::nullopt;
+  if (!report.has_value()) {
+    // sessiond dies with the launcher (its death signal).
+    if (c != nullptr && (c->pid > 0 || c->start_pending)) {
+      c->pid = -1;
+      c->start_pending = false;
+      c->last_exit = "ended with the launcher";
+      c->state = pb::SERVICE_STATE_STOPPED;
+    }
+    return false;
+  }
+  if (c == nullptr) return true;
+  switch (report->kind) {
+    case LauncherReport::Kind::kStarted:
+      c->pid = report->value;
+      c->start_pending = false;
+      LAZ_LOG_INFO << "started " << c->spec.name << " (pid " << c->pid << ", by the launcher)";
+      // Asked to stop before its pid was known.
+      if (stopping_) SignalLocked(*c, SIGTERM);
+      break;
+    case LauncherReport::Kind::kExited:
+      ExitedLocked(*c, DescribeExit(report->value));
+      break;
+    case LauncherReport::Kind::kFailed:
+      ExitedLocked(*c, "could not be started by the launcher (see its line above)");
+      break;
+  }
+  return true;
 }
 
 std::vector<OtherExit> ServiceTable::Reap() {
@@ -167,22 +259,9 @@ std::vector<OtherExit> ServiceTable::ReapLocked() {
   while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
     bool ours = false;
     for (Child& c : children_) {
-      if (c.pid != pid) continue;
+      if (c.pid != pid || !c.command.has_value()) continue;
       ours = true;
-      c.pid = -1;
-      c.last_exit = DescribeExit(wstatus);
-      if (stopping_) {
-        c.state = pb::SERVICE_STATE_STOPPED;
-        break;
-      }
-      // A service that stayed up long enough earns a fresh backoff.
-      if (Clock::now() - c.started > kBackoffResetAfter) c.backoff.Reset();
-      const auto delay = c.backoff.Next();
-      c.state = pb::SERVICE_STATE_BACKOFF;
-      c.next_start = Clock::now() + delay;
-      LAZ_LOG_WARNING << c.spec.name << " (pid " << pid << ") " << c.last_exit << "; restarting in "
-                      << std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()
-                      << " ms";
+      ExitedLocked(c, DescribeExit(wstatus));
       break;
     }
     if (!ours) others.push_back({pid, wstatus});
@@ -227,7 +306,7 @@ void ServiceTable::Tick() {
       if (c->strikes >= kUnhealthyStrikes) {
         LAZ_LOG_WARNING << c->spec.name << " failed " << c->strikes << " health checks ("
                         << health.message() << "); killing it";
-        kill(c->pid, SIGKILL);
+        SignalLocked(*c, SIGKILL);
       }
     }
   }

@@ -12,20 +12,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "helper/mount/mounthelper.h"
-#include "services/brokerd/brokerd.h"
 #include "services/common/capabilities.h"
 #include "services/common/constants.h"
 #include "services/common/log.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/service_environment.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
-#include "services/configd/configd.h"
-#include "services/netpolicyd/netpolicyd.h"
 #include "services/supervisor/api.h"
+#include "services/supervisor/launcher.h"
 #include "services/supervisor/lock_file.h"
-#include "services/supervisor/reaper.h"
 #include "services/supervisor/registry.h"
 #include "services/supervisor/rootless_launch.h"
 #include "services/supervisor/service_table.h"
@@ -36,15 +33,16 @@ extern char** environ;
 namespace lazaret::supervisor {
 namespace {
 
-template <size_t N>
-std::vector<std::string> CapNames(const std::array<cap_value_t, N>& caps) {
-  return caps::Names(absl::MakeConstSpan(caps.data(), caps.size()));
-}
+// SessionService.Reap: sessiond bounds one reap at 180 s itself.
+constexpr std::chrono::seconds kReapCallTimeout{200};
+// How long the launcher may take to end sessiond and exit at shutdown.
+constexpr std::chrono::milliseconds kLauncherFinishTimeout{10000};
 
 // The supervision loop. Returns when asked to stop: a termination signal,
-// a Shutdown RPC (`wake_fd`), or a lost reaper.
+// a Shutdown RPC (`wake_fd`), or a lost launcher.
 void Supervise(int signal_fd, int wake_fd, int registry_wake_fd, ServiceTable& services,
-               SessionRegistry& registry, SessionReaping& reaping) {
+               const LauncherClient& launcher, SessionRegistry& registry,
+               SessionReaping& reaping) {
   services.StartAll();
   reaping.ReapLeftoverSessions();
   std::vector<pollfd> fds;
@@ -54,7 +52,7 @@ void Supervise(int signal_fd, int wake_fd, int registry_wake_fd, ServiceTable& s
     fds = {{signal_fd, POLLIN, 0},
            {wake_fd, POLLIN, 0},
            {registry_wake_fd, POLLIN, 0},
-           {reaping.result_fd(), POLLIN, 0}};
+           {launcher.report_fd(), POLLIN, 0}};
     ids.clear();
     for (const auto& [id, pidfd] : registry.WatchedPidfds()) {
       fds.push_back({pidfd, POLLIN, 0});
@@ -80,17 +78,17 @@ void Supervise(int signal_fd, int wake_fd, int registry_wake_fd, ServiceTable& s
       // The owner is gone, however it ended: reap now.
       if (fds[i].revents != 0) reaping.OwnerGone(ids[i - 4]);
     }
-    if (fds[3].revents != 0 && !reaping.ReadResult()) {
-      LAZ_LOG_ERROR << "the reaper is gone; without it no session can be reaped, so the "
-                       "supervisor stops (live sessions end themselves)";
+    if (fds[3].revents != 0 && !services.ReadLauncherReport()) {
+      LAZ_LOG_ERROR << "the launcher is gone, and lazaret-sessiond with it; without it no "
+                       "session can run or be reaped, so the supervisor stops";
       return;
     }
     for (const OtherExit& e : services.Reap()) {
-      if (e.pid == reaping.reaper_pid()) reaping.ReaperExited(e.wstatus);
-    }
-    if (reaping.reaper_lost()) {
-      LAZ_LOG_ERROR << "the reaper exited; the supervisor stops (live sessions end themselves)";
-      return;
+      if (e.pid == launcher.pid()) {
+        LAZ_LOG_ERROR << "the launcher (pid " << e.pid << ") " << DescribeExit(e.wstatus)
+                      << "; lazaret-sessiond ends with it, so the supervisor stops";
+        return;
+      }
     }
     services.Tick();
   }
@@ -103,45 +101,27 @@ absl::StatusOr<std::string> SelfExe() {
   return std::string(self, n);
 }
 
-// The `lazaret` CLI the reaper runs: beside the services (a build tree) or
-// in the bin directory of the installation prefix.
-absl::StatusOr<std::string> FindCli(const std::string& libexec) {
-  for (const std::string& c :
-       {absl::StrCat(libexec, "/lazaret"), absl::StrCat(libexec, "/../../bin/lazaret")}) {
-    char resolved[4096];
-    if (realpath(c.c_str(), resolved) != nullptr && access(resolved, X_OK) == 0) {
-      return std::string(resolved);
-    }
-  }
-  return absl::NotFoundError(absl::StrCat(
-      "the lazaret CLI is neither in ", libexec, " nor in ", libexec,
-      "/../../bin; the supervisor needs it to reap sessions. Install Lazaret completely"));
-}
-
 }  // namespace
 
 std::vector<ManagedService> DefaultServiceSet(const std::string& libexec_dir) {
-  auto bin = [&](const char* name) { return absl::StrCat(libexec_dir, "/lazaret-", name); };
-  return {
-      {"configd", bin("configd"), CapNames(configd::kCapabilities)},
-      {"netpolicyd", bin("netpolicyd"), CapNames(netpolicyd::kCapabilities)},
-      {"brokerd", bin("brokerd"), CapNames(brokerd::kCapabilities)},
-      {"mount-helper", bin("mount-helper"), CapNames(mounthelper::kCapabilities)},
-  };
+  std::vector<ManagedService> set;
+  for (const ServiceEntry* s : kServiceCatalog) {
+    if (s == &kSupervisorService) continue;
+    set.push_back({.name = std::string(s->name),
+                   .binary = absl::StrCat(libexec_dir, "/", s->binary),
+                   .capabilities = caps::Names(s->capabilities),
+                   .via_launcher = s == &kSessiondService});
+  }
+  return set;
 }
 
 absl::Status Run(const Options& options) {
   const std::string runtime_dir =
       options.runtime_dir.empty() ? DefaultRuntimeDir() : options.runtime_dir;
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(runtime_dir).status());
-  std::string libexec = options.libexec_dir;
-  if (libexec.empty()) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) return ErrnoStatus("readlink /proc/self/exe", errno);
-    std::string exe(self, n);
-    libexec = exe.substr(0, exe.rfind('/'));
-  }
+  LAZ_ASSIGN_OR_RETURN(const std::string self, SelfExe());
+  const std::string libexec =
+      options.libexec_dir.empty() ? self.substr(0, self.rfind('/')) : options.libexec_dir;
   std::vector<ManagedService> services = DefaultServiceSet(libexec);
   for (const auto& s : services) {
     if (access(s.binary.c_str(), X_OK) != 0) {
@@ -154,21 +134,20 @@ absl::Status Run(const Options& options) {
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<LockFile> lock,
                        LockFile::Acquire(absl::StrCat(runtime_dir, "/", kSupervisorLockFile)));
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<UnixListener> listener,
-                       UnixListener::Bind(SocketPath(runtime_dir, kSupervisorSocketName)));
+                       UnixListener::Bind(ServiceSocketPath(runtime_dir, kSupervisorService)));
 
-  // The reaper, forked before the drop so it keeps what `lazaret up` had
-  // (reaper.h). Without one, no session could be reaped: refuse to start.
+  // The launcher, forked before the drop so it keeps what `lazaret up` had
+  // (launcher.h). Without one, sessiond could not run: refuse to start.
   const std::vector<std::string> env = ServiceEnvironment(environ);
-  LAZ_ASSIGN_OR_RETURN(std::string cli, FindCli(libexec));
-  LAZ_ASSIGN_OR_RETURN(std::string self, SelfExe());
-  LAZ_ASSIGN_OR_RETURN(ReaperProcess reaper, StartReaper(self, cli, runtime_dir, env));
-  LAZ_LOG_INFO << "reaper started (pid " << reaper.pid << ", runs " << cli
-               << " clean --session ID)";
+  LAZ_ASSIGN_OR_RETURN(std::unique_ptr<LauncherClient> launcher,
+                       StartLauncher(self, runtime_dir, libexec, env));
+  LAZ_LOG_INFO << "launcher started (pid " << launcher->pid() << ", starts "
+               << kSessiondService.binary << ")";
   // Rootless, the mount helper runs below `podman unshare`, which must find
   // podman's namespace ready once no_new_privs is set (rootless_launch.h).
-  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> launcher, MountHelperLauncher(env));
+  LAZ_ASSIGN_OR_RETURN(std::vector<std::string> podman_unshare, MountHelperLauncher(env));
   for (ManagedService& s : services) {
-    if (s.name == "mount-helper") s.launcher = launcher;
+    if (s.name == kMountHelperService.name) s.launcher = podman_unshare;
   }
 
   caps::Declaration declaration{
@@ -189,17 +168,23 @@ absl::Status Run(const Options& options) {
   int registry_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (registry_wake < 0) return ErrnoStatus("eventfd", errno);
 
+  LAZ_ASSIGN_OR_RETURN(std::unique_ptr<ServiceTable> table,
+                       ServiceTable::Create(runtime_dir, std::move(services), env, launcher.get()));
   SessionRegistry registry(runtime_dir, registry_wake);
-  ServiceTable table(runtime_dir, std::move(services), env);
-  SessionReaping reaping(runtime_dir, &registry, reaper);
-  SupervisorApi api(runtime_dir, &table, &registry, wake);
+  SessionReaping reaping(
+      runtime_dir, &registry,
+      SessiondReaper(ServiceSocketPath(runtime_dir, kSessiondService), kReapCallTimeout));
+  SupervisorApi api(runtime_dir, table.get(), &registry, wake);
   LAZ_ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcUnixServer> server,
       GrpcUnixServer::Start(std::move(listener), {&api}, PeerPolicy{.allowed_uid = geteuid()}));
   LAZ_LOG_INFO << "supervising " << runtime_dir;
-  Supervise(sfd, wake, registry_wake, table, registry, reaping);
+  Supervise(sfd, wake, registry_wake, *table, *launcher, registry, reaping);
+  // The sessions first (their workers end them, sessiond reaps what dies),
+  // then the services, sessiond among them, then the launcher.
   reaping.StopSessions();
-  table.StopAll(sfd);
+  table->StopAll(sfd);
+  launcher->Finish(kLauncherFinishTimeout);
   server->Shutdown();
   close(sfd);
   close(wake);

@@ -4,9 +4,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "services/wire/strict_json.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/common/status_util.h"
+#include "services/vocab/utf8.h"
+#include "services/wire/strict_json.h"
 
 namespace lazaret::escalation {
 namespace {
@@ -89,7 +90,7 @@ bool StringsAreUtf8(const google::protobuf::Message& message) {
             field->is_repeated()
                 ? reflection->GetRepeatedStringReference(message, field, i, &scratch)
                 : reflection->GetStringReference(message, field, &scratch);
-        if (!IsValidUtf8(value)) return false;
+        if (!vocab::IsValidUtf8(value)) return false;
       } else {
         const auto& sub = field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i)
                                                : reflection->GetMessage(message, field);

@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status_util.h"
+#include "services/vocab/utf8.h"
 
 namespace lazaret::escalation {
 namespace {
@@ -15,67 +16,11 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::OneofDescriptor;
 
-// The length of the UTF-8 sequence at `s[i]`, or 0 when it is not a valid
-// one (RFC 3629: shortest form, no surrogates, at most U+10FFFF).
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s.size() - i < len) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return len;
-}
-
-absl::Status CheckUtf8(absl::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = Utf8SequenceLength(s, i);
-    if (n == 0) return absl::InvalidArgumentError(absl::StrCat("invalid UTF-8 at byte ", i));
-    i += n;
-  }
-  return absl::OkStatus();
-}
-
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // A recursive-descent walk over already UTF-8-checked text. Recursion is
@@ -284,7 +229,7 @@ class Checker {
         if (low < 0xDC00 || low > 0xDFFF) return Error("lone high surrogate escape");
         cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
       }
-      if (out != nullptr) AppendUtf8(cp, out);
+      if (out != nullptr) vocab::AppendUtf8(cp, out);
     }
   }
 
@@ -324,11 +269,9 @@ absl::Status CheckStrictJson(absl::string_view json, const Descriptor& root) {
   if (const size_t nul = json.find('\0'); nul != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat("NUL byte at byte ", nul));
   }
-  LAZ_RETURN_IF_ERROR(CheckUtf8(json));
+  LAZ_RETURN_IF_ERROR(vocab::CheckUtf8(json));
   return Checker(json).Document(root);
 }
-
-bool IsValidUtf8(absl::string_view text) { return CheckUtf8(text).ok(); }
 
 std::string QuoteForError(absl::string_view text) {
   constexpr size_t kMaxEcho = 64;

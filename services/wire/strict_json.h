@@ -26,9 +26,6 @@ inline constexpr int kMaxJsonDepth = 4;
 // Otherwise InvalidArgument saying what and where, in plain ASCII.
 absl::Status CheckStrictJson(absl::string_view json, const google::protobuf::Descriptor& root);
 
-// RFC 3629 UTF-8: shortest forms, no surrogates, nothing above U+10FFFF.
-bool IsValidUtf8(absl::string_view text);
-
 // At most 64 bytes of untrusted `text`, quoted and C-escaped (plain ASCII),
 // with "..." when it was longer: what a refusal may echo.
 std::string QuoteForError(absl::string_view text);

@@ -8,7 +8,6 @@
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,28 +17,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/common/status_util.h"
+#include "services/spawn/subprocess.h"
 
 namespace lazaret::netrouter::testing {
 namespace {
 
 std::atomic<int> counter{0};
 
+// Runs a setup command (ip, sysctl) through the spawn library; its output
+// is kept only to explain a failure.
 absl::Status RunArgv(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return ErrnoStatus("fork", errno);
-  if (pid == 0) {
-    const int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, 1);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat("`", absl::StrJoin(argv, " "), "` failed"));
+  LAZ_ASSIGN_OR_RETURN(cli::Captured run, cli::RunCaptured(argv));
+  if (run.exit_code != 0) {
+    return absl::InternalError(absl::StrCat("`", absl::StrJoin(argv, " "), "` failed (exit ",
+                                            run.exit_code, "): ", run.err));
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
-// Benchmark of the terminal proxy of `lazaret run` (PtyProxy): the same
-// shell script runs under `lazaret run` (the sandbox's podman on Lazaret's
-// pty, the bench's pty as the developer's terminal) and under a bare
+// Benchmark of a session's terminal path through the session service: the
+// same shell script runs under `lazaret run` (the sandbox's podman on the
+// session worker's pty, its output through the worker's terminal filter
+// and AttachService to the `lazaret run` client, whose terminal is the
+// bench's pty) and under a bare
 // `podman run -t` of the same image under runsc with the podman flags
 // Lazaret uses where they touch the terminal (--interactive --tty
 // --log-driver=none --detach-keys=), each on a pty the bench opened, twice
@@ -11,7 +13,9 @@
 //   - keystroke echo latency: one byte written to the pty and read back,
 //     echoed by the sandbox's own tty (stty -icanon; head -c N), p50/p99
 //     of kSamples per run after kWarmup.
-// No speed threshold; it fails when a measurement could not be made: a
+// The target is within kTarget (1.3x) of `podman run -t` for both; the
+// verdict is printed, not enforced (a loaded machine is not a regression):
+// it fails only when a measurement could not be made: a
 // session that did not start, a timeout, a lost or extra byte, a wrong
 // echo, an exit code other than 0. Runs as root against the e2e fixture's
 // services (rootful unless LAZARET_E2E_MODE=rootless).
@@ -40,6 +44,8 @@ constexpr char kProfile[] = "ptybench";
 constexpr uint64_t kBytes = 100000000;
 constexpr int kWarmup = 50;
 constexpr int kSamples = 500;
+// What the session path may cost at most, as a ratio to `podman run -t`.
+constexpr double kTarget = 1.3;
 // The markers as they arrive; the script spells them in two parts so that
 // its own text never contains them.
 constexpr char kBegin[] = "LAZBENCH-BEGIN";
@@ -188,18 +194,22 @@ int Run() {
               static_cast<unsigned long long>(kBytes), d.flood_seconds.size());
   PrintFlood("host pty (no container):", host);
   PrintFlood("podman run -t (direct):", d);
-  PrintFlood("lazaret run (PtyProxy):", p);
-  std::printf("throughput ratio (proxy / direct time): %.2fx of all runs, %.2fx of the best\n",
-              p.total_flood() / d.total_flood(),
+  PrintFlood("lazaret run (sessiond):", p);
+  const double flood_ratio = p.total_flood() / d.total_flood();
+  std::printf("throughput ratio (session / direct time): %.2fx of all runs, %.2fx of the best "
+              "(target: within %.1fx: %s)\n",
+              flood_ratio,
               *std::min_element(p.flood_seconds.begin(), p.flood_seconds.end()) /
-                  *std::min_element(d.flood_seconds.begin(), d.flood_seconds.end()));
+                  *std::min_element(d.flood_seconds.begin(), d.flood_seconds.end()),
+              kTarget, flood_ratio <= kTarget ? "met" : "MISSED");
   std::printf("keystroke echo by the sandbox's tty (n=%zu each, %d warm-up keys per run):\n",
               d.echo_ms.size(), kWarmup);
   PrintEcho("podman run -t (direct):", d);
-  PrintEcho("lazaret run (PtyProxy):", p);
-  std::printf("echo ratio: p50 %.2fx  p99 %.2fx\n",
-              Percentile(p.echo_ms, 0.5) / Percentile(d.echo_ms, 0.5),
-              Percentile(p.echo_ms, 0.99) / Percentile(d.echo_ms, 0.99));
+  PrintEcho("lazaret run (sessiond):", p);
+  const double echo_ratio = Percentile(p.echo_ms, 0.5) / Percentile(d.echo_ms, 0.5);
+  std::printf("echo ratio: p50 %.2fx  p99 %.2fx (target: p50 within %.1fx: %s)\n", echo_ratio,
+              Percentile(p.echo_ms, 0.99) / Percentile(d.echo_ms, 0.99), kTarget,
+              echo_ratio <= kTarget ? "met" : "MISSED");
   std::printf("whole bench: %.1f s\n", Seconds(Clock::now() - start));
   return 0;
 }

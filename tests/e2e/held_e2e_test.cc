@@ -696,12 +696,12 @@ TEST_F(HeldE2eTest, WorktreeModeHoldsChangesInTheAgentWorktree) {
   ExpectHeld(held, want);
 }
 
-// `lazaret run` killed (-9) mid-session: the supervisor's reap (`lazaret
-// clean --session`) captures what the agent changed in a view, and what it
+// The session's worker killed (-9) mid-session: the supervisor's reap
+// (lazaret-sessiond's Reap) captures what the agent changed in a view, and what it
 // created at the root and deeper that no tick or sweep had taken yet, and
 // removes the placeholders: the folder is as it was, the store has all of
 // it.
-TEST_F(HeldE2eTest, KilledRunIsReapedWithItsHeldChangesCaptured) {
+TEST_F(HeldE2eTest, KilledWorkerIsReapedWithItsHeldChangesCaptured) {
   UserDir ws_dir("hkill");
   const std::string& ws = ws_dir.path();
   ASSERT_EQ(UserSh(ws, "mkdir -p .claude sub && echo '{}' > .claude/settings.json").exit_code, 0);
@@ -723,7 +723,9 @@ TEST_F(HeldE2eTest, KilledRunIsReapedWithItsHeldChangesCaptured) {
   ASSERT_TRUE(test::WaitFor([&] { return Exists(ws + "/held-e2e-ready"); },
                             std::chrono::seconds(90)))
       << test::ReadFile(log);
-  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const pid_t worker = SessionWorkerPid();
+  ASSERT_GT(worker, 0);
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
   WaitChild(pid, 10);
   ASSERT_TRUE(test::WaitFor([] { return SessionDirs().empty(); }, std::chrono::seconds(60)))
       << "the session was not reaped";

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -247,6 +248,30 @@ std::vector<std::string> PsSessions() {
     out.push_back(l.substr(0, l.find(' ')));
   }
   return out;
+}
+
+pid_t SessionWorkerPid() {
+  const std::string runtime_flag = "--runtime-dir=" + Env().runtime_dir;
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return -1;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    std::vector<std::string> args;
+    for (size_t at = 0; at < cmdline.size();) {
+      const size_t end = cmdline.find('\0', at);
+      args.push_back(cmdline.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      at = end == std::string::npos ? cmdline.size() : end + 1;
+    }
+    const auto has = [&](const std::string& a) {
+      return std::find(args.begin(), args.end(), a) != args.end();
+    };
+    if (has("--session-worker") && has(runtime_flag)) found.push_back(pid);
+  }
+  closedir(proc);
+  return found.size() == 1 ? found[0] : -1;
 }
 
 std::string WaitForRunningSession(int timeout_seconds) {

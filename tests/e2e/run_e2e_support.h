@@ -104,6 +104,10 @@ std::vector<std::string> SessionContainers();
 std::vector<std::string> SessionDirs();
 // The session ids `lazaret ps` shows.
 std::vector<std::string> PsSessions();
+// The pid of the one session worker (`lazaret-sessiond --session-worker`,
+// the session's owner) of this runtime directory; -1 unless exactly one
+// runs.
+pid_t SessionWorkerPid();
 // Waits until a session's sandbox is running; returns its id ("" on timeout).
 std::string WaitForRunningSession(int timeout_seconds);
 

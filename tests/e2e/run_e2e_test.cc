@@ -581,11 +581,13 @@ pid_t SupervisorPid() {
   return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size());
 }
 
-// Measured on main: 12 s after `kill -9` of `lazaret run` both containers
-// still ran, until someone ran `lazaret clean`. Now the supervisor watches
-// the CLI through a pidfd and reaps at once: containers gone within 2 s,
-// and the commit the agent made is imported by the reaper's write-back.
-TEST_F(RunE2eTest, KillNineOfRunIsReapedWithinTwoSecondsAndItsCommitKept) {
+// Measured on main: 12 s after `kill -9` of the session's owner both
+// containers still ran, until someone ran `lazaret clean`. Now the
+// supervisor watches the owner - the session's worker in lazaret-sessiond -
+// through a pidfd and has sessiond reap at once: containers gone within
+// 2 s, and the commit the agent made is imported by the reap's write-back.
+// (A killed `lazaret run` only detaches: the attach tests.)
+TEST_F(RunE2eTest, KillNineOfTheSessionWorkerIsReapedWithinTwoSecondsAndItsCommitKept) {
   InitRepo(ws_->path());
   const std::string log = aux_->path() + "/run.log";
   const pid_t pid = SpawnLazaret(
@@ -601,19 +603,26 @@ TEST_F(RunE2eTest, KillNineOfRunIsReapedWithinTwoSecondsAndItsCommitKept) {
   ASSERT_EQ(ids.size(), 1u);
   const std::string id = ids[0];
   ASSERT_EQ(SessionContainers().size(), 2u);
+  const pid_t worker = SessionWorkerPid();
+  ASSERT_GT(worker, 0);
   const auto killed = std::chrono::steady_clock::now();
-  kill(pid, SIGKILL);
+  kill(worker, SIGKILL);
   ASSERT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(30)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
                              .count();
-  std::printf("containers gone %.2f s after kill -9 of lazaret run\n", seconds);
+  std::printf("containers gone %.2f s after kill -9 of the session worker\n", seconds);
   EXPECT_LT(seconds, 2.0);
+  // `lazaret run` ends with its session.
   WaitChild(pid, 10);
-  // The reaper writes back, then removes the session directory.
+  // The reap writes back, then removes the session directory.
   EXPECT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
   EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-default"), "killed-agent-commit");
-  const std::string supervisor_log = test::ReadFile(Env().runtime_dir + "/supervisor.log");
-  EXPECT_THAT(supervisor_log, HasSubstr("session " + id + ": its lazaret run is gone"));
+  const std::string log_path = Env().runtime_dir + "/supervisor.log";
+  EXPECT_TRUE(test::WaitFor(
+      [&] { return test::ReadFile(log_path).find("session " + id + " reaped") != std::string::npos; },
+      std::chrono::seconds(30)));
+  const std::string supervisor_log = test::ReadFile(log_path);
+  EXPECT_THAT(supervisor_log, HasSubstr("session " + id + ": its owner is gone"));
   EXPECT_THAT(supervisor_log, HasSubstr("session " + id + " reaped"));
   ExpectNoProcessesOf(id);
   CommandResult again = Lazaret("/", {"clean"});
@@ -689,11 +698,13 @@ std::string HostAddress() {
   return Trim(out.substr(at + 5, out.find(' ', at + 5) - at - 5));
 }
 
-// Both the CLI and the supervisor killed: nobody can reap, so the router
-// closes the namespace the moment its last hold ends - a connect from
-// inside that worked a moment ago fails at once - and the next `lazaret up`
-// reaps the session, commits included.
-TEST_F(RunE2eTest, KillingTheCliAndTheSupervisorClosesTheNetworkAndUpReaps) {
+// Both the session's worker and the supervisor killed: nobody can reap, so
+// the router closes the namespace the moment its last hold ends - a connect
+// from inside that worked a moment ago fails at once - and the next
+// `lazaret up` reaps the session, commits included. (The worker is stopped
+// first: killing the supervisor ends lazaret-sessiond, which would
+// otherwise end the session cleanly.)
+TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
   const std::string host = HostAddress();
   ASSERT_FALSE(host.empty());
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -742,8 +753,11 @@ TEST_F(RunE2eTest, KillingTheCliAndTheSupervisorClosesTheNetworkAndUpReaps) {
   const std::string id = PsSessions().at(0);
   const pid_t supervisor = SupervisorPid();
   ASSERT_GT(supervisor, 0);
+  const pid_t worker = SessionWorkerPid();
+  ASSERT_GT(worker, 0);
+  ASSERT_EQ(kill(worker, SIGSTOP), 0);
   ASSERT_EQ(kill(supervisor, SIGKILL), 0);
-  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
   WaitChild(pid, 10);
   const size_t before = test::ReadFile(probe_log).size();
   // The next probes fail, fast, and none succeeds again.
@@ -1149,8 +1163,9 @@ TEST_F(RunE2eTest, PlantedRepositoriesAreNeutralisedAndHostGitRunsNothing) {
 // scan: `lazaret clean` runs it from the snapshot in the session directory
 // (planted repository neutralised, setuid bit stripped), after the sandbox
 // is gone.
-// A killed `lazaret run` is reaped by the supervisor (`lazaret clean
-// --session`), which runs the workspace scan the session never ran.
+// A session whose worker was killed is reaped by the supervisor (through
+// lazaret-sessiond's Reap), which runs the workspace scan the session never
+// ran.
 TEST_F(RunE2eTest, ReapingAKilledSessionRunsItsWorkspaceScan) {
   const std::string marker = aux_->path() + "/MARKER";
   const std::string log = aux_->path() + "/run.log";
@@ -1169,11 +1184,19 @@ TEST_F(RunE2eTest, ReapingAKilledSessionRunsItsWorkspaceScan) {
       << test::ReadFile(log);
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
-  kill(pid, SIGKILL);
+  const pid_t worker = SessionWorkerPid();
+  ASSERT_GT(worker, 0);
+  kill(worker, SIGKILL);
   WaitChild(pid, 30);
   ASSERT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)))
       << "the supervisor did not reap session " << id;
-  const std::string supervisor_log = test::ReadFile(Env().runtime_dir + "/supervisor.log");
+  // The reap's notices reach the supervisor's log with sessiond's answer,
+  // just after the session directory is gone.
+  const std::string log_path = Env().runtime_dir + "/supervisor.log";
+  EXPECT_TRUE(test::WaitFor(
+      [&] { return test::ReadFile(log_path).find("session " + id + " reaped") != std::string::npos; },
+      std::chrono::seconds(30)));
+  const std::string supervisor_log = test::ReadFile(log_path);
   EXPECT_THAT(supervisor_log, HasSubstr("neutralised a git repository"));
   EXPECT_THAT(supervisor_log, HasSubstr(ws_->path() + "/suid: removed setuid"));
   EXPECT_FALSE(Exists(ws_->path() + "/sub/.git"));

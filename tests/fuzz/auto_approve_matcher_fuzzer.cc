@@ -25,7 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "services/brokerd/command/matcher.h"
-#include "services/configd/shell_words.h"
+#include "services/vocab/shell_words.h"
 
 namespace command = lazaret::brokerd::command;
 
@@ -75,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view entry_text = entry_field.substr(0, sep);
 
   absl::StatusOr<std::vector<std::string>> entry_argv =
-      lazaret::config::SplitShellWords(entry_text);
+      lazaret::vocab::SplitShellWords(entry_text);
   if (!entry_argv.ok()) return 0;
   command::AutoApproveEntry entry;
   entry.argv = *entry_argv;
@@ -96,16 +96,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!request.empty()) argv = absl::StrSplit(request, '\x01');
   } else {
     command_text = std::string(request);
-    argv = lazaret::config::SplitShellWords(request).value_or(std::vector<std::string>{});
+    argv = lazaret::vocab::SplitShellWords(request).value_or(std::vector<std::string>{});
   }
-  const lazaret::config::OperandPathCheck symlink_out =
+  const lazaret::vocab::OperandPathCheck symlink_out =
       [](absl::string_view w) -> std::optional<std::string> {
     if (NamesTheSymlink(w)) return std::string("leads out");
     return std::nullopt;
   };
   const command::Judgement j = command::Judge(
       command_text, argv, now, {entry},
-      no_path_check ? lazaret::config::OperandPathCheck() : symlink_out);
+      no_path_check ? lazaret::vocab::OperandPathCheck() : symlink_out);
   if (!j.auto_approved) {
     if (j.reason_not_auto.empty()) abort();
     return 0;

@@ -10,18 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "services/configd/auto_approve.h"
-#include "services/configd/cidr.h"
 #include "services/configd/dns_upstream.h"
-#include "services/configd/domain_pattern.h"
 #include "services/configd/host_paths.h"
 #include "services/configd/loader.h"
 #include "services/configd/schema_values.h"
-#include "services/configd/shell_words.h"
+#include "services/vocab/auto_approve.h"
+#include "services/vocab/cidr.h"
+#include "services/vocab/domain_pattern.h"
+#include "services/vocab/host_path.h"
+#include "services/vocab/shell_words.h"
 
 namespace {
 
 using namespace lazaret::config;  // NOLINT: a fuzz target, not a library
+namespace vocab = lazaret::vocab;
 
 constexpr char kRoot[] = "/nonexistent-lazaret-fuzz";
 
@@ -65,8 +67,8 @@ void Check(bool ok) {
   if (!ok) std::abort();
 }
 
-bool Covered(const std::vector<Setting<Cidr>>& nets, const Cidr& c) {
-  for (const Setting<Cidr>& n : nets) {
+bool Covered(const std::vector<Setting<vocab::Cidr>>& nets, const vocab::Cidr& c) {
+  for (const Setting<vocab::Cidr>& n : nets) {
     if (n.value.Covers(c)) return true;
   }
   return false;
@@ -79,26 +81,29 @@ void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
   Check(narrow.profile_dir == wide.profile_dir);
   Check(narrow.socket_dir == wide.socket_dir);
   Check(!narrow.escalation_enabled || wide.escalation_enabled);
-  for (const Setting<CommandPrefix>& e : narrow.auto_approve) {
+  for (const Setting<vocab::CommandPrefix>& e : narrow.auto_approve) {
     bool covered = false;
-    for (const Setting<CommandPrefix>& u : wide.auto_approve) {
-      covered |= EntryCovers(u.value, e.value);
+    for (const Setting<vocab::CommandPrefix>& u : wide.auto_approve) {
+      covered |= vocab::EntryCovers(u.value, e.value);
     }
     Check(covered);
   }
   Check(narrow.command_timeout_seconds <= wide.command_timeout_seconds);
   Check(narrow.approval_timeout_seconds <= wide.approval_timeout_seconds);
   Check(narrow.persistent_cap_bytes <= wide.persistent_cap_bytes);
-  for (const Setting<Cidr>& d : wide.deny) {
+  Check(narrow.on_detach_stop || !wide.on_detach_stop);
+  Check(narrow.detached_limit_seconds <= wide.detached_limit_seconds);
+  Check(!narrow.clipboard_write || wide.clipboard_write);
+  for (const Setting<vocab::Cidr>& d : wide.deny) {
     bool kept = false;
-    for (const Setting<Cidr>& n : narrow.deny) kept |= n.value == d.value;
+    for (const Setting<vocab::Cidr>& n : narrow.deny) kept |= n.value == d.value;
     Check(kept);
   }
-  for (const Setting<Cidr>& a : narrow.allow) Check(Covered(wide.allow, a.value));
+  for (const Setting<vocab::Cidr>& a : narrow.allow) Check(Covered(wide.allow, a.value));
   for (const Setting<std::string>& d : narrow.allow_domains) {
     bool covered = false;
     for (const Setting<std::string>& u : wide.allow_domains) {
-      covered |= DomainCovers(u.value, d.value);
+      covered |= vocab::DomainCovers(u.value, d.value);
     }
     Check(covered);
   }
@@ -119,7 +124,7 @@ void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
   for (const ResolvedVolume& v : narrow.volumes) {
     bool granted = false;
     for (const ResolvedVolume& u : wide.volumes) {
-      granted |= PathIsWithin(v.host, u.host) &&
+      granted |= vocab::IsAtOrUnder(v.host, u.host) &&
                  (v.access == Access::kReadOnly || u.access == Access::kReadWrite);
     }
     Check(granted);
@@ -133,14 +138,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string workspace = std::string(kRoot) + "/ws";
 
   // The small parsers on their own.
-  (void)Cidr::Parse(text);
-  (void)SplitShellWords(text);
-  (void)CheckAutoApproveEntry(text, nullptr);
-  (void)CheckAutoApproveEntry(text, EntryForm::kExact, nullptr);
-  if (absl::StatusOr<std::string> name = CheckDomainPattern(text); name.ok()) {
+  (void)vocab::Cidr::Parse(text);
+  (void)vocab::SplitShellWords(text);
+  (void)vocab::CheckAutoApproveEntry(text, nullptr);
+  (void)vocab::CheckAutoApproveEntry(text, vocab::EntryForm::kExact, nullptr);
+  if (absl::StatusOr<std::string> name = vocab::CheckDomainPattern(text); name.ok()) {
     // Canonical forms are fixed points.
-    absl::StatusOr<std::string> again = CheckDomainPattern(*name);
-    Check(again.ok() && *again == *name && DomainCovers(*name, *name));
+    absl::StatusOr<std::string> again = vocab::CheckDomainPattern(*name);
+    Check(again.ok() && *again == *name && vocab::DomainCovers(*name, *name));
   }
   if (absl::StatusOr<uint64_t> size = ParseByteSize(text); size.ok()) {
     absl::StatusOr<uint64_t> again = ParseByteSize(FormatByteSize(*size));

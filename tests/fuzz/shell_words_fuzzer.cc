@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "services/configd/shell_words.h"
+#include "services/vocab/shell_words.h"
 
 namespace {
 
@@ -29,14 +29,14 @@ std::string SingleQuoted(const std::string& word) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<std::vector<std::string>> words = lazaret::config::SplitShellWords(text);
+  absl::StatusOr<std::vector<std::string>> words = lazaret::vocab::SplitShellWords(text);
   if (!words.ok()) return 0;
   std::string joined;
   for (const std::string& word : *words) {
     if (!joined.empty()) joined.push_back(' ');
     joined += SingleQuoted(word);
   }
-  absl::StatusOr<std::vector<std::string>> again = lazaret::config::SplitShellWords(joined);
+  absl::StatusOr<std::vector<std::string>> again = lazaret::vocab::SplitShellWords(joined);
   if (!again.ok() || *again != *words) abort();
   return 0;
 }

@@ -34,6 +34,7 @@
 #include "services/common/unix_server.h"
 #include "services/configd/configd.h"
 #include "services/netpolicyd/netpolicyd.h"
+#include "services/sessiond/sessiond.h"
 #include "services/supervisor/supervisor.h"
 #include "sidecar/netrouter.h"
 #include "tests/support/test_support.h"
@@ -59,6 +60,7 @@ const std::map<std::string, std::vector<std::string>>& ExpectedApis() {
       {"brokerd",
        {"lazaret.approver.v1.ApproverService", "lazaret.broker.v1.EscalationEndpointService"}},
       {"mount-helper", {"lazaret.mounthelper.v1.MountHelperService"}},
+      {"sessiond", {"lazaret.session.v1.SessionService"}},
       {"supervisor", {"lazaret.supervisor.v1.SupervisorService"}},
   };
   return *apis;
@@ -163,7 +165,7 @@ TEST_F(ServiceSetTest, UpStartsEveryServiceHealthyWithReflection) {
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   sv::GetStatusResponse st = Status();
   ASSERT_TRUE(st.all_healthy());
-  ASSERT_EQ(st.services_size(), 4);
+  ASSERT_EQ(st.services_size(), static_cast<int>(ExpectedApis().size()) - 1);  // but the supervisor
   for (const auto& [name, apis] : ExpectedApis()) {
     const std::string socket = rt_ + "/" + name + ".sock";
     EXPECT_TRUE(CheckHealth(socket, 2000).ok()) << name;
@@ -197,7 +199,7 @@ TEST_F(ServiceSetTest, SecondUpDoesNotStartASecondSet) {
     std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find("lazaret-supervisord") != std::string::npos &&
-        cmdline.find("--reaper") == std::string::npos &&
+        cmdline.find("--launcher") == std::string::npos &&
         cmdline.find(rt_ + " ") != std::string::npos) {
       ++count;
     }
@@ -262,6 +264,16 @@ TEST_F(ServiceSetTest, EachServiceHoldsExactlyItsDeclaredCapabilities) {
   EXPECT_EQ(test::ProcStatusHex(sup, "CapPrm"), MaskOf(supervisor::kDelegatedCapabilities));
   EXPECT_EQ(test::ProcStatusHex(sup, "CapBnd"), MaskOf(supervisor::kDelegatedCapabilities));
   EXPECT_EQ(test::ProcStatusHex(sup, "NoNewPrivs"), 1u);
+  // sessiond holds nothing itself; its bounding set is exactly what its
+  // children exec'd as root (podman, its workers) receive, and no_new_privs
+  // stays off so that they can receive it.
+  const pid_t sessiond = Find(st, "sessiond")->pid();
+  EXPECT_EQ(test::ProcStatusHex(sessiond, "CapPrm"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(sessiond, "CapEff"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(sessiond, "CapBnd"), MaskOf(sessiond::kGrantedByExec));
+  EXPECT_EQ(test::ProcStatusHex(sessiond, "CapInh"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(sessiond, "CapAmb"), 0u);
+  EXPECT_EQ(test::ProcStatusHex(sessiond, "NoNewPrivs"), 0u);
 }
 
 TEST_F(ServiceSetTest, DownStopsEverythingAndLeavesNoSocketOrProcess) {
@@ -275,11 +287,16 @@ TEST_F(ServiceSetTest, DownStopsEverythingAndLeavesNoSocketOrProcess) {
   EXPECT_NE(st.out.find("not running"), std::string::npos);
 }
 
+pid_t LauncherOf(pid_t supervisor);
+
 TEST_F(ServiceSetTest, SigtermToSupervisorShutsTheSetDownCleanly) {
   ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
   const sv::GetStatusResponse st = Status();
+  std::vector<pid_t> pids = AllPids(st);
+  pids.push_back(LauncherOf(st.supervisor_pid()));
+  ASSERT_GT(pids.back(), 0) << "no launcher process";
   ASSERT_EQ(kill(st.supervisor_pid(), SIGTERM), 0);
-  ExpectNothingLeft(AllPids(st));
+  ExpectNothingLeft(pids);
 }
 
 TEST_F(ServiceSetTest, SigintToAServiceStopsItCleanlyAndItIsRestarted) {
@@ -457,22 +474,57 @@ std::string EnvironOf(pid_t pid) {
   return env;
 }
 
-// The reaper: the supervisor's child that runs with --reaper.
-pid_t ReaperOf(pid_t supervisor) {
+pid_t ParentOf(pid_t pid) {
+  const std::string stat = test::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  return std::atoi(stat.c_str() + close_paren + 4);
+}
+
+// The launcher: the supervisor's child that runs with --launcher.
+pid_t LauncherOf(pid_t supervisor) {
   DIR* proc = opendir("/proc");
   pid_t found = -1;
   while (dirent* e = readdir(proc)) {
     const pid_t pid = std::atoi(e->d_name);
     if (pid <= 0) continue;
     std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-    const std::string stat = test::ReadFile("/proc/" + std::to_string(pid) + "/stat");
-    const size_t close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    const pid_t ppid = std::atoi(stat.c_str() + close_paren + 4);
-    if (ppid == supervisor && cmdline.find("--reaper") != std::string::npos) found = pid;
+    if (ParentOf(pid) == supervisor && cmdline.find("--launcher") != std::string::npos) {
+      found = pid;
+    }
   }
   closedir(proc);
   return found;
+}
+
+// lazaret-sessiond is the launcher's child (it keeps what `lazaret up` had,
+// launcher.h), and the supervisor restarts it through the launcher like
+// any service.
+TEST_F(ServiceSetTest, SessiondRunsUnderTheLauncherAndComesBackAfterSigkill) {
+  ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
+  const sv::GetStatusResponse before = Status();
+  const pid_t launcher = LauncherOf(before.supervisor_pid());
+  ASSERT_GT(launcher, 0) << "no launcher process";
+  ASSERT_NE(Find(before, "sessiond"), nullptr);
+  const pid_t old_pid = Find(before, "sessiond")->pid();
+  ASSERT_GT(old_pid, 0);
+  EXPECT_EQ(ParentOf(old_pid), launcher);
+  ASSERT_EQ(kill(old_pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sv::GetStatusResponse st = Status();
+        const auto* s = Find(st, "sessiond");
+        return s != nullptr && s->pid() != old_pid && s->pid() > 0 &&
+               s->state() == sv::SERVICE_STATE_HEALTHY && s->restarts() == 1;
+      },
+      seconds(15)));
+  const pid_t new_pid = Find(Status(), "sessiond")->pid();
+  EXPECT_EQ(ParentOf(new_pid), launcher);
+  EXPECT_TRUE(CheckHealth(rt_ + "/sessiond.sock", 2000).ok());
+  const std::string log = test::ReadFile(rt_ + "/" + kSupervisorLogFile);
+  EXPECT_NE(log.find("sessiond (pid " + std::to_string(old_pid) + ") killed by"),
+            std::string::npos)
+      << log;
 }
 
 TEST_F(ServiceSetTest, ServicesGetAMinimalEnvironmentNotLazaretUps) {
@@ -480,9 +532,9 @@ TEST_F(ServiceSetTest, ServicesGetAMinimalEnvironmentNotLazaretUps) {
   ASSERT_EQ(Lazaret({"up"}).exit_code, 0);
   const sv::GetStatusResponse st = Status();
   std::vector<pid_t> pids = AllPids(st);
-  const pid_t reaper = ReaperOf(st.supervisor_pid());
-  ASSERT_GT(reaper, 0) << "no reaper process";
-  pids.push_back(reaper);
+  const pid_t launcher = LauncherOf(st.supervisor_pid());
+  ASSERT_GT(launcher, 0) << "no launcher process";
+  pids.push_back(launcher);
   for (pid_t pid : pids) {
     const std::string env = EnvironOf(pid);
     SCOPED_TRACE("pid " + std::to_string(pid));
@@ -540,11 +592,16 @@ TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
   EXPECT_EQ(names("lazaret-supervisord", "capabilities"), sorted(code(supervisor::kCapabilities)));
   EXPECT_EQ(names("lazaret-supervisord", "delegated"),
             sorted(code(supervisor::kDelegatedCapabilities)));
-  // The reaper keeps what `lazaret up` had (reaper.h) and says so.
-  EXPECT_EQ(t["lazaret-reaper"]["keeps"].value_or(std::string()), "invoker");
-  EXPECT_EQ(t["lazaret-reaper"]["no_new_privs"].value_or(true), false);
+  // The launcher keeps what `lazaret up` had (launcher.h) and says so.
+  EXPECT_EQ(t["lazaret-launcher"]["keeps"].value_or(std::string()), "invoker");
+  EXPECT_EQ(t["lazaret-launcher"]["no_new_privs"].value_or(true), false);
+  // sessiond keeps nothing and hands its bounding set to what it execs as root.
+  EXPECT_EQ(names("lazaret-sessiond", "capabilities"), sorted(code(sessiond::kCapabilities)));
+  EXPECT_EQ(names("lazaret-sessiond", "granted_by_exec"),
+            sorted(code(sessiond::kGrantedByExec)));
+  EXPECT_EQ(t["lazaret-sessiond"]["no_new_privs"].value_or(true), false);
   // Every binary in the manifest is one we know about, and vice versa.
-  EXPECT_EQ(t.size(), 7u);
+  EXPECT_EQ(t.size(), 8u);
 }
 
 }  // namespace

@@ -1,16 +1,13 @@
 #include "clients/lazaret/approve/approver_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "services/common/grpc_deadline.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::approve {
 namespace {
 
 namespace pb = ::lazaret::approver::v1;
-
-void SetDeadline(grpc::ClientContext* cc) {
-  cc->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-}
 
 }  // namespace
 
@@ -62,7 +59,7 @@ void ApproverClient::Cancel() {
 
 absl::StatusOr<pb::DecideResponse> ApproverClient::Decide(const pb::DecideRequest& request) {
   grpc::ClientContext cc;
-  SetDeadline(&cc);
+  SetDeadline(&cc, kCallTimeout);
   pb::DecideResponse out;
   if (grpc::Status s = stub_->Decide(&cc, request, &out); !s.ok()) return Explain("Decide", s);
   return out;
@@ -71,7 +68,7 @@ absl::StatusOr<pb::DecideResponse> ApproverClient::Decide(const pb::DecideReques
 absl::StatusOr<pb::ParseCommandResponse> ApproverClient::ParseCommand(
     const pb::ParseCommandRequest& request) {
   grpc::ClientContext cc;
-  SetDeadline(&cc);
+  SetDeadline(&cc, kCallTimeout);
   pb::ParseCommandResponse out;
   if (grpc::Status s = stub_->ParseCommand(&cc, request, &out); !s.ok()) {
     return Explain("ParseCommand", s);
@@ -81,7 +78,7 @@ absl::StatusOr<pb::ParseCommandResponse> ApproverClient::ParseCommand(
 
 absl::StatusOr<pb::RequestState> ApproverClient::GetRequest(const pb::GetRequestRequest& request) {
   grpc::ClientContext cc;
-  SetDeadline(&cc);
+  SetDeadline(&cc, kCallTimeout);
   pb::RequestState out;
   if (grpc::Status s = stub_->GetRequest(&cc, request, &out); !s.ok()) {
     return Explain("GetRequest", s);
@@ -91,7 +88,7 @@ absl::StatusOr<pb::RequestState> ApproverClient::GetRequest(const pb::GetRequest
 
 absl::StatusOr<pb::ListSessionsResponse> ApproverClient::ListSessions() {
   grpc::ClientContext cc;
-  SetDeadline(&cc);
+  SetDeadline(&cc, kCallTimeout);
   pb::ListSessionsResponse out;
   if (grpc::Status s = stub_->ListSessions(&cc, pb::ListSessionsRequest(), &out); !s.ok()) {
     return Explain("ListSessions", s);

@@ -5,21 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/approve/utf8.h"
-#include "services/brokerd/command/text_scan.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/utf8.h"
 
 namespace lazaret::cli::approve {
 namespace {
 
 constexpr char kEllipsis[] = "\xE2\x80\xA6";  // U+2026
-
-bool IsCombining(char32_t cp) {
-  return (cp >= 0x0300 && cp <= 0x036F) || (cp >= 0x0483 && cp <= 0x0489) ||
-         (cp >= 0x0591 && cp <= 0x05BD) || (cp >= 0x0610 && cp <= 0x061A) ||
-         (cp >= 0x064B && cp <= 0x065F) || (cp >= 0x1AB0 && cp <= 0x1AFF) ||
-         (cp >= 0x1DC0 && cp <= 0x1DFF) || (cp >= 0x20D0 && cp <= 0x20FF) ||
-         (cp >= 0xFE20 && cp <= 0xFE2F);
-}
 
 bool IsWide(char32_t cp) {
   return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0x303E) ||
@@ -28,35 +20,6 @@ bool IsWide(char32_t cp) {
          (cp >= 0xFF00 && cp <= 0xFF60) || (cp >= 0xFFE0 && cp <= 0xFFE6) ||
          (cp >= 0x1F300 && cp <= 0x1F64F) || (cp >= 0x1F900 && cp <= 0x1F9FF) ||
          (cp >= 0x20000 && cp <= 0x3FFFD);
-}
-
-// What must not reach a terminal as it is.
-bool NeedsEscape(char32_t cp) {
-  if (cp < 0x20 || cp == 0x7F) return true;
-  if (cp < 0x80) return false;
-  if (IsInvalidByte(cp)) return true;
-  if (cp >= 0xD800 && cp <= 0xDFFF) return true;
-  if ((cp & 0xFFFE) == 0xFFFE) return true;       // noncharacters
-  if (cp >= 0xE000 && cp <= 0xF8FF) return true;  // private use
-  if (cp >= 0xF0000) return true;                 // private use planes
-  return brokerd::command::IsInvisibleCodePoint(cp);
-}
-
-std::string EscapeOf(char32_t cp) {
-  switch (cp) {
-    case '\n':
-      return "\\n";
-    case '\r':
-      return "\\r";
-    case '\t':
-      return "\\t";
-    default:
-      break;
-  }
-  if (cp < 0x80) return absl::StrFormat("\\x%02x", static_cast<unsigned>(cp));
-  if (IsInvalidByte(cp))
-    return absl::StrFormat("\\x%02x", static_cast<unsigned>(cp - kInvalidByteBase));
-  return absl::StrFormat("\\u{%04X}", static_cast<unsigned>(cp));
 }
 
 void AppendRun(Line& line, absl::string_view text, bool marked) {
@@ -72,14 +35,14 @@ void AppendRun(Line& line, absl::string_view text, bool marked) {
 }  // namespace
 
 size_t CodePointWidth(char32_t cp) {
-  if (IsCombining(cp)) return 0;
+  if (vocab::IsCombiningCodePoint(cp)) return 0;
   return IsWide(cp) ? 2 : 1;
 }
 
 size_t TextWidth(absl::string_view text) {
   size_t width = 0;
   size_t pos = 0;
-  while (pos < text.size()) width += CodePointWidth(DecodeNext(text, &pos));
+  while (pos < text.size()) width += CodePointWidth(vocab::DecodeNext(text, &pos));
   return width;
 }
 
@@ -96,24 +59,13 @@ std::string PlainText(const Line& line) {
 }
 
 Line Display(absl::string_view raw) {
+  // The escaping policy is vocab's; escapes are marked here instead of
+  // having their backslash doubled.
   Line line;
-  std::string plain;
-  bool after_base = false;  // the previous cell is a visible unmarked character
-  size_t pos = 0;
-  while (pos < raw.size()) {
-    const char32_t cp = DecodeNext(raw, &pos);
-    const bool escape = NeedsEscape(cp) || (IsCombining(cp) && !after_base);
-    if (escape) {
-      AppendRun(line, plain, false);
-      plain.clear();
-      AppendRun(line, EscapeOf(cp), true);
-      after_base = false;
-      continue;
-    }
-    AppendUtf8(cp, &plain);
-    after_base = true;
-  }
-  AppendRun(line, plain, false);
+  vocab::ForEachEscapePiece(raw, vocab::EscapeOptions{.double_backslash = false},
+                            [&line](absl::string_view text, bool escaped) {
+                              AppendRun(line, text, escaped);
+                            });
   return line;
 }
 
@@ -165,8 +117,8 @@ std::vector<std::string> Oddities(absl::string_view what, absl::string_view raw)
   bool more_kinds = false;
   size_t pos = 0;
   while (pos < raw.size()) {
-    const char32_t cp = DecodeNext(raw, &pos);
-    if (cp < 0x80 || IsInvalidByte(cp)) continue;
+    const char32_t cp = vocab::DecodeNext(raw, &pos);
+    if (cp < 0x80 || vocab::IsInvalidByte(cp)) continue;
     ++foreign_count;
     const std::string name = absl::StrFormat("U+%04X", static_cast<unsigned>(cp));
     if (std::find(foreign.begin(), foreign.end(), name) != foreign.end()) continue;
@@ -221,7 +173,7 @@ std::vector<Line> Wrap(const Line& line, size_t width, size_t max_rows) {
     size_t pos = 0;
     while (pos < run.text.size()) {
       const size_t start = pos;
-      const size_t w = CodePointWidth(DecodeNext(run.text, &pos));
+      const size_t w = CodePointWidth(vocab::DecodeNext(run.text, &pos));
       if (used + w > width && !new_row()) break;
       AppendRun(rows.back(), absl::string_view(run.text).substr(start, pos - start), run.marked);
       used += w;
@@ -244,7 +196,7 @@ std::vector<Line> Wrap(const Line& line, size_t width, size_t max_rows) {
       size_t w = 0;
       while (pos < run.text.size()) {
         cut_at = pos;
-        w = CodePointWidth(DecodeNext(run.text, &pos));
+        w = CodePointWidth(vocab::DecodeNext(run.text, &pos));
       }
       run.text.resize(cut_at);
       last_width -= w;

@@ -40,15 +40,13 @@ size_t LineWidth(const Line& line);
 // The plain text of a line, marks dropped (for tests and logs).
 std::string PlainText(const Line& line);
 
-// `raw` as it may be shown: printable ASCII stays as it is (a backslash
-// too - the marking tells an escape from a typed one); LF, CR and tab
-// become \n \r \t, other C0 controls and DEL \xHH, C1 controls and every
-// invisible code point (IsInvisibleCodePoint: bidi, zero-width, BOM, the
-// Unicode spaces such as NBSP) \u{HHHH}, an invalid UTF-8 byte \xHH; a
-// combining mark stays when it follows a visible base character and is
-// escaped otherwise (it would draw over the previous cell). Each escape is
-// one marked run; everything else is unchanged, in unmarked runs. The
-// result is one logical line.
+// `raw` as it may be shown, under the one escaping policy
+// (services/vocab/escape.h: controls as \xhh or \n \r \t, invisible and
+// bidi code points, C1 controls and a combining mark without a base as
+// \u{HHHH}, invalid UTF-8 bytes as \xhh), with a typed backslash kept as it
+// is: each escape is one marked run, which tells it from typed text;
+// everything else is unchanged, in unmarked runs. The result is one
+// logical line.
 Line Display(absl::string_view raw);
 
 // Display, with every space a reader could miss made visible: a run of

@@ -1,6 +1,6 @@
 #include "clients/lazaret/approve/line_editor.h"
 
-#include "clients/lazaret/approve/utf8.h"
+#include "services/vocab/utf8.h"
 
 namespace lazaret::cli::approve {
 namespace {
@@ -9,7 +9,7 @@ namespace {
 constexpr size_t kMaxUndo = 256;
 
 bool IsWordChar(char32_t cp) {
-  if (cp >= 0x80) return !IsInvalidByte(cp);
+  if (cp >= 0x80) return !vocab::IsInvalidByte(cp);
   return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
 }
 
@@ -17,7 +17,8 @@ bool IsBlank(char32_t cp) { return cp == ' ' || cp == '\t'; }
 
 }  // namespace
 
-LineEditor::LineEditor(absl::string_view utf8) : text_(DecodeAll(utf8)), cursor_(text_.size()) {}
+LineEditor::LineEditor(absl::string_view utf8)
+    : text_(vocab::DecodeAll(utf8)), cursor_(text_.size()) {}
 
 void LineEditor::Save(LastOp op) {
   if (!(op == LastOp::kInsert && last_ == LastOp::kInsert)) {
@@ -191,12 +192,12 @@ bool LineEditor::Undo() {
   return true;
 }
 
-std::string LineEditor::Text() const { return EncodeAll(text_); }
+std::string LineEditor::Text() const { return vocab::EncodeAll(text_); }
 
 Line LineEditor::Display() const { return approve::Display(Text()); }
 
 size_t LineEditor::CursorColumn() const {
-  return LineWidth(approve::Display(EncodeAll(text_.substr(0, cursor_))));
+  return LineWidth(approve::Display(vocab::EncodeAll(text_.substr(0, cursor_))));
 }
 
 }  // namespace lazaret::cli::approve

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::config {
@@ -23,7 +24,7 @@ bool NotRunning(const grpc::Status& s) {
 }
 
 ConfigdClient::ConfigdClient(const std::string& runtime_dir)
-    : socket_(SocketPath(runtime_dir, "configd")),
+    : socket_(ServiceSocketPath(runtime_dir, kConfigdService)),
       stub_(pb::ConfigService::NewStub(DialUnix(socket_))) {}
 
 grpc::Status ConfigdClient::Validate(const pb::ValidateRequest& req, pb::ValidateResponse* resp) {

@@ -8,8 +8,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "services/configd/layer_files.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::config {
 
@@ -69,7 +69,7 @@ absl::StatusOr<TrustArgs> ParseTrustArgs(const std::vector<std::string>& args) {
       out.file = a;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument '", EscapeForTerminal(a), "'"));
+          absl::StrCat("unexpected argument '", vocab::EscapeForTerminal(a), "'"));
     }
   }
   return out;

@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "services/configd/diagnostics.h"
 #include "services/configd/schema_values.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::config {
 namespace {
@@ -27,8 +27,8 @@ std::string AccessText(const pb::Volume& v) {
 // "[user: /path/config.toml:12]"; the built-in default has no file to open.
 std::string EntrySourceText(const pb::EntrySource& s) {
   if (s.layer() == cpb::CONFIG_LAYER_EMBEDDED_DEFAULT) return "[embedded default]";
-  return absl::StrCat("[", LayerText(s.layer()), ": ", EscapeForTerminal(s.file()), ":", s.line(),
-                      "]");
+  return absl::StrCat("[", LayerText(s.layer()), ": ", vocab::EscapeForTerminal(s.file()), ":",
+                      s.line(), "]");
 }
 
 // One labelled block of entries, each with its source, values aligned.
@@ -53,24 +53,24 @@ void PrintEntries(const char* label, const std::vector<std::pair<std::string, st
 void PrintNetwork(const pb::NetworkPolicy& n, std::map<std::string, std::string>& from) {
   std::vector<std::pair<std::string, std::string>> rows;
   for (const pb::CidrEntry& e : n.allow()) {
-    rows.emplace_back(EscapeForTerminal(e.cidr().prefix()), EntrySourceText(e.source()));
+    rows.emplace_back(vocab::EscapeForTerminal(e.cidr().prefix()), EntrySourceText(e.source()));
   }
   PrintEntries("network allow", rows,
                n.allow_domains().empty() ? "(none: every address is denied)"
                                          : "(none: only what the names below resolve to)");
   rows.clear();
   for (const pb::CidrEntry& e : n.deny()) {
-    rows.emplace_back(EscapeForTerminal(e.cidr().prefix()), EntrySourceText(e.source()));
+    rows.emplace_back(vocab::EscapeForTerminal(e.cidr().prefix()), EntrySourceText(e.source()));
   }
   PrintEntries("network deny", rows, "(none)");
   rows.clear();
   for (const pb::DomainEntry& e : n.allow_domains()) {
-    rows.emplace_back(EscapeForTerminal(e.pattern()), EntrySourceText(e.source()));
+    rows.emplace_back(vocab::EscapeForTerminal(e.pattern()), EntrySourceText(e.source()));
   }
   PrintEntries("allow_domains", rows, "(none)");
   rows.clear();
   for (const std::string& u : n.dns_upstream()) {
-    rows.emplace_back(EscapeForTerminal(u), from["network.dns_upstream"]);
+    rows.emplace_back(vocab::EscapeForTerminal(u), from["network.dns_upstream"]);
   }
   PrintEntries("dns_upstream", rows, "(the host's resolvers, /etc/resolv.conf)");
 }
@@ -168,7 +168,7 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
   for (int i = 0; i < n.ports_size(); ++i) {
     const cpb::PortForward& f = n.ports(i);
     const std::string host = f.host_address().empty() ? "127.0.0.1 and ::1"
-                                                       : EscapeForTerminal(f.host_address());
+                                                       : vocab::EscapeForTerminal(f.host_address());
     std::printf("  %-16s host %s port %u -> sandbox port %u   %s\n", i == 0 ? "ports" : "",
                 host.c_str(), f.host_port(), f.sandbox_port(), from[base + "ports"].c_str());
   }
@@ -211,12 +211,31 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
     const std::string options =
         c.options().empty()
             ? std::string()
-            : absl::StrCat(" (options ", EscapeForTerminal(absl::StrJoin(c.options(), " ")), ")");
-    rows.emplace_back(absl::StrCat(c.exact() ? "exactly: " : "prefix:  ", EscapeForTerminal(text),
-                                   c.exact() ? "" : " ...", options),
-                      absl::StrCat("[", LayerText(c.source()), "]"));
+            : absl::StrCat(" (options ", vocab::EscapeForTerminal(absl::StrJoin(c.options(), " ")),
+                           ")");
+    rows.emplace_back(
+        absl::StrCat(c.exact() ? "exactly: " : "prefix:  ", vocab::EscapeForTerminal(text),
+                     c.exact() ? "" : " ...", options),
+        absl::StrCat("[", LayerText(c.source()), "]"));
   }
   PrintEntries("auto_approve", rows, "(none)");
+  // The session and terminal settings: each from the profile's own table,
+  // else the global one.
+  auto own_or_global = [&](const char* table, const char* key) {
+    const std::string own = absl::StrCat(base, table, ".", key);
+    return from.count(own) != 0 ? own : absl::StrCat(table, ".", key);
+  };
+  const pb::SessionSettings& session = p.session();
+  row("on_detach",
+      session.on_detach() == pb::ON_DETACH_STOP ? "stop (when the last terminal detaches)"
+                                                : "keep (runs on with no terminal attached)",
+      own_or_global("session", "on_detach"));
+  row("detached_limit", ::lazaret::config::FormatDuration(session.detached_limit_seconds()),
+      own_or_global("session", "detached_limit"));
+  row("clipboard_write",
+      p.terminal().clipboard_write() ? "true (the sandbox may set your clipboard)"
+                                     : "false (OSC 52 clipboard writes removed)",
+      own_or_global("terminal", "clipboard_write"));
 }
 
 }  // namespace lazaret::cli::config

@@ -7,21 +7,6 @@
 
 namespace lazaret::cli::config {
 
-std::string EscapeForTerminal(absl::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\') {
-      out.push_back(c);
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
-    }
-  }
-  return out;
-}
-
 std::string SourceLine(absl::string_view text, uint32_t line) {
   if (line == 0) return "";
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');

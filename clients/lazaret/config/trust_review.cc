@@ -14,6 +14,7 @@
 #include "clients/lazaret/config/terminal_text.h"
 #include "lazaret/config/v1/config.pb.h"
 #include "services/configd/layer_files.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::config {
 namespace {
@@ -78,14 +79,15 @@ absl::StatusOr<bool> ConfirmOnTerminal(const std::string& digest) {
 }
 
 int RevokeTrust(cfg::TrustStore& store, const std::string& canonical_file) {
-  const std::string shown_path = EscapeForTerminal(canonical_file);
+  const std::string shown_path = vocab::EscapeForTerminal(canonical_file);
   absl::Status st = store.Revoke(canonical_file);
   if (absl::IsNotFound(st)) {
     std::printf("%s was not trusted; nothing to revoke.\n", shown_path.c_str());
     return 0;
   }
   if (!st.ok()) {
-    std::fprintf(stderr, "lazaret trust --revoke: %s\n", EscapeForTerminal(st.message()).c_str());
+    std::fprintf(stderr, "lazaret trust --revoke: %s\n",
+                 vocab::EscapeForTerminal(st.message()).c_str());
     return 1;
   }
   std::printf("Revoked trust in %s: it may again only narrow your configuration.\n",
@@ -96,13 +98,13 @@ int RevokeTrust(cfg::TrustStore& store, const std::string& canonical_file) {
 int ReviewAndTrust(ConfigdClient& configd, cfg::TrustStore& store,
                    const std::string& canonical_file, const std::string& expected_sha256) {
   const std::string& canon = canonical_file;
-  const std::string shown_path = EscapeForTerminal(canon);
+  const std::string shown_path = vocab::EscapeForTerminal(canon);
   // The file is read once (one fd, fstat, bounded read). These bytes are
   // what is checked, shown and - only they - recorded.
   absl::StatusOr<std::string> text = cfg::ReadConfigFile(canon, /*follow_symlinks=*/false);
   if (!text.ok()) {
     std::fprintf(stderr, "lazaret trust: %s %s\n", shown_path.c_str(),
-                 EscapeForTerminal(text.status().message()).c_str());
+                 vocab::EscapeForTerminal(text.status().message()).c_str());
     return 1;
   }
   const std::string digest = cfg::Sha256Hex(*text);
@@ -121,7 +123,7 @@ int ReviewAndTrust(ConfigdClient& configd, cfg::TrustStore& store,
       return kExitNotRunning;
     }
     std::fprintf(stderr, "lazaret trust: could not check the file: %s\n",
-                 EscapeForTerminal(s.error_message()).c_str());
+                 vocab::EscapeForTerminal(s.error_message()).c_str());
     return 1;
   }
   for (const pb::LayerInfo& l : resp.layers()) {
@@ -139,7 +141,7 @@ int ReviewAndTrust(ConfigdClient& configd, cfg::TrustStore& store,
       grants.push_back(&d);
     } else {
       other_errors = true;
-      std::fprintf(stderr, "error: %s\n", EscapeForTerminal(FormatDiagnostic(d)).c_str());
+      std::fprintf(stderr, "error: %s\n", vocab::EscapeForTerminal(FormatDiagnostic(d)).c_str());
     }
   }
   if (other_errors) {
@@ -156,9 +158,9 @@ int ReviewAndTrust(ConfigdClient& configd, cfg::TrustStore& store,
   std::printf("Trusting exactly this content lets it widen your configuration:\n");
   for (const pb::Diagnostic* d : grants) {
     std::printf("  line %u: %s\n", d->line(),
-                EscapeForTerminal(SourceLine(*text, d->line())).c_str());
-    std::printf("      %s: %s\n", EscapeForTerminal(d->key_path()).c_str(),
-                EscapeForTerminal(d->message()).c_str());
+                vocab::EscapeForTerminal(SourceLine(*text, d->line())).c_str());
+    std::printf("      %s: %s\n", vocab::EscapeForTerminal(d->key_path()).c_str(),
+                vocab::EscapeForTerminal(d->message()).c_str());
   }
   std::fflush(stdout);
   if (!Confirmed(expected_sha256, digest, shown_path)) return 1;
@@ -174,7 +176,7 @@ int ReviewAndTrust(ConfigdClient& configd, cfg::TrustStore& store,
     return 1;
   }
   if (absl::Status st = store.Trust(canon, digest); !st.ok()) {
-    std::fprintf(stderr, "lazaret trust: %s\n", EscapeForTerminal(st.message()).c_str());
+    std::fprintf(stderr, "lazaret trust: %s\n", vocab::EscapeForTerminal(st.message()).c_str());
     return 1;
   }
   std::printf(

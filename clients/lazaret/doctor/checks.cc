@@ -25,6 +25,7 @@
 #include "services/common/constants.h"
 #include "services/common/fs/file.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::doctor {
@@ -278,7 +279,7 @@ void RunChecks(const HostUser& user, const CheckOptions& options, const Report& 
   if (have_podman) CheckPodmanStore(report, options.libexec_dir);
 
   // The service set (not a host problem; `lazaret run` needs it up).
-  if (CheckHealth(SocketPath(options.runtime_dir, "configd"), 1000).ok()) {
+  if (CheckHealth(ServiceSocketPath(options.runtime_dir, kConfigdService), 1000).ok()) {
     Say(report, Verdict::kOk, "services", absl::StrCat("up (", options.runtime_dir, ")"));
   } else {
     Say(report, Verdict::kWarn, "services", "not running", "lazaret up");

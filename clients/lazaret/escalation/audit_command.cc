@@ -3,16 +3,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "clients/lazaret/escalation/audit_format.h"
 #include "clients/lazaret/escalation/audit_log.h"
 #include "services/common/session_id.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::escalation {
 namespace {
 
 namespace apb = ::lazaret::approver::v1;
-using config::EscapeForTerminal;
+using vocab::EscapeForTerminal;
 
 // The value of `--name value` or `--name=value` at args[*i], advancing *i
 // past it; nullopt when args[*i] is not that flag.

@@ -6,15 +6,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/config/terminal_text.h"
-#include "services/spawn/command_line.h"
 #include "google/protobuf/util/json_util.h"
+#include "services/spawn/command_line.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::escalation {
 namespace {
 
 namespace apb = ::lazaret::approver::v1;
-using config::EscapeForTerminal;
+using vocab::EscapeForTerminal;
 
 // Each word quoted for a shell first, then escaped: the quoting shows where
 // a word with blanks ends, the escaping that no byte reaches the terminal

@@ -95,8 +95,8 @@ TEST(AuditFormatTest, ArgvIsShellQuotedAndNoRawControlOrNonAsciiByteReachesTheTe
   r.set_session_id("\x1b]0;title\x07");
   const std::string line = AuditTextLine(r);
   EXPECT_THAT(line,
-              HasSubstr("echo 'two words' 'it'\\\\''s' '\\x1b[2Jcleared' 'a\\xe2\\x80\\xaeb'"));
-  EXPECT_THAT(line, HasSubstr("approved by evil\\x0dname"));
+              HasSubstr("echo 'two words' 'it'\\\\''s' '\\x1b[2Jcleared' 'a\\u{202E}b'"));
+  EXPECT_THAT(line, HasSubstr("approved by evil\\rname"));
   for (size_t i = 0; i + 1 < line.size(); ++i) {
     const auto c = static_cast<unsigned char>(line[i]);
     EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "byte " << i << " of " << line;

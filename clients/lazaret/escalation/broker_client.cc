@@ -3,7 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/runtime_dir.h"
+#include "services/common/grpc_deadline.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::escalation {
@@ -12,14 +13,10 @@ namespace {
 namespace bpb = ::lazaret::broker::v1;
 namespace apb = ::lazaret::approver::v1;
 
-void SetDeadline(grpc::ClientContext* cc, std::chrono::seconds timeout) {
-  cc->set_deadline(std::chrono::system_clock::now() + timeout);
-}
-
 }  // namespace
 
 std::string BrokerSocket(const std::string& runtime_dir) {
-  return SocketPath(runtime_dir, kBrokerSocketName);
+  return ServiceSocketPath(runtime_dir, kBrokerdService);
 }
 
 BrokerClient::BrokerClient(const std::string& socket) : socket_(socket) {

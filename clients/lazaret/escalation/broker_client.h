@@ -22,11 +22,8 @@
 
 namespace lazaret::cli::escalation {
 
-// The service's socket name in the runtime directory (SocketPath), as the
-// supervisor starts it (services/brokerd: SingleServiceSpec "brokerd").
-inline constexpr char kBrokerSocketName[] = "brokerd";
-
-// <runtime_dir>/brokerd.sock
+// <runtime_dir>/brokerd.sock: the service catalog's socket of
+// lazaret-brokerd (services/common/service_catalog.h).
 std::string BrokerSocket(const std::string& runtime_dir);
 
 // How long `lazaret run` waits for AttachSession (the broker reads the

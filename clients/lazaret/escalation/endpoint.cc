@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::escalation {
 namespace {
@@ -25,8 +25,8 @@ absl::Status Refuse(const std::string& what) { return absl::FailedPreconditionEr
 // A real directory (opened without following a symlink), owned by `owner`,
 // mode exactly 0700. The descriptor is what the caller checks further.
 absl::StatusOr<fs::DirFd> OpenOwnDirectory(const std::string& path, const char* what, uid_t owner) {
-  if (!fs::IsCleanAbsolutePath(path)) {
-    return Refuse(absl::StrCat(what, " \"", config::EscapeForTerminal(path.substr(0, 256)),
+  if (!vocab::IsCleanAbsolutePath(path)) {
+    return Refuse(absl::StrCat(what, " \"", vocab::EscapeForTerminal(path.substr(0, 256)),
                                "\" is not a clean absolute path"));
   }
   struct stat st {};
@@ -54,7 +54,7 @@ absl::Status CheckSocketDir(const std::string& path, uid_t owner) {
   if (names.size() != 1 || names[0] != kEndpointSocketName) {
     return Refuse(absl::StrCat(
         "the socket directory ", path, " must hold only ", kEndpointSocketName, "; it holds: ",
-        names.empty() ? "nothing" : config::EscapeForTerminal(absl::StrJoin(names, " "))));
+        names.empty() ? "nothing" : vocab::EscapeForTerminal(absl::StrJoin(names, " "))));
   }
   struct stat st {};
   if (fstatat(dir.get(), kEndpointSocketName, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -71,11 +71,11 @@ absl::Status CheckSocketDir(const std::string& path, uid_t owner) {
 // made and holds): checked so that no directory of another user, nor one
 // others can enter, is ever mounted as the sandbox's certificates.
 absl::Status CheckCertsDir(const std::string& path, const std::string& session_id, uid_t owner) {
-  if (!fs::IsCleanAbsolutePath(path) || path.size() <= session_id.size() + 1 ||
+  if (!vocab::IsCleanAbsolutePath(path) || path.size() <= session_id.size() + 1 ||
       path.compare(path.size() - session_id.size() - 1, std::string::npos,
                    absl::StrCat("/", session_id)) != 0) {
     return Refuse(
-        absl::StrCat("the certificate directory \"", config::EscapeForTerminal(path.substr(0, 256)),
+        absl::StrCat("the certificate directory \"", vocab::EscapeForTerminal(path.substr(0, 256)),
                      "\" is not a clean absolute path ending in the session id ", session_id));
   }
   const std::string root = path.substr(0, path.size() - session_id.size() - 1);
@@ -119,12 +119,12 @@ absl::StatusOr<CheckedEndpoint> CheckEndpoint(const ::lazaret::broker::v1::Endpo
                                               const std::string& expected_socket_dir, uid_t owner) {
   if (answer.session_id() != session_id) {
     return Refuse(absl::StrCat("lazaret-brokerd answered for session \"",
-                               config::EscapeForTerminal(answer.session_id().substr(0, 64)),
+                               vocab::EscapeForTerminal(answer.session_id().substr(0, 64)),
                                "\", not ", session_id));
   }
   if (answer.socket_dir() != expected_socket_dir) {
     return Refuse(absl::StrCat("lazaret-brokerd named the socket directory \"",
-                               config::EscapeForTerminal(answer.socket_dir().substr(0, 256)),
+                               vocab::EscapeForTerminal(answer.socket_dir().substr(0, 256)),
                                "\", not ", expected_socket_dir));
   }
   LAZ_RETURN_IF_ERROR(CheckSocketDir(answer.socket_dir(), owner));

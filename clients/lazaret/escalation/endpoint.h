@@ -17,12 +17,13 @@
 
 #include "absl/status/statusor.h"
 #include "lazaret/broker/v1/broker.pb.h"
+#include "services/common/service_catalog.h"
 
 namespace lazaret::cli::escalation {
 
-// The socket in a session's endpoint directory, and the files of its
-// certificate directory (docs/escalation.md).
-inline constexpr char kEndpointSocketName[] = "escalate.sock";
+// The socket in a session's endpoint directory (its name in the service
+// catalog), and the files of its certificate directory (docs/escalation.md).
+inline constexpr const auto& kEndpointSocketName = kEscalationSocketName;
 inline constexpr const char* kCertificateFiles[] = {"ca.pem", "client.pem", "client.key"};
 
 // <profile socket_dir>/<session_id>: the only directory AttachSession may

@@ -15,12 +15,13 @@
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/held/display.h"
 #include "clients/lazaret/held/store.h"
-#include "services/spawn/subprocess.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/spawn/subprocess.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::held {
 
@@ -61,7 +62,7 @@ absl::StatusOr<Side> ReadSide(const std::string& root, const std::string& rel,
                               absl::string_view where) {
   Side side;
   LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, fs::DirFd::Open(root));
-  fs::OpenedBeneath parent = fs::OpenBeneath(dir.get(), fs::Dirname(rel),
+  fs::OpenedBeneath parent = fs::OpenBeneath(dir.get(), vocab::Dirname(rel),
                                              O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
   if (!parent.fd.valid()) {
     if (parent.error == ENOENT) {
@@ -72,7 +73,7 @@ absl::StatusOr<Side> ReadSide(const std::string& root, const std::string& rel,
                              " (a symlink or non-directory on the way is not followed)");
     return side;
   }
-  const std::string base = fs::Basename(rel);
+  const std::string base = vocab::Basename(rel);
   fs::UniqueFd node(openat(parent.fd.get(), base.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (!node.valid()) {
     if (errno == ENOENT) {
@@ -160,7 +161,7 @@ absl::StatusOr<std::string> ShowEntry(const Store& store, const HeldEntry& e, bo
 // A path as the developer typed it, as a held rel: "./" and a trailing '/'
 // dropped, an absolute path inside the workspace made relative.
 std::string NormalizeRel(std::string arg, const std::string& workspace) {
-  if (!arg.empty() && arg.front() == '/' && fs::IsAtOrUnder(arg, workspace) &&
+  if (!arg.empty() && arg.front() == '/' && vocab::IsAtOrUnder(arg, workspace) &&
       arg.size() > workspace.size()) {
     arg = arg.substr(workspace.size() + 1);
   }
@@ -204,15 +205,8 @@ void MentionOtherWorkspaces(const HeldContext& ctx) {
 // escaped where the message was made (store.cc, ShowName); what remains is
 // made inert here without doubling those escapes' backslashes.
 std::string SafeMessage(absl::string_view message) {
-  std::string out;
-  for (unsigned char c : message) {
-    if (c < 0x20 || c >= 0x7f) {
-      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out;
+  return vocab::EscapeText(message,
+                           vocab::EscapeOptions{.ascii_only = true, .double_backslash = false});
 }
 
 int Fail(const HeldContext& ctx, const char* verb, const absl::Status& s) {

@@ -13,14 +13,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "lazaret/held/v1/held.pb.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/file.h"
 #include "services/common/fs/lock.h"
-#include "services/common/fs/path.h"
 #include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::held {
 namespace {
@@ -79,20 +81,12 @@ absl::string_view KindName(pb::Kind k) {
   }
 }
 
-// What a held path looks like in a message: printable ASCII as is, every
-// other byte as \xNN, so an agent's name cannot move the terminal's cursor
-// through an error text.
+// What a held path looks like in a message: escaped to plain ASCII
+// (EscapeForTerminal) and a quote written \x27, so an agent's name cannot
+// move the terminal's cursor or end the quoting through an error text.
 std::string Quoted(absl::string_view rel) {
-  std::string out = "'";
-  for (unsigned char c : rel) {
-    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
-    }
-  }
-  out.push_back('\'');
-  return out;
+  return absl::StrCat("'", absl::StrReplaceAll(vocab::EscapeForTerminal(rel), {{"'", "\\x27"}}),
+                      "'");
 }
 
 absl::StatusOr<pb::Manifest> ReadManifest(const fs::DirFd& dir) {
@@ -158,7 +152,7 @@ absl::Status CheckNoNesting(const pb::Manifest& m, const std::string& rel) {
   for (const pb::HeldEntry& e : m.entries()) {
     const std::string& other = e.rel();
     if (other == rel) continue;
-    if (fs::IsAtOrUnder(rel, other) || fs::IsAtOrUnder(other, rel)) {
+    if (vocab::IsAtOrUnder(rel, other) || vocab::IsAtOrUnder(other, rel)) {
       return absl::FailedPreconditionError(
           absl::StrCat(Quoted(rel), " cannot be held while ", Quoted(other),
                        " is held (one lies inside the other); apply or drop ", Quoted(other),
@@ -172,7 +166,7 @@ absl::Status CheckNoNesting(const pb::Manifest& m, const std::string& rel) {
 // symlink anywhere (RESOLVE_NO_SYMLINKS) and a path leaving the tree.
 absl::StatusOr<fs::UniqueFd> OpenParentBeneath(int root, const std::string& rel,
                                                absl::string_view where) {
-  const std::string parent = fs::Dirname(rel);
+  const std::string parent = vocab::Dirname(rel);
   fs::OpenedBeneath o =
       fs::OpenBeneath(root, parent, O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
   if (!o.fd.valid()) {
@@ -191,7 +185,7 @@ absl::StatusOr<fs::UniqueFd> OpenParentBeneath(int root, const std::string& rel,
 absl::Status RemoveHeldFile(const fs::DirFd& files, const std::string& rel) {
   absl::StatusOr<fs::UniqueFd> parent = OpenParentBeneath(files.get(), rel, "the held store");
   if (!parent.ok()) return absl::IsNotFound(parent.status()) ? absl::OkStatus() : parent.status();
-  const std::string base = fs::Basename(rel);
+  const std::string base = vocab::Basename(rel);
   struct stat st {};
   if (fstatat(parent->get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode)) {
@@ -203,14 +197,14 @@ absl::Status RemoveHeldFile(const fs::DirFd& files, const std::string& rel) {
   } else if (errno != ENOENT) {
     return ErrnoStatus(absl::StrCat("inspecting the held version of ", Quoted(rel)), errno);
   }
-  std::string dir = fs::Dirname(rel);
+  std::string dir = vocab::Dirname(rel);
   while (!dir.empty()) {
-    fs::OpenedBeneath up = fs::OpenBeneath(files.get(), fs::Dirname(dir),
+    fs::OpenedBeneath up = fs::OpenBeneath(files.get(), vocab::Dirname(dir),
                                            O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
     if (!up.fd.valid()) break;
     // ENOTEMPTY ends the climb: the directory still holds other entries.
-    if (unlinkat(up.fd.get(), fs::Basename(dir).c_str(), AT_REMOVEDIR) != 0) break;
-    dir = fs::Dirname(dir);
+    if (unlinkat(up.fd.get(), vocab::Basename(dir).c_str(), AT_REMOVEDIR) != 0) break;
+    dir = vocab::Dirname(dir);
   }
   return absl::OkStatus();
 }
@@ -295,11 +289,11 @@ absl::StatusOr<std::vector<std::string>> HeldWorkspaces(const std::string& profi
 
 absl::StatusOr<Store> Store::Open(const std::string& profile_dir, const std::string& workspace,
                                   bool create) {
-  if (!fs::IsCleanAbsolutePath(profile_dir)) {
+  if (!vocab::IsCleanAbsolutePath(profile_dir)) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile directory '", profile_dir, "' is not a clean absolute path"));
   }
-  if (!fs::IsCleanAbsolutePath(workspace)) {
+  if (!vocab::IsCleanAbsolutePath(workspace)) {
     return absl::InvalidArgumentError(
         absl::StrCat("workspace '", workspace, "' is not a clean absolute path"));
   }
@@ -376,7 +370,7 @@ absl::Status Store::Hold(const fs::DirFd& from, const std::string& rel, Change c
   // decided by fstat of that one inode.
   LAZ_ASSIGN_OR_RETURN(fs::UniqueFd src_parent,
                        OpenParentBeneath(from.get(), rel, "the session's tree"));
-  const std::string base = fs::Basename(rel);
+  const std::string base = vocab::Basename(rel);
   fs::UniqueFd src(openat(src_parent.get(), base.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (!src.valid()) return ErrnoStatus(absl::StrCat("opening ", Quoted(rel), " to hold it"), errno);
   struct stat st {};
@@ -428,7 +422,7 @@ absl::Status Store::Hold(const fs::DirFd& from, const std::string& rel, Change c
   }
 
   LAZ_ASSIGN_OR_RETURN(fs::DirFd files, fs::DirFd::Open(files_dir_));
-  LAZ_ASSIGN_OR_RETURN(fs::DirFd dst, fs::MakeOwnDirsAt(files, fs::Dirname(rel), 0700));
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd dst, fs::MakeOwnDirsAt(files, vocab::Dirname(rel), 0700));
   struct stat old {};
   if (fstatat(dst.get(), base.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode)) {
     LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(dst, base));
@@ -558,11 +552,11 @@ absl::Status Store::Apply(const std::string& rel) {
   // The parent: each component opened beneath the workspace with no symlink
   // allowed; a missing one is created (0755) and opened the same way, so a
   // directory swapped for a symlink at any moment is refused, never followed.
-  const std::string base = fs::Basename(rel);
+  const std::string base = vocab::Basename(rel);
   fs::UniqueFd parent(dup(ws.get()));
   if (!parent.valid()) return ErrnoStatus("duplicating the workspace descriptor", errno);
   std::string walked;
-  const std::string parent_rel = fs::Dirname(rel);
+  const std::string parent_rel = vocab::Dirname(rel);
   if (!parent_rel.empty()) {
     for (absl::string_view part : absl::StrSplit(parent_rel, '/')) {
       const std::string name(part);

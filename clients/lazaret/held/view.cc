@@ -17,17 +17,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "services/sessiond/gitshadow/sandbox_paths.h"
 #include "clients/lazaret/held/display.h"
-#include "services/spawn/subprocess.h"
-#include "services/sessiond/workspace/acted_on.h"
-#include "services/sessiond/workspace/walk.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/fd.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
 #include "services/common/workspace/catalogue.h"
+#include "services/sessiond/gitshadow/sandbox_paths.h"
+#include "services/sessiond/workspace/acted_on.h"
+#include "services/sessiond/workspace/walk.h"
+#include "services/spawn/subprocess.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::held {
 namespace {
@@ -198,7 +198,7 @@ struct TreeEntry {
 bool ListTree(const fs::DirFd& root, const std::string& rel, std::map<std::string, TreeEntry>* out) {
   absl::StatusOr<fs::DirFd> parent = OpenParent(root, rel, /*own=*/true);
   if (!parent.ok()) return true;
-  std::optional<struct stat> top = Lstat(*parent, fs::Basename(rel));
+  std::optional<struct stat> top = Lstat(*parent, vocab::Basename(rel));
   if (!top.has_value()) return true;
   (*out)[rel] = {top->st_mode, top->st_size};
   if (!S_ISDIR(top->st_mode)) return true;
@@ -208,7 +208,7 @@ bool ListTree(const fs::DirFd& root, const std::string& rel, std::map<std::strin
     int depth;
   };
   std::vector<Level> todo;
-  absl::StatusOr<fs::DirFd> first = parent->OpenOwnChild(fs::Basename(rel));
+  absl::StatusOr<fs::DirFd> first = parent->OpenOwnChild(vocab::Basename(rel));
   if (!first.ok()) return false;
   todo.push_back({*std::move(first), rel, 0});
   bool complete = true;
@@ -253,7 +253,7 @@ std::optional<std::string> ContentOf(const fs::DirFd& root, const std::string& r
     *error = parent.status();
     return std::nullopt;
   }
-  const std::string name = fs::Basename(rel);
+  const std::string name = vocab::Basename(rel);
   std::optional<struct stat> st = Lstat(*parent, name);
   if (!st.has_value()) return std::nullopt;
   if (S_ISLNK(st->st_mode)) {
@@ -301,7 +301,7 @@ bool InGitDir(const std::string& rel) { return rel == ".git" || absl::StartsWith
 // folder by the same path).
 std::optional<std::string> LinkTargetRel(const std::string& rel, const std::string& target) {
   if (target.empty() || target[0] == '/') return std::nullopt;
-  std::vector<std::string> parts = Components(fs::Dirname(rel));
+  std::vector<std::string> parts = Components(vocab::Dirname(rel));
   for (const std::string& p : Components(target)) {
     if (p == ".") continue;
     if (p == "..") {
@@ -392,7 +392,7 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
   }
   auto covered = [&why](const std::string& rel) {
     for (const auto& [u, w] : why) {
-      if (fs::IsAtOrUnder(rel, u)) return true;
+      if (vocab::IsAtOrUnder(rel, u)) return true;
     }
     return false;
   };
@@ -410,7 +410,7 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
     for (auto it = why.begin(); it != why.end();) {
       bool inside = false;
       for (const auto& [u, w] : why) {
-        if (u != it->first && fs::IsAtOrUnder(it->first, u)) inside = true;
+        if (u != it->first && vocab::IsAtOrUnder(it->first, u)) inside = true;
       }
       it = inside ? why.erase(it) : std::next(it);
     }
@@ -427,9 +427,9 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
     todo.pop_back();
     absl::StatusOr<fs::DirFd> parent = OpenParent(ws, rel, /*own=*/false);
     if (!parent.ok()) continue;
-    std::optional<struct stat> st = Lstat(*parent, fs::Basename(rel));
+    std::optional<struct stat> st = Lstat(*parent, vocab::Basename(rel));
     if (!st.has_value() || !S_ISLNK(st->st_mode)) continue;
-    absl::StatusOr<std::string> target = ReadLinkAt(*parent, fs::Basename(rel));
+    absl::StatusOr<std::string> target = ReadLinkAt(*parent, vocab::Basename(rel));
     if (!target.ok()) continue;
     std::optional<std::string> t = LinkTargetRel(rel, *target);
     if (!t.has_value() || InGitDir(*t) || covered(*t)) continue;
@@ -446,7 +446,7 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
     u.set_why(w);
     std::vector<const HeldEntry*> mine;
     for (const HeldEntry& e : held) {
-      if (fs::IsAtOrUnder(e.rel, rel)) mine.push_back(&e);
+      if (vocab::IsAtOrUnder(e.rel, rel)) mine.push_back(&e);
     }
     const bool held_inside = std::any_of(mine.begin(), mine.end(),
                                          [&rel](const HeldEntry* e) { return e->rel != rel; });
@@ -460,7 +460,7 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
       }
       continue;
     }
-    const std::string name = fs::Basename(rel);
+    const std::string name = vocab::Basename(rel);
     std::optional<struct stat> st = Lstat(*parent, name);
     if (!st.has_value() && errno != ENOENT) {
       return ErrnoStatus(absl::StrCat("stat ", rel), errno);
@@ -489,7 +489,7 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
       u.set_mode(pb::SessionViews::MODE_WATCHED);
       *u.mutable_host() = IdentityOf(*st);
       if (S_ISLNK(st->st_mode)) {
-        LAZ_ASSIGN_OR_RETURN(fs::DirFd bp, fs::MakeOwnDirsAt(base_root, fs::Dirname(rel), 0700));
+        LAZ_ASSIGN_OR_RETURN(fs::DirFd bp, fs::MakeOwnDirsAt(base_root, vocab::Dirname(rel), 0700));
         CopyBudget b;
         LAZ_RETURN_IF_ERROR(CopyEntry(*parent, bp, name, rel, 0, &b));
       }
@@ -509,8 +509,8 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
       mine.clear();
     }
     u.set_directory(directory);
-    LAZ_ASSIGN_OR_RETURN(fs::DirFd vp, fs::MakeOwnDirsAt(view_root, fs::Dirname(rel), 0700));
-    LAZ_ASSIGN_OR_RETURN(fs::DirFd bp, fs::MakeOwnDirsAt(base_root, fs::Dirname(rel), 0700));
+    LAZ_ASSIGN_OR_RETURN(fs::DirFd vp, fs::MakeOwnDirsAt(view_root, vocab::Dirname(rel), 0700));
+    LAZ_ASSIGN_OR_RETURN(fs::DirFd bp, fs::MakeOwnDirsAt(base_root, vocab::Dirname(rel), 0700));
     if (st.has_value()) {
       CopyBudget b;
       absl::Status copied = CopyEntry(*parent, bp, name, rel, 0, &b);
@@ -541,9 +541,9 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
     }
     // The held versions on top, in the view only.
     for (const HeldEntry* e : mine) {
-      absl::StatusOr<fs::DirFd> to = fs::MakeOwnDirsAt(view_root, fs::Dirname(e->rel), 0755);
+      absl::StatusOr<fs::DirFd> to = fs::MakeOwnDirsAt(view_root, vocab::Dirname(e->rel), 0755);
       absl::Status shown = to.status();
-      const std::string en = fs::Basename(e->rel);
+      const std::string en = vocab::Basename(e->rel);
       if (to.ok()) {
         shown = fs::RemoveTreeAt(*to, en);
         if (shown.ok() && e->kind == "file") {
@@ -587,7 +587,7 @@ absl::StatusOr<SessionViews> SessionViews::Build(const ViewRequest& req,
   for (Unit& u : *v.state_.mutable_units()) {
     if (!u.placeholder()) continue;
     absl::StatusOr<fs::DirFd> parent = OpenParent(ws, u.rel(), /*own=*/false);
-    const std::string name = fs::Basename(u.rel());
+    const std::string name = vocab::Basename(u.rel());
     int rc = -1;
     if (parent.ok()) {
       if (u.directory()) {
@@ -630,8 +630,8 @@ absl::StatusOr<SessionViews> SessionViews::Load(const std::string& session_dir, 
   if (!v.state_.ParseFromString(*bytes)) {
     return absl::DataLossError(absl::StrCat(v.held_dir_, "/", kUnitsFileName, " is unreadable"));
   }
-  if (!fs::IsCleanAbsolutePath(v.state_.workspace()) ||
-      !fs::IsCleanAbsolutePath(v.state_.profile_dir())) {
+  if (!vocab::IsCleanAbsolutePath(v.state_.workspace()) ||
+      !vocab::IsCleanAbsolutePath(v.state_.profile_dir())) {
     return absl::DataLossError(absl::StrCat(v.held_dir_, "/", kUnitsFileName,
                                             " names no clean workspace or profile directory"));
   }
@@ -669,7 +669,7 @@ std::vector<BindMount> SessionViews::Mounts() const {
 
 bool SessionViews::IsUnitOrInside(const std::string& rel) const {
   for (const std::string& u : unit_rels_) {
-    if (fs::IsAtOrUnder(rel, u)) return true;
+    if (vocab::IsAtOrUnder(rel, u)) return true;
   }
   return false;
 }
@@ -694,7 +694,7 @@ void SessionViews::HoldAndRemove(const std::string& rel, const std::string& why)
   uint64_t entries = 0;
   std::function<void(const fs::DirFd&, const std::string&, int)> entry =
       [&](const fs::DirFd& dir, const std::string& r, int depth) {
-        const std::string name = fs::Basename(r);
+        const std::string name = vocab::Basename(r);
         std::optional<struct stat> st = Lstat(dir, name);
         if (!st.has_value()) return;
         if (++entries > kMaxCaptureEntries || depth > kMaxTreeDepth) {
@@ -757,7 +757,7 @@ void SessionViews::CheckWatched(const Unit& u) {
   if (!ws.ok()) return;
   absl::StatusOr<fs::DirFd> parent = OpenParent(*ws, u.rel(), /*own=*/false);
   if (!parent.ok()) return;
-  const std::string name = fs::Basename(u.rel());
+  const std::string name = vocab::Basename(u.rel());
   std::optional<struct stat> st = Lstat(*parent, name);
   if (u.mode() == pb::SessionViews::MODE_ABSENT) {
     if (st.has_value()) HoldAndRemove(u.rel(), u.why());
@@ -834,7 +834,7 @@ void SessionViews::CaptureView(const Unit& u) {
   std::map<std::string, HeldEntry> held;
   if (absl::StatusOr<std::vector<HeldEntry>> all = store_->List(); all.ok()) {
     for (HeldEntry& e : *all) {
-      if (fs::IsAtOrUnder(e.rel, u.rel())) held.emplace(e.rel, std::move(e));
+      if (vocab::IsAtOrUnder(e.rel, u.rel())) held.emplace(e.rel, std::move(e));
     }
   }
   auto is_file = [](const std::map<std::string, TreeEntry>& m, const std::string& r) {
@@ -904,12 +904,12 @@ void SessionViews::CaptureView(const Unit& u) {
     if (!S_ISREG(e.mode)) continue;
     absl::StatusOr<fs::DirFd> hp = OpenParent(*ws, r, /*own=*/false);
     if (!hp.ok()) continue;
-    std::optional<struct stat> st = Lstat(*hp, fs::Basename(r));
+    std::optional<struct stat> st = Lstat(*hp, vocab::Basename(r));
     if (!st.has_value() || !S_ISREG(st->st_mode) || st->st_nlink < 2) continue;
-    absl::StatusOr<std::string> now = ReadHostFile(*hp, fs::Basename(r), kMaxViewUnitBytes);
+    absl::StatusOr<std::string> now = ReadHostFile(*hp, vocab::Basename(r), kMaxViewUnitBytes);
     absl::StatusOr<fs::DirFd> bp = OpenParent(*base, r, /*own=*/true);
     absl::StatusOr<std::string> then =
-        bp.ok() ? fs::ReadRegularFileAt(*bp, fs::Basename(r), kMaxViewUnitBytes)
+        bp.ok() ? fs::ReadRegularFileAt(*bp, vocab::Basename(r), kMaxViewUnitBytes)
                 : absl::StatusOr<std::string>(bp.status());
     if (!now.ok() || !then.ok() || *now != *then) {
       report_.Problem(absl::StrCat("WARNING: ", Escaped(r), " has ", st->st_nlink,
@@ -926,7 +926,7 @@ void SessionViews::RemovePlaceholder(const Unit& u) {
   if (!ws.ok()) return;
   absl::StatusOr<fs::DirFd> parent = OpenParent(*ws, u.rel(), /*own=*/false);
   if (!parent.ok()) return;
-  const std::string name = fs::Basename(u.rel());
+  const std::string name = vocab::Basename(u.rel());
   std::optional<struct stat> st = Lstat(*parent, name);
   if (!st.has_value()) return;
   // Ours: the inode made (or, recorded before it was made, a mode-0 entry),
@@ -971,7 +971,7 @@ void SessionViews::Tick() {
 bool SessionViews::ChangedInSession(const fs::DirFd& ws, const std::string& rel) const {
   absl::StatusOr<fs::DirFd> dir = OpenParent(ws, rel, /*own=*/false);
   if (!dir.ok()) return false;
-  std::optional<struct stat> st = Lstat(*dir, fs::Basename(rel));
+  std::optional<struct stat> st = Lstat(*dir, vocab::Basename(rel));
   if (!st.has_value()) return false;
   if (NotBefore(*st, state_)) return true;
   // A directory renamed into place carries entries whose own ctime is old.

@@ -16,13 +16,13 @@
 #include "clients/lazaret/images/sandbox_inputs.h"
 #include "clients/lazaret/images/sidecar_inputs.h"
 #include "clients/lazaret/images/tags.h"
-#include "services/podman/host.h"
-#include "services/spawn/subprocess.h"
 #include "services/common/constants.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/podman/host.h"
+#include "services/spawn/subprocess.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::images {
 namespace {
@@ -35,8 +35,8 @@ absl::Status CopyIntoRoot(const fs::DirFd& root, const std::string& from, const 
                           mode_t mode) {
   LAZ_ASSIGN_OR_RETURN(std::string bytes, fs::ReadHostFile(from));
   const std::string rel = dest.substr(1);
-  LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, fs::MakeDirsAt(root, fs::Dirname(rel), 0755));
-  return fs::WriteFileAtomicAt(dir, fs::Basename(rel), bytes, mode);
+  LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, fs::MakeDirsAt(root, vocab::Dirname(rel), 0755));
+  return fs::WriteFileAtomicAt(dir, vocab::Basename(rel), bytes, mode);
 }
 
 // A private scratch directory for one build; removed with everything in it.

@@ -11,9 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "clients/lazaret/config/terminal_text.h"
-#include "services/configd/cidr.h"
-#include "services/configd/domain_pattern.h"
+#include "services/vocab/cidr.h"
+#include "services/vocab/domain_pattern.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::net {
 
@@ -55,7 +55,7 @@ const char kNetHelp[] =
 namespace {
 
 std::string Shown(absl::string_view s) {
-  return absl::StrCat("'", config::EscapeForTerminal(s.substr(0, 300)), "'");
+  return absl::StrCat("'", vocab::EscapeForTerminal(s.substr(0, 300)), "'");
 }
 
 absl::StatusOr<uint32_t> ParsePort(absl::string_view text, absl::string_view whole) {
@@ -134,7 +134,7 @@ absl::StatusOr<uint64_t> ParseDuration(absl::string_view text) {
 absl::StatusOr<std::string> CanonicalName(absl::string_view text) {
   // The very rules of allow_domains, so that a live allow means what the
   // same name in the configuration would.
-  absl::StatusOr<std::string> name = ::lazaret::config::CheckDomainPattern(text);
+  absl::StatusOr<std::string> name = ::lazaret::vocab::CheckDomainPattern(text);
   if (!name.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(Shown(text), " is not a valid name: ", name.status().message()));
@@ -202,10 +202,10 @@ absl::StatusOr<ChangeTarget> ParseChangeTarget(absl::string_view text) {
         return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.';
       });
   if (looks_like_address) {
-    absl::StatusOr<::lazaret::config::Cidr> cidr = ::lazaret::config::Cidr::Parse(text);
+    absl::StatusOr<::lazaret::vocab::Cidr> cidr = ::lazaret::vocab::Cidr::Parse(text);
     if (!cidr.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          config::EscapeForTerminal(cidr.status().message()),
+          vocab::EscapeForTerminal(cidr.status().message()),
           " (give a CIDR as in 10.1.2.0/24 or fd00:1::/64, or a name as in api.example.com)"));
     }
     out.cidr = cidr->ToString();

@@ -8,16 +8,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/config/terminal_text.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/netpolicyd/route_digest.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::net {
 namespace {
 
 namespace pb = ::lazaret::netpolicy::v1;
 namespace rpb = ::lazaret::netrouter::v1;
-using config::EscapeForTerminal;
+using vocab::EscapeForTerminal;
 
 std::string LayerText(::lazaret::common::v1::ConfigLayer layer) {
   switch (layer) {

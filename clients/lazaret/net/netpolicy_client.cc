@@ -3,7 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/runtime_dir.h"
+#include "services/common/grpc_deadline.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::net {
@@ -11,14 +12,10 @@ namespace {
 
 namespace pb = ::lazaret::netpolicy::v1;
 
-void SetDeadline(grpc::ClientContext* cc, std::chrono::seconds timeout) {
-  cc->set_deadline(std::chrono::system_clock::now() + timeout);
-}
-
 }  // namespace
 
 std::string NetPolicySocket(const std::string& runtime_dir) {
-  return SocketPath(runtime_dir, kNetPolicySocketName);
+  return ServiceSocketPath(runtime_dir, kNetPolicydService);
 }
 
 NetPolicyClient::NetPolicyClient(const std::string& socket)

@@ -20,11 +20,8 @@
 
 namespace lazaret::cli::net {
 
-// The service's socket name in the runtime directory (SocketPath), as the
-// supervisor starts it (services/netpolicyd: SingleServiceSpec "netpolicyd").
-inline constexpr char kNetPolicySocketName[] = "netpolicyd";
-
-// <runtime_dir>/netpolicyd.sock
+// <runtime_dir>/netpolicyd.sock: the service catalog's socket of
+// lazaret-netpolicyd (services/common/service_catalog.h).
 std::string NetPolicySocket(const std::string& runtime_dir);
 
 // How long a `lazaret run` waits for AttachSession (the compile, the

@@ -2,13 +2,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "services/configd/schema_values.h"
+#include "services/vocab/port_spec.h"
 
 namespace lazaret::cli::net {
 
 absl::StatusOr<lazaret::common::v1::PortForward> ParsePortSpec(absl::string_view spec) {
   // The same syntax and checks as profiles.<name>.ports.
-  absl::StatusOr<config::PortSpec> parsed = config::ParsePortSpec(spec);
+  absl::StatusOr<vocab::PortSpec> parsed = vocab::ParsePortSpec(spec);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "\"", spec.substr(0, 64), "\": ", parsed.status().message(),

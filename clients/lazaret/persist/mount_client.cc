@@ -3,7 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/runtime_dir.h"
+#include "services/common/grpc_deadline.h"
+#include "services/common/service_catalog.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 
@@ -12,14 +13,10 @@ namespace {
 
 namespace pb = ::lazaret::mounthelper::v1;
 
-void SetDeadline(grpc::ClientContext* cc, std::chrono::seconds timeout) {
-  cc->set_deadline(std::chrono::system_clock::now() + timeout);
-}
-
 }  // namespace
 
 std::string MountHelperSocket(const std::string& runtime_dir) {
-  return SocketPath(runtime_dir, kMountHelperSocketName);
+  return ServiceSocketPath(runtime_dir, kMountHelperService);
 }
 
 MountClient::MountClient(const std::string& socket)

@@ -23,11 +23,8 @@
 
 namespace lazaret::cli::persist {
 
-// The service's socket name in the runtime directory (SocketPath), as the
-// supervisor starts it (helper/mount: SingleServiceSpec "mount-helper").
-inline constexpr char kMountHelperSocketName[] = "mount-helper";
-
-// <runtime_dir>/mount-helper.sock
+// <runtime_dir>/mount-helper.sock: the service catalog's socket of
+// lazaret-mount-helper (services/common/service_catalog.h).
 std::string MountHelperSocket(const std::string& runtime_dir);
 
 // AttachSession mounts the image (podman image mount) and one overlay per

@@ -5,13 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "clients/lazaret/config/terminal_text.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli::persist {
 namespace {
 
 namespace pb = ::lazaret::mounthelper::v1;
-using config::EscapeForTerminal;
+using vocab::EscapeForTerminal;
 
 std::string Sizes(const pb::DirectoryState& d) {
   return absl::StrCat(HumanBytes(d.bytes()), ", ", d.files(), d.files() == 1 ? " file" : " files");

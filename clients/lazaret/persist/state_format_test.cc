@@ -58,7 +58,7 @@ TEST(StateTextTest, ALimitIsShownLoudlyAndNeverAsNoChanges) {
   const std::string t = StateText(s);
   EXPECT_THAT(t, HasSubstr("  /etc: 0 B, 0 files changed in /d/p1/etc_changes\n"
                            "    NOT WALKED IN FULL, the counts are lower bounds: directories "
-                           "deeper than 4096 levels were not walked\\x0a\n"));
+                           "deeper than 4096 levels were not walked\\n\n"));
   EXPECT_THAT(t, Not(HasSubstr("no changes")));
 }
 

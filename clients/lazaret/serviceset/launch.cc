@@ -33,7 +33,7 @@ absl::StatusOr<SupervisorCommand> SupervisorCommandFor(const std::string& runtim
   }
   c.argv = {c.binary, absl::StrCat("--runtime-dir=", runtime_dir),
             absl::StrCat("--libexec-dir=", libexec_dir)};
-  // Only the variables the services and the reaper need (service_environment.h),
+  // Only the variables the services and the launcher need (service_environment.h),
   // never the whole environment of the shell that ran `lazaret up`.
   c.env = ServiceEnvironment(environ);
   return c;

@@ -6,8 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
-#include "services/common/constants.h"
-#include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
 
 namespace lazaret::cli::serviceset {
@@ -35,7 +34,7 @@ const char* StateName(pb::ServiceState s) {
 }  // namespace
 
 std::string SupervisorSocket(const std::string& runtime_dir) {
-  return SocketPath(runtime_dir, kSupervisorSocketName);
+  return ServiceSocketPath(runtime_dir, kSupervisorService);
 }
 
 absl::StatusOr<pb::GetStatusResponse> QueryStatus(const std::string& runtime_dir,

@@ -3,9 +3,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
-#include "services/configd/shell_words.h"
+#include "services/vocab/host_path.h"
+#include "services/vocab/shell_words.h"
 
 namespace lazaret::brokerd::command {
 namespace {
@@ -36,7 +36,7 @@ absl::StatusOr<fs::DirFd> OpenCwd(absl::string_view host_workspace, absl::string
     if (part == "..") return absl::InvalidArgumentError("cwd must not contain '..'");
   }
   std::string cwd(sandbox_cwd.empty() ? kSandboxWorkspace : sandbox_cwd);
-  if (!fs::IsCleanAbsolutePath(cwd) || !fs::IsAtOrUnder(cwd, kSandboxWorkspace)) {
+  if (!vocab::IsCleanAbsolutePath(cwd) || !vocab::IsAtOrUnder(cwd, kSandboxWorkspace)) {
     return absl::InvalidArgumentError("cwd must be /workspace or below it");
   }
   LAZ_ASSIGN_OR_RETURN(fs::DirFd dir, fs::DirFd::OpenTrusted(std::string(host_workspace)));
@@ -78,7 +78,7 @@ absl::StatusOr<std::vector<std::string>> SplitRequestCommand(absl::string_view c
   if (command.find('\0') != absl::string_view::npos) {
     return absl::InvalidArgumentError("the command contains a NUL byte");
   }
-  absl::StatusOr<std::vector<std::string>> words = config::SplitShellWords(command);
+  absl::StatusOr<std::vector<std::string>> words = vocab::SplitShellWords(command);
   if (!words.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the command does not split into words: ", words.status().message()));

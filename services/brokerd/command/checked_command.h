@@ -75,7 +75,7 @@ class CheckedCommand {
 };
 
 // A request's command text split into argv by POSIX shell words, with no
-// expansion of any kind (lazaret::config::SplitShellWords): "echo hi; touch
+// expansion of any kind (lazaret::vocab::SplitShellWords): "echo hi; touch
 // x" is the five words echo, hi;, touch, x - nothing runs a shell. Refuses
 // a NUL, text that does not split (an unterminated quote), and an empty
 // result. For requests and for a human's edit of one.

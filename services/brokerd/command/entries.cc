@@ -1,7 +1,8 @@
 #include "services/brokerd/command/entries.h"
 
 #include "absl/strings/str_cat.h"
-#include "services/brokerd/command/text_scan.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/text_scan.h"
 
 namespace lazaret::brokerd::command {
 
@@ -10,13 +11,13 @@ absl::StatusOr<std::vector<AutoApproveEntry>> ResolveEntries(
     absl::string_view search_path) {
   std::vector<AutoApproveEntry> entries;
   for (const lazaret::config::v1::CommandPrefix& prefix : policy.auto_approve()) {
-    const std::string shown = EscapeForDisplay(prefix.text(), nullptr);
+    const std::string shown = vocab::EscapeForDisplay(prefix.text(), nullptr);
     if (prefix.argv().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("auto_approve entry '", shown, "' has no command"));
     }
     for (const std::string& word : prefix.argv()) {
-      const TextFindings f = ScanText(word);
+      const vocab::TextFindings f = vocab::ScanText(word);
       if (f.any()) {
         return absl::InvalidArgumentError(
             absl::StrCat("auto_approve entry '", shown, "': a word ", f.first));
@@ -43,10 +44,10 @@ absl::StatusOr<std::vector<AutoApproveEntry>> ResolveEntries(
     }
     for (const std::string& option : prefix.options()) {
       if (option.size() < 2 || option[0] != '-' || option.find('=') != std::string::npos ||
-          ScanText(option).any()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("auto_approve entry '", shown, "' lists '",
-                         EscapeForDisplay(option, nullptr), "', which is not an option word"));
+          vocab::ScanText(option).any()) {
+        return absl::InvalidArgumentError(absl::StrCat("auto_approve entry '", shown, "' lists '",
+                                                       vocab::EscapeForDisplay(option, nullptr),
+                                                       "', which is not an option word"));
       }
     }
     AutoApproveEntry entry;

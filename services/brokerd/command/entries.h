@@ -1,7 +1,7 @@
 // Turning the resolved configuration's auto_approve entries into the
 // session's AutoApproveEntry list. Runs in lazaret-brokerd (no
 // capabilities) at session start. The entries come from lazaret-configd,
-// which applied the listing rule (services/configd/auto_approve.h); they are
+// which applied the listing rule (services/vocab/auto_approve.h); they are
 // checked again here, since an entry is the one thing that lets a command
 // run without a human.
 #ifndef LAZARET_SERVICES_BROKERD_COMMAND_ENTRIES_H_

@@ -4,9 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/brokerd/command/text_scan.h"
-#include "services/configd/auto_approve.h"
-#include "services/configd/shell_words.h"
+#include "services/vocab/auto_approve.h"
+#include "services/vocab/escape.h"
+#include "services/vocab/shell_words.h"
+#include "services/vocab/text_scan.h"
 
 namespace lazaret::brokerd::command {
 namespace {
@@ -19,20 +20,20 @@ Judgement NotAuto(std::string reason) {
 
 // `text` for a reason: the judged text is plain ASCII once check 1 passed,
 // but entry text and argv[0] are shown before or without it.
-std::string Shown(absl::string_view text) { return EscapeForDisplay(text, nullptr); }
+std::string Shown(absl::string_view text) { return vocab::EscapeForDisplay(text, nullptr); }
 
 }  // namespace
 
 Judgement Judge(absl::string_view command_text, const std::vector<std::string>& argv,
                 const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries,
-                const config::OperandPathCheck& paths) {
+                const vocab::OperandPathCheck& paths) {
   // 1. The text.
   if (!command_text.empty()) {
-    const TextFindings f = ScanText(command_text);
+    const vocab::TextFindings f = vocab::ScanText(command_text);
     if (f.any()) return NotAuto(f.first);
   } else {
     for (size_t i = 0; i < argv.size(); ++i) {
-      const TextFindings f = ScanText(argv[i]);
+      const vocab::TextFindings f = vocab::ScanText(argv[i]);
       if (f.any()) return NotAuto(absl::StrCat("argv[", i, "] ", f.first));
     }
   }
@@ -40,7 +41,7 @@ Judgement Judge(absl::string_view command_text, const std::vector<std::string>& 
 
   // 2. The text is the argv.
   if (!command_text.empty()) {
-    absl::StatusOr<std::vector<std::string>> words = config::SplitShellWords(command_text);
+    absl::StatusOr<std::vector<std::string>> words = vocab::SplitShellWords(command_text);
     if (!words.ok()) {
       return NotAuto(
           absl::StrCat("the command does not split into words: ", words.status().message()));
@@ -54,11 +55,11 @@ Judgement Judge(absl::string_view command_text, const std::vector<std::string>& 
   if (absl::Status s = CheckCommandName(name); !s.ok()) return NotAuto(std::string(s.message()));
 
   // 4. and 5. A covering entry whose program is still the same file.
-  const config::OperandPathCheck unchecked = [](absl::string_view) {
+  const vocab::OperandPathCheck unchecked = [](absl::string_view) {
     return std::optional<std::string>(
         "may name a path, and no working directory was given to check it in");
   };
-  const config::OperandPathCheck* const path_check = paths ? &paths : &unchecked;
+  const vocab::OperandPathCheck* const path_check = paths ? &paths : &unchecked;
   const AutoApproveEntry* exact_shorter = nullptr;
   const AutoApproveEntry* other_file = nullptr;
   // The prefix entry whose following words were refused furthest into the
@@ -69,7 +70,7 @@ Judgement Judge(absl::string_view command_text, const std::vector<std::string>& 
   size_t refused_at = 0;
   std::string words_reason;
   for (const AutoApproveEntry& entry : entries) {
-    if (entry.argv.empty() || !config::IsArgvPrefix(entry.argv, argv)) continue;
+    if (entry.argv.empty() || !vocab::IsArgvPrefix(entry.argv, argv)) continue;
     if (entry.exact && entry.argv.size() != argv.size()) {
       if (exact_shorter == nullptr) exact_shorter = &entry;
       continue;
@@ -77,7 +78,7 @@ Judgement Judge(absl::string_view command_text, const std::vector<std::string>& 
     if (!entry.exact) {
       size_t at = 0;
       std::optional<std::string> why =
-          config::FollowingWordsRefusal(argv, entry.argv.size(), entry.options, path_check, &at);
+          vocab::FollowingWordsRefusal(argv, entry.argv.size(), entry.options, path_check, &at);
       if (why) {
         const auto rank = [](size_t word, const AutoApproveEntry& e) {
           return std::make_tuple(word, e.argv.size(), e.options.size());

@@ -2,7 +2,7 @@
 // Runs in lazaret-brokerd (no capabilities). The request text and argv come
 // from the agent and are trusted for nothing; the entries come from the
 // resolved configuration (already judged by lazaret::config's listing
-// rule, services/configd/auto_approve.h) and were resolved on the host at
+// rule, services/vocab/auto_approve.h) and were resolved on the host at
 // session start (entries.h). Plain structs only, so the libFuzzer build
 // compiles it without gRPC.
 #ifndef LAZARET_SERVICES_BROKERD_COMMAND_MATCHER_H_
@@ -13,7 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include "services/brokerd/command/resolve.h"
-#include "services/configd/auto_approve.h"
+#include "services/vocab/auto_approve.h"
 
 namespace lazaret::brokerd::command {
 
@@ -23,7 +23,7 @@ struct AutoApproveEntry {
   // true: the request's argv must equal argv; false: argv is a prefix
   // followed by plain operands and the listed options.
   bool exact = false;
-  // The options a prefix entry admits (config::FollowingWordsRefusal).
+  // The options a prefix entry admits (vocab::FollowingWordsRefusal).
   std::vector<std::string> options;
   // The entry as written, for the audit.
   std::string text;
@@ -50,7 +50,7 @@ struct Judgement {
 //   4. some entry's argv is an element-wise prefix of argv (an exact entry:
 //      equal to it), and for a prefix entry every word after it is a plain
 //      operand or an option the entry lists (the operand rule,
-//      services/configd/auto_approve.h) and `paths` admits each of them
+//      services/vocab/auto_approve.h) and `paths` admits each of them
 //      (and the value of each "--opt=VALUE");
 //   5. `binary` (argv[0] resolved now) is the same file (st_dev, st_ino) as
 //      that entry's argv[0] was at session start.
@@ -61,7 +61,7 @@ struct Judgement {
 // every word after a prefix entry (the paths cannot be checked).
 Judgement Judge(absl::string_view command_text, const std::vector<std::string>& argv,
                 const ResolvedBinary& binary, const std::vector<AutoApproveEntry>& entries,
-                const config::OperandPathCheck& paths);
+                const vocab::OperandPathCheck& paths);
 
 }  // namespace lazaret::brokerd::command
 

@@ -48,7 +48,7 @@ std::optional<std::string> OperandPathRefusal(int dir_fd, absl::string_view word
   }
 }
 
-config::OperandPathCheck OperandsBeneath(int dir_fd) {
+vocab::OperandPathCheck OperandsBeneath(int dir_fd) {
   return [dir_fd](absl::string_view word) { return OperandPathRefusal(dir_fd, word); };
 }
 

@@ -1,4 +1,4 @@
-// The path check of the operand rule (services/configd/auto_approve.h): a
+// The path check of the operand rule (services/vocab/auto_approve.h): a
 // word that an auto_approve entry admits may not name an existing path
 // that leads out of the request's working directory. Runs in
 // lazaret-brokerd (no capabilities). The words come from the agent and are
@@ -22,7 +22,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "services/configd/auto_approve.h"
+#include "services/vocab/auto_approve.h"
 
 namespace lazaret::brokerd::command {
 
@@ -33,7 +33,7 @@ namespace lazaret::brokerd::command {
 std::optional<std::string> OperandPathRefusal(int dir_fd, absl::string_view word);
 
 // The check Judge takes, bound to `dir_fd`, which must outlive it.
-config::OperandPathCheck OperandsBeneath(int dir_fd);
+vocab::OperandPathCheck OperandsBeneath(int dir_fd);
 
 }  // namespace lazaret::brokerd::command
 

@@ -70,7 +70,7 @@ TEST_F(OperandPathsTest, ALoopIsRefused) {
 
 TEST_F(OperandPathsTest, TheBoundCheckUsesItsDirectory) {
   Link(P("secret"), "ws/abs");
-  const config::OperandPathCheck check = OperandsBeneath(fd_);
+  const vocab::OperandPathCheck check = OperandsBeneath(fd_);
   EXPECT_TRUE(check("abs").has_value());
   EXPECT_FALSE(check("notes").has_value());
 }

@@ -26,10 +26,13 @@
 #include "services/brokerd/tls/peer_check.h"
 #include "services/brokerd/tls/session_identity.h"
 #include "services/common/fs/fd.h"
+#include "services/common/service_catalog.h"
 
 namespace lazaret::brokerd::tls {
 
-inline constexpr char kSocketName[] = "escalate.sock";
+// The endpoint's socket in the session's socket directory, as the service
+// catalog names it.
+inline constexpr const auto& kSocketName = kEscalationSocketName;
 inline constexpr char kCaFile[] = "ca.pem";
 inline constexpr char kClientCertFile[] = "client.pem";
 inline constexpr char kClientKeyFile[] = "client.key";

@@ -13,8 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::brokerd::tls {
 namespace {
@@ -108,7 +108,7 @@ bool IsRootName(const std::string& name, const std::string& prefix) {
 
 absl::StatusOr<CertsRoot> CertsRoot::Claim(const std::string& parent,
                                            const std::string& runtime_dir) {
-  if (!fs::IsCleanAbsolutePath(parent) || !fs::IsCleanAbsolutePath(runtime_dir)) {
+  if (!vocab::IsCleanAbsolutePath(parent) || !vocab::IsCleanAbsolutePath(runtime_dir)) {
     return absl::InvalidArgumentError(
         "the certificate root's parent and the runtime directory "
         "must be clean absolute paths");
@@ -156,7 +156,7 @@ absl::StatusOr<CertsRoot> CertsRoot::Claim(const std::string& parent,
 
 absl::StatusOr<fs::DirFd> OpenPrivateRoot(const std::string& path, const char* what,
                                           Backing backing) {
-  if (!fs::IsCleanAbsolutePath(path) || path == "/") {
+  if (!vocab::IsCleanAbsolutePath(path) || path == "/") {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " must be a clean absolute path, not '", path, "'"));
   }
@@ -178,7 +178,7 @@ absl::StatusOr<fs::DirFd> OpenPrivateRoot(const std::string& path, const char* w
 
 absl::StatusOr<fs::DirFd> CreateSessionDir(const fs::DirFd& root, const std::string& root_path,
                                            const std::string& name, bool adopt_existing) {
-  LAZ_RETURN_IF_ERROR(fs::CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   const std::string path = absl::StrCat(root_path, "/", name);
   const char* what = "session directory";
   if (mkdirat(root.get(), name.c_str(), 0700) == 0) {

@@ -3,11 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "services/common/session_id.h"
-#include "services/configd/schema_values.h"
+#include "services/vocab/profile_name.h"
 
 namespace lazaret::brokerd::tls {
 bool IsValidCertificateProfileName(absl::string_view profile) {
-  return config::IsValidProfileName(profile);
+  return vocab::IsValidProfileName(profile);
 }
 
 absl::Status ValidateSessionIdentity(const SessionIdentity& identity) {

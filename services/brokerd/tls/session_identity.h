@@ -25,7 +25,7 @@ inline constexpr absl::string_view kSessionUriPrefix = "urn:lazaret:session:";
 // The SAN URI of the broker's own server certificate.
 inline constexpr absl::string_view kBrokerUri = "urn:lazaret:broker";
 
-// The configuration's profile-name rule (config::IsValidProfileName,
+// The configuration's profile-name rule (vocab::IsValidProfileName,
 // [a-z0-9_-]{2,32}): every profile configd resolves can get a certificate.
 bool IsValidCertificateProfileName(absl::string_view profile);
 

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::fs {
 namespace {
@@ -66,7 +66,7 @@ absl::StatusOr<DirFd> MakeComponents(const DirFd& base, const std::vector<std::s
   const DirFd* at = &base;
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string& part = parts[i];
-    LAZ_RETURN_IF_ERROR(CheckOneComponent(part));
+    LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(part));
     if (mkdirat(at->get(), part.c_str(), mode) != 0 && errno != EEXIST) {
       return ErrnoStatus(absl::StrCat("creating directory ", part), errno);
     }
@@ -111,7 +111,7 @@ absl::StatusOr<DirFd> MakeOwnDirsAt(const DirFd& base, const std::string& rel, m
 }
 
 absl::StatusOr<DirFd> MakeDirs(const std::string& path, mode_t mode) {
-  if (!IsCleanAbsolutePath(path)) {
+  if (!vocab::IsCleanAbsolutePath(path)) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a clean absolute path"));
   }
   LAZ_ASSIGN_OR_RETURN(DirFd root, DirFd::Open("/"));
@@ -141,14 +141,14 @@ absl::StatusOr<std::vector<std::string>> ListNames(const DirFd& dir) {
 }
 
 absl::Status RemoveTreeAt(const DirFd& dir, const std::string& name) {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   return RemoveTreeAtDepth(dir, name, 0);
 }
 
 absl::Status RemoveContents(const DirFd& dir) { return RemoveContentsAtDepth(dir, "", 0); }
 
 absl::Status RemoveTree(const std::string& path) {
-  if (!IsCleanAbsolutePath(path) || path == "/") {
+  if (!vocab::IsCleanAbsolutePath(path) || path == "/") {
     return absl::InvalidArgumentError(absl::StrCat("refusing to remove '", path, "'"));
   }
   const size_t slash = path.rfind('/');

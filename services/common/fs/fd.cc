@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::fs {
 
@@ -66,14 +66,14 @@ absl::StatusOr<DirFd> DirFd::OpenTrusted(const std::string& path) {
 }
 
 absl::StatusOr<DirFd> DirFd::OpenChild(const std::string& name) const {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   const int fd = openat(get(), name.c_str(), kDirFlags);
   if (fd < 0) return ErrnoStatus(absl::StrCat("opening directory ", name), errno);
   return DirFd(fd);
 }
 
 absl::StatusOr<DirFd> DirFd::OpenOwnChild(const std::string& name) const {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   int fd = openat(get(), name.c_str(), kDirFlags);
   if (fd < 0 && errno == EACCES) {
     const int path_fd = openat(get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -7,8 +7,8 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::fs {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 // Splits a trusted absolute path into its directory and last component.
 absl::Status SplitPath(const std::string& path, std::string* dir, std::string* name) {
   const size_t slash = path.rfind('/');
-  if (!IsCleanAbsolutePath(path) || slash == std::string::npos || slash + 1 == path.size()) {
+  if (!vocab::IsCleanAbsolutePath(path) || slash == std::string::npos || slash + 1 == path.size()) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a clean absolute path"));
   }
   *dir = slash == 0 ? "/" : path.substr(0, slash);
@@ -31,7 +31,7 @@ absl::Status SplitPath(const std::string& path, std::string* dir, std::string* n
 template <typename Fill>
 absl::Status ReplaceFileAt(const DirFd& dir, const std::string& name, mode_t mode,
                            Durability durability, Fill fill) {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   const std::string tmp = TemporaryNameFor(name);
   unlinkat(dir.get(), tmp.c_str(), 0);
   UniqueFd fd(
@@ -91,7 +91,7 @@ absl::StatusOr<std::string> ReadAll(int fd, uint64_t max_bytes, const std::strin
 
 absl::StatusOr<UniqueFd> OpenRegularFileAt(const DirFd& dir, const std::string& name,
                                            struct stat* st) {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   UniqueFd path_fd(openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (!path_fd.valid()) return ErrnoStatus(absl::StrCat("opening ", name), errno);
   struct stat local {};
@@ -185,7 +185,7 @@ absl::StatusOr<uint64_t> CopyRegularFileAt(const DirFd& src, const std::string& 
 
 absl::Status WriteNewFileAt(const DirFd& dir, const std::string& name, absl::string_view contents,
                             mode_t mode) {
-  LAZ_RETURN_IF_ERROR(CheckOneComponent(name));
+  LAZ_RETURN_IF_ERROR(vocab::CheckOneComponent(name));
   UniqueFd fd(
       openat(dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.valid()) return ErrnoStatus(absl::StrCat("creating ", name), errno);

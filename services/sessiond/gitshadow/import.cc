@@ -14,15 +14,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
+#include "services/common/status_util.h"
 #include "services/sessiond/gitshadow/classify.h"
 #include "services/sessiond/gitshadow/git.h"
 #include "services/sessiond/gitshadow/inspect.h"
 #include "services/sessiond/gitshadow/tree.h"
-#include "services/common/fs/dir.h"
-#include "services/common/fs/fd.h"
-#include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
-#include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::gitshadow {
 
@@ -295,7 +295,7 @@ absl::StatusOr<ImportOutcome> ImportLocked(const WriteBackTarget& target, const 
     // indexed again.
     auto src = DirFd::Open(state.objects() + "/pack");
     const std::optional<std::string> fp =
-        src.ok() ? fs::RegularFileFingerprint(*src, fs::Basename(pack)) : std::nullopt;
+        src.ok() ? fs::RegularFileFingerprint(*src, vocab::Basename(pack)) : std::nullopt;
     if (fp) {
       rejected_lines.push_back(absl::StrCat(pack, " ", *fp));
       rejected_changed = true;

@@ -9,16 +9,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/fs/dir.h"
+#include "services/common/fs/fd.h"
+#include "services/common/fs/file.h"
+#include "services/common/status_util.h"
 #include "services/sessiond/gitshadow/git.h"
 #include "services/sessiond/gitshadow/import.h"
 #include "services/sessiond/gitshadow/inspect.h"
 #include "services/sessiond/gitshadow/refs.h"
 #include "services/sessiond/gitshadow/sync.h"
-#include "services/common/fs/dir.h"
-#include "services/common/fs/fd.h"
-#include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
-#include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::gitshadow {
 
@@ -189,9 +189,9 @@ absl::StatusOr<bool> WriteSessionFiles(const CheckedRepo& repo, const CheckedRep
   LAZ_RETURN_IF_ERROR(fs::RemoveContents(session));
   LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(session, "packed-refs", packed));
   if (!IsRegularFilePath(view.index)) return false;
-  LAZ_ASSIGN_OR_RETURN(DirFd index_dir, DirFd::Open(fs::Dirname(view.index)));
+  LAZ_ASSIGN_OR_RETURN(DirFd index_dir, DirFd::Open(vocab::Dirname(view.index)));
   LAZ_ASSIGN_OR_RETURN(std::string index,
-                       fs::ReadRegularFileAt(index_dir, fs::Basename(view.index), 4ull << 30));
+                       fs::ReadRegularFileAt(index_dir, vocab::Basename(view.index), 4ull << 30));
   LAZ_RETURN_IF_ERROR(fs::WriteFileAtomicAt(session, "index", index));
   return true;
 }

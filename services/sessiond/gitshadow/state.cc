@@ -9,13 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "services/sessiond/gitshadow/git.h"
-#include "services/sessiond/gitshadow/sandbox_paths.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/status_util.h"
+#include "services/sessiond/gitshadow/git.h"
+#include "services/sessiond/gitshadow/sandbox_paths.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::gitshadow {
 
@@ -55,8 +55,8 @@ absl::StatusOr<DirFd> EnsureDirPath(const std::string& root, const std::string& 
 }
 
 absl::Status WriteRefFile(const std::string& root, const std::string& rel, const std::string& oid) {
-  LAZ_ASSIGN_OR_RETURN(DirFd dir, EnsureDirPath(root, fs::Dirname(rel)));
-  const std::string name = fs::Basename(rel);
+  LAZ_ASSIGN_OR_RETURN(DirFd dir, EnsureDirPath(root, vocab::Dirname(rel)));
+  const std::string name = vocab::Basename(rel);
   struct stat st {};
   if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
     LAZ_RETURN_IF_ERROR(fs::RemoveTreeAt(dir, name));
@@ -66,7 +66,7 @@ absl::Status WriteRefFile(const std::string& root, const std::string& rel, const
 
 absl::Status RemoveRefFile(const std::string& root, const std::string& rel) {
   LAZ_ASSIGN_OR_RETURN(DirFd dir, DirFd::Open(root));
-  const std::string parent = fs::Dirname(rel);
+  const std::string parent = vocab::Dirname(rel);
   if (!parent.empty()) {
     for (absl::string_view part : absl::StrSplit(parent, '/')) {
       auto child = dir.OpenOwnChild(std::string(part));
@@ -74,7 +74,7 @@ absl::Status RemoveRefFile(const std::string& root, const std::string& rel) {
       dir = *std::move(child);
     }
   }
-  return fs::RemoveTreeAt(dir, fs::Basename(rel));
+  return fs::RemoveTreeAt(dir, vocab::Basename(rel));
 }
 
 absl::StatusOr<RefMap> ReadRefMapFile(const RepoState& state, const std::string& file,
@@ -192,7 +192,7 @@ absl::StatusOr<RepoState> PrepareRepoState(const std::string& state_dir, const C
   }
   LAZ_RETURN_IF_ERROR(CheckMountablePath(state_dir, "state directory"));
   // mkdir -p, mode 0700, of the parents of a Lazaret-owned directory.
-  const std::string parent = fs::Dirname(state_dir);
+  const std::string parent = vocab::Dirname(state_dir);
   LAZ_RETURN_IF_ERROR(fs::MakeDirs(parent.empty() ? "/" : parent, 0700).status());
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(state_dir).status());
   RepoState state{absl::StrCat(state_dir, "/", RepoKey(repo.common_dir))};

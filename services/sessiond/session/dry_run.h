@@ -1,7 +1,8 @@
 // `lazaret run --dry-run`: the planned session as text - its directory, the
 // names (never the values) of its environment, its persistent directories,
 // and every podman command line it would run, in order. Runs in the
-// `lazaret` CLI; nothing is started. Secret values never reach the text:
+// session worker, which sends it to `lazaret run` as StartEvent.plan;
+// nothing is started. Secret values never reach the text:
 // only the env file would hold them.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_DRY_RUN_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_DRY_RUN_H_

@@ -1,7 +1,8 @@
-// The sandbox environment of a `lazaret run` session: the profile's env
-// (literals and `env:VAR` pulled from lazaret's own environment) and the
-// env file podman reads. Runs in the `lazaret` CLI on the host. Values
-// come from the developer's configuration and environment; every one is
+// The sandbox environment of a session: the profile's env (literals and
+// `env:VAR` pulled from the caller's environment, StartRequest.env) and the
+// env file podman reads. Runs in the session worker (lazaret-sessiond
+// --session-worker, as the user). Values come from the developer's
+// configuration and the environment `lazaret run` was started in; every one is
 // treated as a secret (written only to the 0600 env file, never logged)
 // and checked to fit one env file line.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_ENV_H_
@@ -19,10 +20,11 @@
 
 namespace lazaret::cli::session {
 
-// Reads a variable of lazaret's own environment; nullopt when unset.
+// Reads a variable of the caller's environment; nullopt when unset.
 using HostEnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
-// The real environment of this process (getenv).
+// The real environment of this process (getenv): for tests and tools;
+// a session takes its caller's (LiveSession::caller_env).
 std::optional<std::string> HostEnv(const std::string& name);
 
 // The profile's env, in order: literals as given, `env:VAR` pulls from

@@ -1,7 +1,8 @@
 // The host's CA trust in a sandbox (profile key trust_host_ca): which store
 // the host's OpenSSL reads for this user, a re-encoded copy of its
 // certificates in the session directory, and where the sandbox finds them.
-// Runs in the `lazaret` CLI on the host, as the user. The store is a host
+// Runs in the session worker (lazaret-sessiond --session-worker), as the
+// user; SSL_CERT_FILE and SSL_CERT_DIR are the caller's. The store is a host
 // file the user or root controls, and it crosses into the sandbox: it is
 // read bounded (kMaxHostCaBytes, kMaxHostCaCertificates), every PEM block
 // in it must be a certificate (a key left in an SSL_CERT_FILE never

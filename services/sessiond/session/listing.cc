@@ -79,29 +79,4 @@ absl::StatusOr<SessionView> FindSession(const std::map<std::string, SessionView>
   return *hits[0];
 }
 
-absl::StatusOr<std::string> ChooseLiveSession(const std::vector<FoundSession>& dirs,
-                                              const std::string& arg) {
-  std::vector<const FoundSession*> live;
-  for (const FoundSession& d : dirs) {
-    if (d.owner_alive && absl::StartsWith(d.id, arg)) live.push_back(&d);
-  }
-  if (live.size() == 1) return live[0]->id;
-  if (live.empty()) {
-    if (arg.empty()) return absl::NotFoundError("no live session (lazaret run starts one)");
-    return absl::NotFoundError(absl::StrCat("no live session '", arg, "' (see: lazaret ps)"));
-  }
-  std::string list;
-  for (const FoundSession* d : live) {
-    absl::StrAppend(&list, "\n  ", d->id, "  profile ",
-                    d->has_record ? d->record.profile : std::string("?"), "  ",
-                    d->has_record ? d->record.workspace : std::string("-"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(arg.empty() ? "several sessions are live; name one"
-                               : absl::StrCat("'", arg,
-                                              "' matches several live sessions; give "
-                                              "more of the id"),
-                   ":", list));
-}
-
 }  // namespace lazaret::cli::session

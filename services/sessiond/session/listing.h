@@ -46,13 +46,6 @@ absl::StatusOr<std::map<std::string, SessionView>> CollectSessions(const std::st
 absl::StatusOr<SessionView> FindSession(const std::map<std::string, SessionView>& all,
                                         const std::string& arg);
 
-// The live session (its owner's lock held) that `arg` names among `dirs`:
-// the full id or a unique prefix; with `arg` empty, the only live session.
-// The error says why (none, several - listing them -, no match) and what
-// to do.
-absl::StatusOr<std::string> ChooseLiveSession(const std::vector<FoundSession>& dirs,
-                                              const std::string& arg);
-
 }  // namespace lazaret::cli::session
 
 #endif  // LAZARET_SERVICES_SESSIOND_SESSION_LISTING_H_

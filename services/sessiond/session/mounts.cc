@@ -3,9 +3,9 @@
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/fs/path.h"
 #include "services/common/persist_layout.h"
 #include "services/common/status_util.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::session {
 
@@ -17,7 +17,7 @@ absl::StatusOr<std::vector<BindMount>> PlanPersistentDirs(
   for (const std::string& d : dirs) {
     LAZ_RETURN_IF_ERROR(CheckPersistentDir(d));
     for (const BindMount& o : out) {
-      if (fs::IsAtOrUnder(d, o.container) || fs::IsAtOrUnder(o.container, d)) {
+      if (vocab::IsAtOrUnder(d, o.container) || vocab::IsAtOrUnder(o.container, d)) {
         return absl::FailedPreconditionError(
             absl::StrCat("persistent_dirs entries '", o.container, "' and '", d,
                          "' nest: one overlay inside another is refused; keep only the outer one"));
@@ -50,7 +50,7 @@ bool IsRealDirectory(const std::string& path) {
 
 absl::StatusOr<std::vector<std::string>> MountArgs(const Mount& mount) {
   if (const auto* b = std::get_if<BindMount>(&mount)) {
-    if (b->host.empty() || b->host[0] != '/' || !fs::IsCleanAbsolutePath(b->container)) {
+    if (b->host.empty() || b->host[0] != '/' || !vocab::IsCleanAbsolutePath(b->container)) {
       return absl::InvalidArgumentError(absl::StrCat("mount ", b->host, " -> ", b->container,
                                                      ": both paths must be absolute and clean"));
     }
@@ -69,7 +69,7 @@ absl::StatusOr<std::vector<std::string>> MountArgs(const Mount& mount) {
         absl::StrCat("--volume=", b->host, ":", b->container, ":", opts)};
   }
   const auto& t = std::get<TmpfsMount>(mount);
-  if (!fs::IsCleanAbsolutePath(t.container) || t.container.find(',') != std::string::npos ||
+  if (!vocab::IsCleanAbsolutePath(t.container) || t.container.find(',') != std::string::npos ||
       t.container.find('=') != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("tmpfs mount at '", t.container, "': not a path podman --mount accepts"));

@@ -1,6 +1,6 @@
 // The building blocks of a sandbox's mounts: the profile's volumes and
 // persistent directories (their overlays) as bind mounts, and one mount in podman's syntax.
-// Runs in the `lazaret` CLI on the host. Pure functions over the profile
+// Runs in the session worker (lazaret-sessiond --session-worker) on the host. Pure functions over the profile
 // lazaret-configd resolved (host paths already canonical; re-checked by
 // profile.h before the sandbox starts), but for IsRealDirectory; plan.h
 // puts the complete mount list of a session together from these.

@@ -9,16 +9,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "clients/lazaret/escalation/endpoint.h"
+#include "services/common/status_util.h"
 #include "services/sessiond/session/env.h"
 #include "services/sessiond/session/host_ca.h"
 #include "services/sessiond/session/mounts.h"
 #include "services/sessiond/session/names.h"
 #include "services/sessiond/session/podman.h"
 #include "services/sessiond/session/session_dir.h"
-#include "services/sessiond/session/trace_config.h"
 #include "services/sessiond/session/terminfo.h"
-#include "services/common/fs/path.h"
-#include "services/common/status_util.h"
+#include "services/sessiond/session/trace_config.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::session {
 namespace {
@@ -304,13 +304,13 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
 absl::Status UseHeldMounts(std::vector<BindMount> held, SessionPlan* plan) {
   const std::string prefix = absl::StrCat(gitshadow::kSandboxWorkspace, "/");
   for (const BindMount& b : held) {
-    if (!absl::StartsWith(b.container, prefix) || !fs::IsCleanAbsolutePath(b.container)) {
+    if (!absl::StartsWith(b.container, prefix) || !vocab::IsCleanAbsolutePath(b.container)) {
       return absl::InvalidArgumentError(
           absl::StrCat("held view at ", b.container, ": not a path below /workspace"));
     }
     // The workspace's .git is the Git Shadow's (a tmpfs inside): a view
     // there would poke through it.
-    if (fs::IsAtOrUnder(b.container, absl::StrCat(prefix, ".git"))) {
+    if (vocab::IsAtOrUnder(b.container, absl::StrCat(prefix, ".git"))) {
       return absl::InvalidArgumentError(
           absl::StrCat("held view at ", b.container, ": inside the Git Shadow's .git"));
     }

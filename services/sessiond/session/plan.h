@@ -1,9 +1,10 @@
-// Planning a `lazaret run` session: the complete mount list of the agent
+// Planning a session: the complete mount list of the agent
 // sandbox, its environment, and the exact podman command lines of the
-// network sidecar and the agent sandbox. Runs in the `lazaret` CLI on the host. Pure functions over
+// network sidecar and the agent sandbox. Runs in the session worker
+// (lazaret-sessiond --session-worker) on the host. Pure functions over
 // already-resolved inputs (the profile from lazaret-configd, the Git Shadow
 // plan, the terminal and its terminfo entry, the runtimes found on the
-// host), so every flag and every mount can be unit-tested; runner.h and
+// host), so every flag and every mount can be unit-tested; worker.h and
 // start.h do the I/O. The argument vectors built here are the only place podman flags
 // for a session's containers are written (podman.h has the queries and the
 // removal).

@@ -12,7 +12,7 @@
 #include "services/sessiond/session/console.h"
 #include "services/sessiond/session/mounts.h"
 #include "lazaret/config/v1/config.grpc.pb.h"
-#include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 #include "services/configd/host_paths.h"
@@ -29,7 +29,7 @@ absl::StatusOr<pb::ResolvedProfile> ResolveProfile(const std::string& runtime_di
                                                    const std::string& workspace_dir,
                                                    const std::string& explicit_config,
                                                    const std::string& profile) {
-  const std::string socket = SocketPath(runtime_dir, "configd");
+  const std::string socket = ServiceSocketPath(runtime_dir, kConfigdService);
   auto stub = pb::ConfigService::NewStub(DialUnix(socket));
   pb::ResolveProfileRequest req;
   req.mutable_selector()->set_workspace_dir(workspace_dir);

@@ -1,6 +1,7 @@
-// The profile of a `lazaret run` session: asking lazaret-configd for it
+// The profile of a session: asking lazaret-configd for it
 // (ResolveProfile over the config service's socket) and checking every
-// host path in it again. Runs in the `lazaret` CLI, as the user. The
+// host path in it again. Runs in the session worker (lazaret-sessiond
+// --session-worker), as the user. The
 // profile is already validated and canonicalised by configd, but configd
 // parses agent-written files, so nothing here trusts it: the host paths are
 // re-checked with configd's own rules (services/configd/profile_check.h) as

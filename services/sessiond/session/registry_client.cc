@@ -5,8 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "lazaret/common/v1/common.pb.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
-#include "services/common/constants.h"
+#include "services/common/grpc_deadline.h"
 #include "services/common/runtime_dir.h"
+#include "services/common/service_catalog.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 
@@ -19,15 +20,11 @@ std::unique_ptr<spb::SupervisorService::Stub> SupervisorStub(const std::string& 
   return spb::SupervisorService::NewStub(DialUnix(socket));
 }
 
-void SetDeadline(grpc::ClientContext& cc, int seconds) {
-  cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SessionRegistration>> SessionRegistration::Register(
     const std::string& runtime_dir, const SessionRecord& record) {
-  const std::string socket = SocketPath(runtime_dir, kSupervisorSocketName);
+  const std::string socket = ServiceSocketPath(runtime_dir, kSupervisorService);
   spb::RegisterSessionRequest req;
   ::lazaret::common::v1::SessionRecord* m = req.mutable_record();
   m->set_id(record.id);
@@ -39,7 +36,7 @@ absl::StatusOr<std::unique_ptr<SessionRegistration>> SessionRegistration::Regist
   m->set_explicit_config(record.explicit_config);
   spb::RegisterSessionResponse resp;
   grpc::ClientContext cc;
-  SetDeadline(cc, 10);
+  SetDeadline(&cc, std::chrono::seconds(10));
   const grpc::Status s = SupervisorStub(socket)->RegisterSession(&cc, req, &resp);
   if (!s.ok()) {
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -62,7 +59,7 @@ absl::Status SessionRegistration::AttachRouter() {
   req.set_id(id_);
   spb::AttachSessionRouterResponse resp;
   grpc::ClientContext cc;
-  SetDeadline(cc, 10);
+  SetDeadline(&cc, std::chrono::seconds(10));
   const grpc::Status s = SupervisorStub(socket_)->AttachSessionRouter(&cc, req, &resp);
   if (!s.ok()) {
     return absl::Status(FromGrpcStatus(s).code(),
@@ -78,7 +75,7 @@ absl::Status SessionRegistration::Check() {
   req.set_id(id_);
   spb::SessionInfo resp;
   grpc::ClientContext cc;
-  SetDeadline(cc, 2);
+  SetDeadline(&cc, std::chrono::seconds(2));
   return FromGrpcStatus(SupervisorStub(socket_)->GetSession(&cc, req, &resp));
 }
 
@@ -87,17 +84,17 @@ absl::Status SessionRegistration::Unregister() {
   req.set_id(id_);
   spb::UnregisterSessionResponse resp;
   grpc::ClientContext cc;
-  SetDeadline(cc, 5);
+  SetDeadline(&cc, std::chrono::seconds(5));
   return FromGrpcStatus(SupervisorStub(socket_)->UnregisterSession(&cc, req, &resp));
 }
 
 absl::StatusOr<int> StopRegisteredSession(const std::string& runtime_dir, const std::string& id) {
-  const std::string socket = SocketPath(runtime_dir, kSupervisorSocketName);
+  const std::string socket = ServiceSocketPath(runtime_dir, kSupervisorService);
   spb::StopSessionRequest req;
   req.set_id(id);
   spb::StopSessionResponse resp;
   grpc::ClientContext cc;
-  SetDeadline(cc, 5);
+  SetDeadline(&cc, std::chrono::seconds(5));
   const grpc::Status s = SupervisorStub(socket)->StopSession(&cc, req, &resp);
   if (!s.ok()) {
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {

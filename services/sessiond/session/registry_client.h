@@ -1,7 +1,8 @@
-// The `lazaret` CLI's side of the supervisor's session registry
-// (services/supervisor/registry.h): the owning `lazaret run` registers its
-// session before anything of it exists, and `lazaret stop` asks the
-// supervisor to end a session. Runs in the CLI, as the user; the supervisor
+// The session owner's side of the supervisor's session registry
+// (services/supervisor/registry.h): the session worker registers its
+// session before anything of it exists, and a stop may ask the supervisor
+// to end a session. Runs in the session worker (lazaret-sessiond
+// --session-worker), as the user; the supervisor
 // answers on its socket in the private runtime directory, and trusts the
 // connection's peer (it takes a pidfd of this process from it), not what
 // this side says about itself.

@@ -1,8 +1,9 @@
 // The network sidecar's router process (its PID 1, lazaret-netrouter),
 // pinned by a pidfd: the supervision loop sees at once when it is gone, and
 // the teardown stops it without waiting for podman to notice. Runs in the
-// `lazaret` CLI, as the user. The process is found through the router
-// socket in the session directory (the CLI's own) and checked by name
+// session worker (lazaret-sessiond --session-worker), as the user. The
+// process is found through the router socket in the session directory
+// (the worker's own) and checked by name
 // before it is pinned, so a later signal can never reach another process.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_ROUTER_WATCH_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_ROUTER_WATCH_H_

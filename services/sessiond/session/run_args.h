@@ -1,6 +1,9 @@
 // The command line of `lazaret run`: its arguments, their parse rule and
-// the exit codes of `lazaret run` itself. Runs in the `lazaret` CLI on the
-// host; the arguments are the developer's own, checked here only for form.
+// the exit codes of `lazaret run` itself. Runs in the `lazaret` CLI (for
+// --help and usage errors) and in the session worker (the session's
+// arguments, StartRequest.args); the arguments are the developer's own,
+// checked here only for form. Its own small library (lazaret_run_args):
+// nothing else of the session runtime.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_RUN_ARGS_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_RUN_ARGS_H_
 

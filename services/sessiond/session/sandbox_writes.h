@@ -7,7 +7,8 @@
 // the held views of the paths host programs act on (held/view.h: new
 // catalogue entries held and removed every tick and sweep, the views
 // captured at the end).
-// Runs in the `lazaret` CLI on the host, as the developer (root for rootful
+// Runs in the session worker (lazaret-sessiond --session-worker) on the
+// host, as the user who ran `lazaret up` (root for rootful
 // podman). Everything read here was written by the agent and is read only
 // through those two, which both distrust it.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_SANDBOX_WRITES_H_

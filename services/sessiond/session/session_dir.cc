@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lazaret/common/v1/common.pb.h"
@@ -165,6 +166,31 @@ absl::StatusOr<std::vector<FoundSession>> FindSessionDirs(const std::string& run
     out.push_back(std::move(f));
   }
   return out;
+}
+
+absl::StatusOr<std::string> ChooseLiveSession(const std::vector<FoundSession>& dirs,
+                                              const std::string& arg) {
+  std::vector<const FoundSession*> live;
+  for (const FoundSession& d : dirs) {
+    if (d.owner_alive && absl::StartsWith(d.id, arg)) live.push_back(&d);
+  }
+  if (live.size() == 1) return live[0]->id;
+  if (live.empty()) {
+    if (arg.empty()) return absl::NotFoundError("no live session (lazaret run starts one)");
+    return absl::NotFoundError(absl::StrCat("no live session '", arg, "' (see: lazaret ps)"));
+  }
+  std::string list;
+  for (const FoundSession* d : live) {
+    absl::StrAppend(&list, "\n  ", d->id, "  profile ",
+                    d->has_record ? d->record.profile : std::string("?"), "  ",
+                    d->has_record ? d->record.workspace : std::string("-"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(arg.empty() ? "several sessions are live; name one"
+                               : absl::StrCat("'", arg,
+                                              "' matches several live sessions; give "
+                                              "more of the id"),
+                   ":", list));
 }
 
 }  // namespace lazaret::cli::session

@@ -1,13 +1,15 @@
-// A `lazaret run` session on the host: its id and its private directory
-// under the runtime directory. Runs in the `lazaret` CLI (run, ps, stop,
-// clean). The session directory is created 0700 by the CLI and trusted as
-// the CLI's own; the router socket inside it is created by the sidecar
-// (container root = the user when rootless, root when rootful).
+// A session on the host: its id and its private directory under the
+// runtime directory. Runs in the session worker (which creates it 0700 and
+// owns it), lazaret-sessiond's reap and the `lazaret` CLI (ps, net, port,
+// held), all as the user; the directory is trusted as the user's own; the
+// router socket inside it is created by the sidecar (container root = the
+// user when rootless, root when rootful).
 //
 //   <runtime_dir>/sessions/<id>/          0700
-//     lock          flock()ed by the owning `lazaret run` for its lifetime
+//     lock          flock()ed by the owning session worker for its lifetime
 //     session.json  who owns it, profile, workspace, Git Shadow state dir
 //     env           0600, the sandbox environment (podman --env-file)
+//     attach.sock   the worker's AttachService (attach_service.h), 0600
 //     trace.json    0600, runsc's pod-init-config: the connect trace point
 //                   and its sink (trace_config.h)
 //     trace.sock    lazaret-netpolicyd's trace socket, 0600, bound at attach
@@ -48,7 +50,7 @@ struct SessionRecord {
   std::string profile;
   std::string workspace;
   std::string git_state_dir;  // <profile_dir>/git; WriteBackAll target for `clean`
-  pid_t pid = 0;              // the owning `lazaret run`
+  pid_t pid = 0;              // the owning session worker
   int64_t started_unix = 0;
   // The run's --config FILE, canonical; empty without one. What
   // lazaret-netpolicyd resolves the session's network settings from.
@@ -58,7 +60,7 @@ struct SessionRecord {
 std::string SessionRecordJson(const SessionRecord& record);
 absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& json);
 
-// The session directory of a running `lazaret run`. Created with its lock
+// The session directory of a running session. Created with its lock
 // held; Remove() deletes everything in it (env file, router socket) and the
 // directory itself.
 class SessionDir {
@@ -105,6 +107,13 @@ absl::StatusOr<std::vector<FoundSession>> FindSessionDirs(const std::string& run
 
 // True while some process holds the lock of the session directory `path`.
 bool SessionOwnerAlive(const std::string& path);
+
+// The live session (its owner's lock held) that `arg` names among `dirs`:
+// the full id or a unique prefix; with `arg` empty, the only live session.
+// The error says why (none, several - listing them -, no match) and what
+// to do.
+absl::StatusOr<std::string> ChooseLiveSession(const std::vector<FoundSession>& dirs,
+                                              const std::string& arg);
 
 }  // namespace lazaret::cli::session
 

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <initializer_list>
 
@@ -10,7 +11,7 @@ namespace lazaret::cli::session {
 sigset_t SessionSignals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1}) sigaddset(&set, s);
   return set;
 }
 
@@ -27,5 +28,7 @@ int PendingTermination() {
   const int sig = sigtimedwait(&set, nullptr, &zero);
   return sig > 0 ? sig : 0;
 }
+
+void WakeSupervision() { kill(getpid(), SIGUSR1); }
 
 }  // namespace lazaret::cli::session

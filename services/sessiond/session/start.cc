@@ -29,7 +29,6 @@
 #include "services/sessiond/session/names.h"
 #include "services/sessiond/session/podman.h"
 #include "services/sessiond/session/profile.h"
-#include "services/sessiond/session/pty_proxy.h"
 #include "services/sessiond/session/signals.h"
 #include "services/sessiond/session/trace_config.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
@@ -67,7 +66,7 @@ absl::Status Register(LiveSession* s) {
 // certificates ends the start: never a sandbox that silently lacks them.
 absl::Status WriteHostCa(LiveSession* s) {
   if (!s->profile.trust_host_ca()) return absl::OkStatus();
-  absl::StatusOr<HostCaCertificates> certs = ReadHostCaStore(HostEnv);
+  absl::StatusOr<HostCaCertificates> certs = ReadHostCaStore(s->caller_env);
   if (!certs.ok()) {
     return absl::Status(certs.status().code(),
                         absl::StrCat(certs.status().message(), "; the sandbox was not started"));
@@ -233,39 +232,6 @@ absl::Status AttachEscalation(LiveSession* s) {
   return absl::OkStatus();
 }
 
-// With escalation on, or egress = "ask" (names the sandbox asks for are
-// shown as network requests), and no --approver remote (or
-// escalation.approver = "remote"), the session's requests may be decided in
-// this terminal. The prompt takes the terminal only when a request arrives,
-// under the same guard for both kinds.
-void StartInlineApprover(LiveSession* s) {
-  const bool asks = s->profile.network().egress() == config::v1::EGRESS_MODE_ASK;
-  if (!s->plan.sandbox.escalation.has_value() && !asks) return;
-  const bool remote = s->approver.empty() ? s->profile.escalation().approver() ==
-                                                config::v1::EscalationPolicy::APPROVER_REMOTE
-                                          : s->approver == "remote";
-  if (remote) return;
-  approve::InlineOptions o;
-  o.broker_socket = escalation::BrokerSocket(s->runtime_dir);
-  o.session_id = s->plan.id;
-  o.tty_fd = STDIN_FILENO;
-  const char* no_color = std::getenv("NO_COLOR");
-  o.color = no_color == nullptr || *no_color == '\0';
-  PtyProxy* pty = s->pty.get();
-  o.pause = [pty] { pty->Pause(); };
-  o.resume = [pty] { pty->Resume(); };
-  absl::StatusOr<std::unique_ptr<approve::InlineApprover>> a =
-      approve::InlineApprover::Start(std::move(o));
-  if (!a.ok()) {
-    // Requests then wait for `lazaret approve` (or expire, denied).
-    const std::string line = absl::StrCat("lazaret run: no inline approver (", a.status().message(),
-                                          "); use lazaret approve\r\n");
-    (void)!write(STDERR_FILENO, line.data(), line.size());
-    return;
-  }
-  s->inline_approver = std::move(*a);
-}
-
 // The held views (held/view.h): every path host programs act on in the
 // mounted workspace is shown through a per-session copy, so nothing the
 // agent writes there reaches the developer's folder. Built once the
@@ -276,8 +242,7 @@ absl::Status BuildHeldViews(LiveSession* s) {
   req.session_id = s->plan.id;
   req.workspace = s->plan.workspace_host_dir;
   req.profile_dir = s->profile.profile_dir();
-  const char* home = std::getenv("HOME");
-  req.home = home == nullptr ? "" : home;
+  req.home = s->caller_env("HOME").value_or("");
   req.session_dir = s->dir->path();
   req.rootless = s->plan.sandbox.rootless;
   std::vector<std::string> notices;
@@ -362,14 +327,22 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
                                                 st.message()));
   }
   Trace("workspace snapshot taken");
-  s->terminal.Save(s->plan.sandbox.tty);
-  if (!s->plan.sandbox.tty) return SpawnAttached(s->plan.sandbox_argv);
-  // podman gets a pty of Lazaret's own as its terminal; the developer's
-  // terminal is raw until EndSession, so every key is the sandbox's.
-  LAZ_ASSIGN_OR_RETURN(s->pty, PtyProxy::Create(PtyProxy::Options()));
-  LAZ_ASSIGN_OR_RETURN(const pid_t pid, s->pty->Start(s->plan.sandbox_argv));
-  StartInlineApprover(s);
-  return pid;
+  // podman gets a pty of the worker's own as its terminal (or three
+  // pipes); what it shows goes through the terminal policy to the hub,
+  // which keeps it for the terminals that attach (sandbox_io.h).
+  if (s->hub_events == nullptr) return absl::InternalError("the session has no attach events");
+  SandboxIo::Options io;
+  io.tty = s->plan.sandbox.tty;
+  io.rows = s->rows;
+  io.cols = s->cols;
+  io.policy.clipboard_write = s->profile.terminal().clipboard_write();
+  LAZ_ASSIGN_OR_RETURN(s->io, SandboxIo::Create(io));
+  AttachHub::Options hub;
+  hub.mode = s->plan.sandbox.tty ? AttachHub::Mode::kTty : AttachHub::Mode::kStream;
+  hub.session_id = s->plan.id;
+  s->hub = std::make_unique<AttachHub>(std::move(hub), s->io.get(), s->hub_events);
+  s->io->SetHub(s->hub.get());
+  return s->io->Start(s->plan.sandbox_argv);
 }
 
 }  // namespace lazaret::cli::session

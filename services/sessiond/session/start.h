@@ -1,4 +1,4 @@
-// Starting a planned `lazaret run` session, in this order (FR-3): the
+// Starting a planned session, in this order (FR-3): the
 // session directory and its registration with the supervisor's session
 // registry (fail closed: no supervisor, no session; it reaps the session
 // if this process dies by any means), the env file, the persistent
@@ -12,10 +12,10 @@
 // nothing more starts), the escalation endpoint when the profile enables it
 // (lazaret-brokerd's AttachSession, its answer checked before it is
 // mounted: without it nothing more starts), and only then the agent
-// sandbox (runsc) in the sidecar's network namespace,
-// attached to the terminal (with a TTY, through a pty of Lazaret's own:
-// pty_proxy.h). Runs in the `lazaret` CLI, as the user, driving podman itself (it needs
-// the TTY). Trusts the plan (plan.h) and re-checks the profile's host paths right before the
+// sandbox (runsc) in the sidecar's network namespace, on a pty of the
+// worker's own or on pipes (sandbox_io.h), its output kept for the attached
+// terminals (attach_hub.h). Runs in the session worker (lazaret-sessiond
+// --session-worker, as the user), driving podman itself. Trusts the plan (plan.h) and re-checks the profile's host paths right before the
 // sandbox starts; the router is trusted only to answer on its socket.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_START_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_START_H_
@@ -30,7 +30,8 @@ namespace lazaret::cli::session {
 // Starts what `session->plan` describes and returns the pid of the
 // sandbox's podman client. On an error, what was already acquired is in
 // `*session` for the teardown (teardown.h), and `session->stop_signal` is
-// set when a termination signal cut the start short. Preconditions: the
+// set when a termination signal cut the start short. session->hub_events
+// must be set. Preconditions: the
 // session signals are blocked (signals.h) and Lazaret's containers.conf is
 // installed (podman.h).
 absl::StatusOr<pid_t> StartSession(LiveSession* session);

@@ -4,9 +4,14 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
+#include <utility>
 
+#include "absl/time/clock.h"
 #include "services/spawn/subprocess.h"
+#include "services/sessiond/session/attach_hub.h"
 #include "services/sessiond/session/run_args.h"
 #include "services/sessiond/session/signals.h"
 #include "services/common/unix_server.h"
@@ -31,8 +36,23 @@ constexpr int kPrivilegeSweepTicks = 5;
 
 }  // namespace
 
+void StopRequests::Request(const std::string& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!reason_.has_value()) reason_ = reason;
+  }
+  WakeSupervision();
+}
+
+std::optional<std::string> StopRequests::Take() {
+  absl::MutexLock lock(&mu_);
+  return reason_;
+}
+
 int Supervise(LiveSession* s, pid_t sandbox_pid) {
   const sigset_t set = SessionSignals();
+  const UnattendedPolicy unattended =
+      UnattendedPolicyOf(s->profile.session(), /*stream=*/!s->plan.sandbox.tty);
   auto next_tick = Clock::now() + kTick;
   int ticks = 0;
   int sidecar_failures = 0;
@@ -41,6 +61,24 @@ int Supervise(LiveSession* s, pid_t sandbox_pid) {
     int status = 0;
     const pid_t w = waitpid(sandbox_pid, &status, WNOHANG);
     if (w == sandbox_pid) return ExitCodeOf(status);
+    // A clean stop, the same as SIGTERM's: asked for by an attached
+    // terminal, or the session was left unattended (the profile's
+    // [session] rule).
+    if (std::optional<std::string> reason = s->stops.Take(); reason.has_value()) {
+      s->stop_signal = SIGTERM;
+      s->stop_reason = *std::move(reason);
+      return 128 + SIGTERM;
+    }
+    absl::Time stop_at = absl::InfiniteFuture();
+    if (s->hub != nullptr) {
+      const Attendance attendance = s->hub->attendance();
+      stop_at = UnattendedStopAt(unattended, attendance);
+      if (absl::Now() >= stop_at) {
+        s->stop_signal = SIGTERM;
+        s->stop_reason = UnattendedStopReason(unattended, attendance);
+        return 128 + SIGTERM;
+      }
+    }
     const auto now = Clock::now();
     if (now >= next_tick) {
       {
@@ -75,7 +113,11 @@ int Supervise(LiveSession* s, pid_t sandbox_pid) {
       next_tick = Clock::now() + kTick;
       continue;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(next_tick - now);
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(next_tick - now);
+    if (stop_at != absl::InfiniteFuture()) {
+      left = std::min(left, std::chrono::nanoseconds(std::max<int64_t>(
+                                0, absl::ToInt64Nanoseconds(stop_at - absl::Now()))));
+    }
     timespec ts{static_cast<time_t>(left.count() / 1000000000),
                 static_cast<long>(left.count() % 1000000000)};
     const int sig = sigtimedwait(&set, nullptr, &ts);

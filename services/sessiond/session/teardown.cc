@@ -104,11 +104,9 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   // sidecar, the session directory; then the agent's commits.
   const bool ended_early = s->stop_signal != 0 || s->sidecar_lost || s->supervisor_lost;
   if (ended_early) StopSandbox(*s, sandbox_pid);
-  // A prompt still showing gives the terminal back first; then the
-  // sandbox's last output reaches the screen before Lazaret's lines.
-  s->inline_approver.reset();
-  s->pty.reset();
-  s->terminal.Restore();
+  // The sandbox's last output reaches the attached terminals before
+  // Lazaret's lines.
+  if (s->io != nullptr) s->io->Finish();
   // Whether the command ran at all: podman's own failures (125), and a
   // runtime that cannot start a container (126, 127), leave the sandbox
   // "created" or not there at all; the command's own 125-127 come from a
@@ -141,7 +139,7 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
     Say("the network sidecar stopped answering; the session was ended (a sandbox never outlives "
         "its network sidecar)");
   } else if (s->stop_signal != 0) {
-    Say(absl::StrCat("session ", s->plan.id, " stopped by ", strsignal(s->stop_signal)));
+    Say(absl::StrCat("session ", s->plan.id, " ", EndReason(*s)));
   } else if (never_started) {
     const SandboxSpec& sandbox = s->plan.sandbox;
     if (!ImageExists(sandbox.image)) {
@@ -153,8 +151,18 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
                        sandbox.runsc_path, ") and never falls back to runc or to the host."));
     }
     code = kRunFailed;
+    s->never_started = true;
   }
   return code;
+}
+
+std::string EndReason(const LiveSession& s) {
+  if (s.supervisor_lost) return "ended: the supervisor (lazaret up) is gone";
+  if (s.sidecar_lost) return "ended: the network sidecar stopped answering";
+  if (!s.stop_reason.empty()) return absl::StrCat("stopped ", s.stop_reason);
+  if (s.stop_signal != 0) return absl::StrCat("stopped by ", strsignal(s.stop_signal));
+  if (s.never_started) return "the sandbox never started";
+  return "";
 }
 
 }  // namespace lazaret::cli::session

@@ -1,46 +1,33 @@
-// The developer's terminal in a `lazaret run` session: whether the sandbox
-// gets a TTY, which $TERM it sees and the host's compiled terminfo entry
-// for it (terminfo.h), and the terminal mode, saved before the sandbox
-// owns the terminal and restored after it is gone. Runs in the `lazaret`
-// CLI on the host, in the developer's terminal; $TERM comes from the
-// developer's own environment and is checked before it becomes part of a
-// path.
+// The terminal a session's sandbox sees: whether it gets a TTY (the
+// starting client's stdin and stdout are a terminal: StartRequest.terminal),
+// which $TERM it sees and the host's compiled terminfo entry for it
+// (terminfo.h). Runs in the session worker (lazaret-sessiond
+// --session-worker, as the user); $TERM and the terminfo search variables
+// come from the caller's environment (StartRequest.env) and $TERM is
+// checked before it becomes part of a path.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_TERMINAL_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_TERMINAL_H_
-
-#include <termios.h>
 
 #include <optional>
 #include <string>
 
+#include "services/sessiond/session/env.h"
 #include "services/sessiond/session/terminfo.h"
 
 namespace lazaret::cli::session {
 
 struct TerminalSetup {
-  bool tty = false;  // stdin and stdout are a terminal: the sandbox gets one
-  // The host's $TERM when tty and it is a valid terminfo name, else empty.
+  bool tty = false;  // the caller's stdin and stdout are a terminal: the sandbox gets one
+  // The caller's $TERM when tty and it is a valid terminfo name, else empty.
   std::string term;
   // Its compiled entry on the host, when there is one.
   std::optional<TerminfoEntry> terminfo;
 };
 
-// Looks at stdin, stdout and $TERM, and for the terminfo entry; says so on
-// stderr when a valid $TERM has no entry on this host.
-TerminalSetup DetectTerminal();
-
-// The terminal mode of stdin, when the sandbox gets a TTY.
-class SavedTerminalMode {
- public:
-  // Saves the mode (tcgetattr) when `tty`; otherwise Restore does nothing.
-  void Save(bool tty);
-  // Puts the saved mode back (TCSADRAIN), if one was saved.
-  void Restore() const;
-
- private:
-  bool saved_ = false;
-  termios mode_{};
-};
+// The terminal of a caller that has one (`tty`), from its environment
+// (TERM, TERMINFO, TERMINFO_DIRS, HOME); says so when a valid $TERM has no
+// entry on this host.
+TerminalSetup CallerTerminal(bool tty, const HostEnvLookup& caller_env);
 
 }  // namespace lazaret::cli::session
 

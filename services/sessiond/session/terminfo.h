@@ -1,8 +1,9 @@
 // Finding the host terminal's compiled terminfo entry, so that a sandbox
 // image that lacks it (xterm-kitty, xterm-ghostty, alacritty, ...) still
-// drives the user's terminal correctly (SPEC NFR-3). Runs in the `lazaret`
-// CLI on the host. $TERM and the search variables come from the user's own
-// environment; the name is checked before it becomes part of any path.
+// drives the user's terminal correctly. Runs in the session worker
+// (lazaret-sessiond --session-worker) on the host. $TERM and the search
+// variables come from the caller's environment (StartRequest.env); the
+// name is checked before it becomes part of any path.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_TERMINFO_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_TERMINFO_H_
 
@@ -18,7 +19,8 @@ namespace lazaret::cli::session {
 // points there.
 inline constexpr char kSandboxTerminfoDir[] = "/run/lazaret/terminfo";
 
-// Where to look, taken from the environment of `lazaret run`.
+// Where to look, taken from the environment of `lazaret run`
+// (terminal.h CallerTerminal).
 struct TerminfoSearch {
   std::string terminfo;       // $TERMINFO
   std::string home;           // $HOME

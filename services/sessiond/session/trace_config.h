@@ -3,7 +3,7 @@
 // one trace point `syscall/connect/exit` and sends it to lazaret-netpolicyd's
 // trace socket in the session directory (services/netpolicyd/trace_sink.h),
 // so every connect() the agent makes, allowed or refused, is logged with
-// the rule that decided it. Runs in the `lazaret` CLI. The sink is set up
+// the rule that decided it. Runs in the session worker. The sink is set up
 // with ignore_setup_error false: runsc refuses to start a sandbox whose
 // log socket is not there, so no sandbox runs unlogged.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_TRACE_CONFIG_H_

@@ -12,19 +12,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "services/spawn/subprocess.h"
 #include "services/common/fs/dir.h"
 #include "services/common/fs/file.h"
-#include "services/common/fs/path.h"
 #include "services/common/fs/sha256.h"
 #include "services/common/status_util.h"
+#include "services/spawn/subprocess.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::workspace {
 namespace {
 
-using fs::Basename;
+using vocab::Basename;
 using fs::DirFd;
-using fs::Dirname;
+using vocab::Dirname;
 using fs::ListNames;
 using fs::UniqueFd;
 

@@ -5,17 +5,17 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "services/spawn/subprocess.h"
 #include "services/sessiond/workspace/ownership.h"
 #include "services/sessiond/workspace/walk.h"
-#include "services/common/fs/path.h"
+#include "services/spawn/subprocess.h"
+#include "services/vocab/host_path.h"
 
 namespace lazaret::cli::workspace {
 namespace {
 
-using fs::Basename;
+using vocab::Basename;
 using fs::DirFd;
-using fs::Dirname;
+using vocab::Dirname;
 
 constexpr size_t kMaxEditorFilesShown = 50;
 constexpr size_t kMaxSymlinksShown = 50;

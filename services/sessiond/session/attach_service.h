@@ -1,0 +1,48 @@
+// AttachService (protos/lazaret/session/v1/session.proto) on a session's
+// attach socket, <session dir>/attach.sock: each Attach call is one
+// attached terminal of the session's hub (attach_hub.h). The first message
+// must be the hello; the call then carries the client's input to the hub
+// and the client's queue to the client until the session ends (its exit is
+// the last message), the client goes, or it falls too far behind.
+//
+// Runs in the session worker (lazaret-sessiond --session-worker, as the
+// user), on gRPC's threads. Only connections of the worker's own uid are
+// accepted (GrpcUnixServer's peer check); the session directory is 0700.
+// What a client sends is bounded by the server's message limit and checked
+// by the hub.
+#ifndef LAZARET_SERVICES_SESSIOND_SESSION_ATTACH_SERVICE_H_
+#define LAZARET_SERVICES_SESSIOND_SESSION_ATTACH_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "lazaret/session/v1/session.grpc.pb.h"
+#include "services/common/service_catalog.h"
+#include "services/common/unix_server.h"
+#include "services/sessiond/session/attach_hub.h"
+
+namespace lazaret::cli::session {
+
+// The attach socket's name in the session directory (the service catalog's).
+inline constexpr const auto& kAttachSocketName = ::lazaret::kAttachSocketName;
+
+class AttachServiceImpl final : public lazaret::session::v1::AttachService::Service {
+ public:
+  explicit AttachServiceImpl(AttachHub* hub) : hub_(hub) {}
+
+  grpc::Status Attach(grpc::ServerContext* context,
+                      grpc::ServerReaderWriter<lazaret::session::v1::AttachOutput,
+                                               lazaret::session::v1::AttachInput>* stream) override;
+
+ private:
+  AttachHub* const hub_;
+};
+
+// Binds `socket_path` and serves `service` there for this process's uid.
+absl::StatusOr<std::unique_ptr<GrpcUnixServer>> ServeAttach(const std::string& socket_path,
+                                                            AttachServiceImpl* service);
+
+}  // namespace lazaret::cli::session
+
+#endif  // LAZARET_SERVICES_SESSIOND_SESSION_ATTACH_SERVICE_H_

@@ -1,0 +1,400 @@
+#include "services/sessiond/session/worker.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "clients/lazaret/escalation/endpoint.h"
+#include "lazaret/session/v1/session.pb.h"
+#include "services/common/status_util.h"
+#include "services/common/unix_server.h"
+#include "services/sessiond/gitshadow/plan.h"
+#include "services/sessiond/session/attach_hub.h"
+#include "services/sessiond/session/attach_service.h"
+#include "services/sessiond/session/console.h"
+#include "services/sessiond/session/dry_run.h"
+#include "services/sessiond/session/env.h"
+#include "services/sessiond/session/live_session.h"
+#include "services/sessiond/session/mounts.h"
+#include "services/sessiond/session/plan.h"
+#include "services/sessiond/session/podman.h"
+#include "services/sessiond/session/profile.h"
+#include "services/sessiond/session/run_args.h"
+#include "services/sessiond/session/session_dir.h"
+#include "services/sessiond/session/signals.h"
+#include "services/sessiond/session/start.h"
+#include "services/sessiond/session/supervise.h"
+#include "services/sessiond/session/teardown.h"
+#include "services/sessiond/session/terminal.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+namespace sv1 = ::lazaret::session::v1;
+
+// One packet on the control socket (session.proto: at most 1 MiB).
+constexpr size_t kMaxPacket = 1 << 20;
+// After the session's exit: how long the attached terminals have to take
+// their last messages. A stream session's client may still be reading the
+// command's last output, which it must not lose.
+constexpr absl::Duration kTtyExitGrace = absl::Seconds(2);
+constexpr absl::Duration kStreamExitGrace = absl::Seconds(10);
+// The pty's size is clamped to this (a client's claim).
+constexpr uint32_t kMaxWindowSide = 4096;
+
+absl::StatusOr<sv1::StartRequest> ReadStartRequest(int fd) {
+  std::string buf(kMaxPacket + 1, '\0');
+  ssize_t n;
+  do {
+    n = recv(fd, buf.data(), buf.size(), MSG_TRUNC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return ErrnoStatus("reading the StartRequest from lazaret-sessiond", errno);
+  if (n == 0) return absl::FailedPreconditionError("lazaret-sessiond sent no StartRequest");
+  if (static_cast<size_t>(n) > kMaxPacket) {
+    return absl::InvalidArgumentError("the StartRequest is larger than 1 MiB");
+  }
+  sv1::StartRequest req;
+  if (!req.ParseFromArray(buf.data(), static_cast<int>(n))) {
+    return absl::InvalidArgumentError("the StartRequest from lazaret-sessiond does not parse");
+  }
+  return req;
+}
+
+// The worker's side of the control socket: reports to lazaret-sessiond,
+// one packet each, from any thread. Once sessiond is gone, reports are
+// dropped (its death signal stops the session meanwhile).
+class Control {
+ public:
+  explicit Control(int fd) : fd_(fd) {}
+
+  void Send(const sv1::WorkerReport& report) {
+    std::string bytes;
+    if (!report.SerializeToString(&bytes) || bytes.size() > kMaxPacket) return;
+    absl::MutexLock lock(&mu_);
+    if (gone_) return;
+    ssize_t n;
+    do {
+      n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) gone_ = true;
+  }
+
+  void Event(sv1::StartEvent event) {
+    sv1::WorkerReport r;
+    *r.mutable_event() = std::move(event);
+    Send(r);
+  }
+
+  void Notice(const std::string& line) {
+    sv1::StartEvent e;
+    e.set_notice(line);
+    Event(std::move(e));
+  }
+
+  void Failed(int exit_code, const std::string& message) {
+    sv1::StartEvent e;
+    e.mutable_failed()->set_exit_code(exit_code);
+    e.mutable_failed()->set_message(message);
+    Event(std::move(e));
+  }
+
+ private:
+  const int fd_;
+  absl::Mutex mu_;
+  bool gone_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// What the worker knows of its session for SessionService.List, and the
+// hub's events: a stop from a terminal, attendance that changed.
+class Worker : public AttachHub::Events {
+ public:
+  Worker(Control* control, LiveSession* session) : control_(control), s_(session) {}
+
+  // Fixed once the session is planned, before any attach thread exists.
+  void Describe(const sv1::StartRequest& req, const std::vector<std::string>& command) {
+    info_.set_id(s_->plan.id);
+    info_.set_profile(s_->profile.name());
+    info_.set_workspace(req.workspace_dir());
+    info_.set_started_unix(time(nullptr));
+    info_.set_tty(s_->plan.sandbox.tty);
+    info_.set_worker_pid(getpid());
+    for (const std::string& c : command) info_.add_command(c);
+    unattended_ = UnattendedPolicyOf(s_->profile.session(), !s_->plan.sandbox.tty);
+  }
+  void SetAttachSocket(const std::string& path) { info_.set_attach_socket(path); }
+
+  void SetState(sv1::SessionState state) {
+    state_ = state;
+    Report();
+  }
+
+  void StopRequested(const std::string& reason) override { s_->stops.Request(reason); }
+
+  void AttendanceChanged() override {
+    Report();
+    // The supervision loop recomputes when an unattended session stops.
+    WakeSupervision();
+  }
+
+  void Report() {
+    sv1::WorkerReport r;
+    sv1::SessionInfo* info = r.mutable_info();
+    *info = info_;
+    info->set_state(state_.load());
+    AttachHub* hub = hub_.load();
+    if (hub != nullptr) {
+      const Attendance a = hub->attendance();
+      info->set_attached(a.attached);
+      if (a.attached == 0) info->set_detached_since_unix(absl::ToUnixSeconds(a.detached_since));
+      const absl::Time stop_at = UnattendedStopAt(unattended_, a);
+      if (stop_at != absl::InfiniteFuture()) info->set_stop_at_unix(absl::ToUnixSeconds(stop_at));
+    }
+    control_->Send(r);
+  }
+
+  void SetHub(AttachHub* hub) { hub_ = hub; }
+
+ private:
+  Control* const control_;
+  LiveSession* const s_;
+  sv1::SessionInfo info_;  // the fixed part, written before any attach thread
+  UnattendedPolicy unattended_;
+  std::atomic<sv1::SessionState> state_{sv1::SESSION_STATE_STARTING};
+  std::atomic<AttachHub*> hub_{nullptr};
+};
+
+// The caller's environment, as StartRequest.env gave it.
+HostEnvLookup CallerEnv(const sv1::StartRequest& req) {
+  auto env = std::make_shared<std::map<std::string, std::string>>(req.env().begin(),
+                                                                  req.env().end());
+  return [env](const std::string& name) -> std::optional<std::string> {
+    auto it = env->find(name);
+    if (it == env->end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+uint32_t Side(uint32_t v, uint32_t fallback) {
+  if (v == 0) return fallback;
+  return v > kMaxWindowSide ? kMaxWindowSide : v;
+}
+
+// The profile, then everything on the host the plan is made of, then the
+// plan. Planning the Git Shadow may create the agent branch and the state
+// directories, also for --dry-run.
+absl::Status Plan(const WorkerOptions& o, const RunArgs& args, const sv1::StartRequest& req,
+                  LiveSession* s) {
+  Trace("start");
+  LAZ_ASSIGN_OR_RETURN(s->profile, ResolveProfile(o.runtime_dir, s->workspace_dir,
+                                                  args.explicit_config, args.profile));
+  LAZ_RETURN_IF_ERROR(
+      RecheckProfileHostPaths(s->profile, o.runtime_dir, s->workspace_dir, args.explicit_config));
+  Trace("profile resolved");
+  PlanInputs in;
+  // Environment first: an unset env:VAR refuses before anything exists.
+  LAZ_ASSIGN_OR_RETURN(in.profile_env, ResolveProfileEnv(s->profile, s->caller_env));
+
+  // Never a weaker runtime, never the host.
+  absl::StatusOr<std::string> runsc = FindRunsc();
+  if (!runsc.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to start: ", runsc.status().message(),
+        ". Lazaret runs agents only under gVisor and never falls back to runc or to the host."));
+  }
+  LAZ_ASSIGN_OR_RETURN(in.runc_path, FindRunc());
+  in.runsc_path = *std::move(runsc);
+  in.sandbox_init_host = absl::StrCat(o.libexec_dir, "/lazaret-sandbox-init");
+  if (access(in.sandbox_init_host.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        in.sandbox_init_host,
+        " is missing; build Lazaret (ninja lazaret-sandbox-init) or set LAZARET_LIBEXEC_DIR"));
+  }
+  if (s->profile.escalation().enabled()) {
+    in.escalate_client_host = absl::StrCat(o.libexec_dir, "/lazaret-escalate");
+    if (access(in.escalate_client_host.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          in.escalate_client_host,
+          " is missing; build Lazaret (ninja lazaret-escalate) or set LAZARET_LIBEXEC_DIR, or set "
+          "[escalation] enabled = false to run without host escalation"));
+    }
+  }
+  in.terminal = CallerTerminal(req.has_terminal(), s->caller_env);
+
+  // The Git Shadow (gitshadow/plan.h).
+  gitshadow::GitShadowRequest greq;
+  greq.workspace_dir = s->workspace_dir;
+  greq.profile = s->profile.name();
+  greq.state_dir = GitStateDir(s->profile);
+  greq.branch = args.branch;
+  greq.worktree_mode = args.worktree;
+  LAZ_ASSIGN_OR_RETURN(gitshadow::GitShadowPlan git, gitshadow::PlanGitShadow(greq));
+  Trace("git shadow planned");
+  for (const auto& n : git.notices) Say(n);
+
+  in.session_id = NewSessionId();
+  in.escalation_certs_dir = escalation::ExpectedCertsDir(geteuid(), in.session_id);
+  in.runtime_dir = o.runtime_dir;
+  in.workspace_dir = s->workspace_dir;
+  in.rootless = Rootless();
+  in.command = args.command;
+  LAZ_ASSIGN_OR_RETURN(s->plan, PlanSession(in, s->profile, git));
+  s->writes.set_git(std::move(git));
+  return absl::OkStatus();
+}
+
+// The session from the parsed request to its end. Returns once the
+// session is torn down and every attached terminal had its exit.
+void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* control) {
+  absl::StatusOr<RunArgs> args = ParseRunArgs({req.args().begin(), req.args().end()},
+                                              req.workspace_dir());
+  if (!args.ok()) {
+    control->Failed(kRunFailed, absl::StrCat(args.status().message(), "\n", kRunUsage));
+    return;
+  }
+  if (args->help) {
+    sv1::StartEvent e;
+    e.set_plan(kRunUsage);
+    control->Event(std::move(e));
+    return;
+  }
+  if (req.workspace_dir().empty() || req.workspace_dir()[0] != '/') {
+    control->Failed(kRunFailed, "the workspace directory must be an absolute path");
+    return;
+  }
+  // --config FILE by its canonical path: what configd resolves now is what
+  // lazaret-netpolicyd resolves again from the session record. A file that
+  // cannot be resolved is left as given for configd to report.
+  if (char resolved[PATH_MAX];
+      !args->explicit_config.empty() && realpath(args->explicit_config.c_str(), resolved)) {
+    args->explicit_config = resolved;
+  }
+  // Every podman this session starts reads only Lazaret's containers.conf.
+  // setenv before any thread exists. Without the runtime directory Lazaret
+  // is not up, which the profile request below reports.
+  if (struct stat st{}; stat(o.runtime_dir.c_str(), &st) == 0) {
+    if (absl::Status s = InstallContainersConf(o.runtime_dir).status(); !s.ok()) {
+      control->Failed(kRunFailed, std::string(s.message()));
+      return;
+    }
+  }
+
+  LiveSession s;
+  s.runtime_dir = o.runtime_dir;
+  s.workspace_dir = req.workspace_dir();
+  s.explicit_config = args->explicit_config;
+  s.ports = args->ports;
+  s.caller_env = CallerEnv(req);
+  if (req.has_terminal()) {
+    s.rows = Side(req.terminal().rows(), 24);
+    s.cols = Side(req.terminal().cols(), 80);
+  }
+  Worker worker(control, &s);
+  s.hub_events = &worker;
+  auto fail = [&](const absl::Status& status) {
+    ReleaseSession(&s);
+    control->Failed(kRunFailed, std::string(status.message()));
+  };
+
+  if (absl::Status st = Plan(o, *args, req, &s); !st.ok()) return fail(st);
+  if (args->dry_run) {
+    sv1::StartEvent e;
+    e.set_plan(DryRunText(s.plan, o.runtime_dir, IsRealDirectory));
+    control->Event(std::move(e));
+    return;
+  }
+  worker.Describe(req, args->command);
+  worker.Report();
+  absl::StatusOr<pid_t> pid = StartSession(&s);
+  if (!pid.ok()) {
+    if (s.stop_signal != 0) {
+      ReleaseSession(&s);
+      control->Failed(128 + s.stop_signal, std::string(pid.status().message()));
+      return;
+    }
+    return fail(pid.status());
+  }
+  worker.SetHub(s.hub.get());
+
+  // The attach socket, in the session directory (0700): the teardown's
+  // removal of the directory and the reap of a dead session take it along.
+  const std::string socket = absl::StrCat(s.dir->path(), "/", kAttachSocketName);
+  AttachServiceImpl service(s.hub.get());
+  absl::StatusOr<std::unique_ptr<GrpcUnixServer>> server = ServeAttach(socket, &service);
+  if (!server.ok()) {
+    s.stop_signal = SIGTERM;
+    s.stop_reason = "because its attach socket could not be served";
+    const int code = EndSession(&s, *pid, 128 + SIGTERM);
+    (void)code;
+    control->Failed(kRunFailed, absl::StrCat("the session's attach socket ", socket,
+                                             " could not be served: ",
+                                             server.status().message()));
+    return;
+  }
+  worker.SetAttachSocket(socket);
+
+  // Started: from here on Lazaret's lines go to the attached terminals.
+  AttachHub* hub = s.hub.get();
+  SetNoticeSink([hub](const std::string& line) { hub->Notice(line); });
+  sv1::StartEvent started;
+  started.mutable_started()->set_session_id(s.plan.id);
+  started.mutable_started()->set_attach_socket(socket);
+  control->Event(std::move(started));
+  worker.SetState(sv1::SESSION_STATE_RUNNING);
+
+  int code = Supervise(&s, *pid);
+  Trace("sandbox exited");
+  worker.SetState(sv1::SESSION_STATE_STOPPING);
+  code = EndSession(&s, *pid, code);
+
+  hub->Exit(code, EndReason(s));
+  (void)hub->WaitAllDetached(hub->mode() == AttachHub::Mode::kStream ? kStreamExitGrace
+                                                                     : kTtyExitGrace);
+  SetNoticeSink(nullptr);
+  (*server)->Shutdown();
+}
+
+}  // namespace
+
+int RunSessionWorker(const WorkerOptions& options) {
+  // Before any thread exists: the signals the session takes synchronously
+  // (gRPC's threads inherit the mask), and a control socket or attach
+  // stream that breaks is an error return, not a death.
+  BlockSessionSignals();
+  signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<sv1::StartRequest> req = ReadStartRequest(options.control_fd);
+  if (!req.ok()) {
+    std::fprintf(stderr, "lazaret-sessiond --session-worker: %s\n",
+                 std::string(req.status().message()).c_str());
+    return 2;
+  }
+  Control control(options.control_fd);
+  {
+    auto trace = req->env().find("LAZARET_TRACE");
+    SetTraceEnabled(trace != req->env().end() && trace->second == "1");
+  }
+  // Until the session runs, Lazaret's lines go to the Start caller.
+  SetNoticeSink([&control](const std::string& line) { control.Notice(line); });
+  RunWorker(options, *req, &control);
+  SetNoticeSink(nullptr);
+  return 0;
+}
+
+}  // namespace lazaret::cli::session
