@@ -17,7 +17,7 @@
 #include "clients/lazaret/config/print.h"
 #include "clients/lazaret/config/trust_review.h"
 #include "lazaret/config/v1/config.pb.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/layer_files.h"
 #include "services/configd/trust_store.h"
 #include "services/vocab/escape.h"

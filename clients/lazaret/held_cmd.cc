@@ -14,13 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/held/command.h"
 #include "clients/lazaret/held/display.h"
-#include "clients/lazaret/config/configd_client.h"
+#include "services/common/profile_paths/resolve_profile.h"
 #include "services/sessiond/session/session_dir.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
@@ -42,36 +41,10 @@ absl::StatusOr<std::string> Canonical(const std::string& path) {
 absl::StatusOr<lazaret::config::v1::ResolvedProfile> ResolveHeldProfile(
     const std::string& runtime_dir, const std::string& cwd, const std::string& explicit_config,
     const std::string& profile) {
-  namespace cpb = ::lazaret::config::v1;
-  config::ConfigdClient client(runtime_dir);
-  cpb::ResolveProfileRequest req;
-  req.mutable_selector()->set_workspace_dir(cwd);
-  req.mutable_selector()->set_explicit_config(explicit_config);
-  req.set_profile(profile);
-  cpb::ResolveProfileResponse resp;
-  const grpc::Status s = client.ResolveProfile(req, &resp);
-  if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return absl::UnavailableError(
-          absl::StrCat("Lazaret is not running (no answer from the config service on ",
-                       client.socket(), "). Start it first; run: lazaret up"));
-    }
-    return absl::Status(FromGrpcStatus(s).code(),
-                        absl::StrCat("resolving the profile: ", s.error_message()));
-  }
-  // Warnings about other profiles belong to `lazaret config check`.
-  const std::string own = absl::StrCat("profiles.", resp.profile().name());
-  for (const cpb::Diagnostic& d : resp.warnings()) {
-    if (absl::StartsWith(d.key_path(), "profiles.") && d.key_path() != own &&
-        !absl::StartsWith(d.key_path(), own + ".")) {
-      continue;
-    }
-    std::fprintf(stderr, "lazaret: warning: %s%s: %s: %s\n", d.file().c_str(),
-                 d.line() > 0 ? absl::StrCat(":", d.line()).c_str() : "", d.key_path().c_str(),
-                 d.message().c_str());
-  }
-  return resp.profile();
+  return ::lazaret::config::ResolveProfileThroughConfigd(
+      runtime_dir, cwd, explicit_config, profile, [](const std::string& line) {
+        std::fprintf(stderr, "lazaret: %s\n", line.c_str());
+      });
 }
 
 // Apply writes the folder's files that a running session has bound as

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "escalate/client/options.h"
+#include "services/vocab/profile_name.h"
 #include "services/wire/messages.h"
 #include "services/wire/strict_json.h"
 #include "services/common/fs/fd.h"
@@ -162,7 +163,7 @@ absl::StatusOr<std::unique_ptr<ClientIdentity>> ClientIdentity::Load(const std::
     if (rest.substr(0, sizeof(kSessionSanPrefix) - 1) != kSessionSanPrefix) continue;
     rest.remove_prefix(sizeof(kSessionSanPrefix) - 1);
     const size_t colon = rest.find(':');
-    if (colon == absl::string_view::npos || !IsValidProfileName(rest.substr(0, colon)) ||
+    if (colon == absl::string_view::npos || !vocab::IsValidProfileName(rest.substr(0, colon)) ||
         !IsSessionId(rest.substr(colon + 1))) {
       return absl::InvalidArgumentError(
           absl::StrCat("client.pem names a malformed session: ", QuoteForError(uri)));

@@ -100,9 +100,12 @@ inline constexpr std::array<const ServiceEntry*, 6> kServiceCatalog = {
 
 // The sockets every session has of its own, in directories of that
 // session: lazaret-brokerd's escalation endpoint (mounted into the
-// sidecar), and the session worker's AttachService.
+// sidecar), and the session worker's AttachService and its framed twin.
 inline constexpr char kEscalationSocketName[] = "escalate.sock";
 inline constexpr char kAttachSocketName[] = "attach.sock";
+// The same protocol framed on a plain socket, which a terminal attaches
+// through (services/sessiond/session/attach_frames.h).
+inline constexpr char kAttachFramesSocketName[] = "attach-frames.sock";
 
 // The catalog's entry named `name`; nullptr when there is none.
 const ServiceEntry* FindService(std::string_view name);

@@ -1,6 +1,6 @@
 # The configuration loader's core: TOML schema, merge, narrowing, expansion.
 # It needs only Abseil, toml++ (header-only, TOML_EXCEPTIONS=0),
-# persist_layout, and lazaret_vocab's auto_approve rules, path checks,
+# persist_layout, host_paths (services/common/profile_paths), and lazaret_vocab's auto_approve rules, path checks,
 # CIDRs, domain patterns, escaping, port forwards, profile names, shell
 # words and UTF-8, so the libFuzzer build in tests/fuzz can compile it with
 # clang on its own.
@@ -9,7 +9,6 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/diagnostics.cc
   ${CMAKE_CURRENT_LIST_DIR}/dns_upstream.cc
   ${CMAKE_CURRENT_LIST_DIR}/embedded_default.cc
-  ${CMAKE_CURRENT_LIST_DIR}/host_paths.cc
   ${CMAKE_CURRENT_LIST_DIR}/loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/narrowing.cc
   ${CMAKE_CURRENT_LIST_DIR}/network_narrowing.cc
@@ -19,6 +18,7 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/schema_values.cc
   ${CMAKE_CURRENT_LIST_DIR}/toml_reader.cc
   ${CMAKE_CURRENT_LIST_DIR}/../common/persist_layout.cc
+  ${CMAKE_CURRENT_LIST_DIR}/../common/profile_paths/host_paths.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/auto_approve.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/auto_approve_classes.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/auto_approve_runners.cc

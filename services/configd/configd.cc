@@ -8,7 +8,7 @@
 #include "services/common/log.h"
 #include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/layer_files.h"
 #include "services/configd/profile_edit.h"
 #include "services/configd/proto_convert.h"

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "services/configd/diagnostics.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/schema.h"
 #include "services/vocab/auto_approve.h"
 #include "services/vocab/cidr.h"

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/configd/diagnostics.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/loader.h"
 #include "services/configd/schema.h"
 

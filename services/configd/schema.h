@@ -15,7 +15,7 @@
 
 #include "absl/strings/string_view.h"
 #include "services/configd/diagnostics.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/schema_values.h"
 #include "services/vocab/auto_approve.h"
 #include "services/vocab/cidr.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/loader.h"
 
 namespace lazaret::config::testing {

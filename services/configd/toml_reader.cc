@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/configd/dns_upstream.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/vocab/domain_pattern.h"
 
 namespace lazaret::config {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/common/status_util.h"
+#include "services/vocab/profile_name.h"
 #include "services/vocab/utf8.h"
 #include "services/wire/strict_json.h"
 
@@ -43,7 +44,7 @@ absl::Status CheckRequest(const v1::EscalateRequest& r) {
                                                      " has a character outside [A-Za-z0-9._-]"));
     }
   }
-  if (!IsValidProfileName(r.profile())) {
+  if (!vocab::IsValidProfileName(r.profile())) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile ", QuoteForError(r.profile()), " is not a profile name"));
   }
@@ -114,15 +115,6 @@ std::string Print(const google::protobuf::Message& message) {
 
 }  // namespace
 
-bool IsValidProfileName(absl::string_view p) {
-  if (p.empty() || p.size() > 32) return false;
-  for (size_t i = 0; i < p.size(); ++i) {
-    const char c = p[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || (c != '_' && c != '-'))) return false;
-  }
-  return true;
-}
 
 absl::StatusOr<v1::EscalateRequest> ParseRequest(absl::string_view json) {
   v1::EscalateRequest request;

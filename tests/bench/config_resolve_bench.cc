@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/layer_files.h"
 #include "services/configd/toml.h"
 

@@ -1,8 +1,8 @@
 // Benchmark of a session's terminal path through the session service: the
 // same shell script runs under `lazaret run` (the sandbox's podman on the
 // session worker's pty, its output through the worker's terminal filter
-// and AttachService to the `lazaret run` client, whose terminal is the
-// bench's pty) and under a bare
+// and the framed attach socket (attach-frames.sock) to the `lazaret run`
+// client, whose terminal is the bench's pty) and under a bare
 // `podman run -t` of the same image under runsc with the podman flags
 // Lazaret uses where they touch the terminal (--interactive --tty
 // --log-driver=none --detach-keys=), each on a pty the bench opened, twice

@@ -644,7 +644,10 @@ TEST_F(RunE2eTest, StopSignalsTheRegisteredOwnerNeverAPidFromAFile) {
   }
   const std::string record = Env().runtime_dir + "/sessions/" + id + "/session.json";
   std::string json = test::ReadFile(record);
-  const std::string key = "\"pid\": " + std::to_string(pid);
+  // The registered owner is the session's worker in lazaret-sessiond.
+  const pid_t worker = SessionWorkerPid();
+  ASSERT_GT(worker, 0) << json;
+  const std::string key = "\"pid\": " + std::to_string(worker);
   ASSERT_NE(json.find(key), std::string::npos) << json;
   json.replace(json.find(key), key.size(), "\"pid\": " + std::to_string(sleeper));
   std::ofstream(record, std::ios::trunc) << json;

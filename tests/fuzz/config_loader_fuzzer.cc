@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "services/configd/dns_upstream.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 #include "services/configd/loader.h"
 #include "services/configd/schema_values.h"
 #include "services/vocab/auto_approve.h"

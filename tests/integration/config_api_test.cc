@@ -729,10 +729,11 @@ TEST_F(ConfigApiTest, AUserConfigThatResolvesIntoTheWorkspaceIsRefused) {
   EXPECT_THAT(check.err, HasSubstr("is inside the workspace"));
 }
 
-// D4: `lazaret run` does not mount what lazaret-configd returns on its
-// word. Here configd runs with another home than the CLI (as a configd that
-// resolves paths wrongly would): it accepts a volume that, for the user
-// running `lazaret run`, is ~/.ssh. The CLI refuses before anything starts.
+// D4: a session does not mount what lazaret-configd returns on its word.
+// Here configd runs with another home than lazaret-sessiond (as a configd
+// that resolves paths wrongly would): it accepts a volume that, for the
+// user the session runs as, is ~/.ssh. The session worker refuses before
+// anything starts, and `lazaret run` says so.
 TEST_F(ConfigApiTest, LazaretRunRechecksTheResolvedProfileBeforeStartingAnything) {
   const std::string other_home = dir_.path() + "/home2";
   MakeDirs(other_home + "/.ssh");
@@ -745,6 +746,28 @@ TEST_F(ConfigApiTest, LazaretRunRechecksTheResolvedProfileBeforeStartingAnything
 
   std::map<std::string, std::string> env = env_;
   env["HOME"] = other_home;
+  // lazaret-sessiond, whose home is home2, runs the session.
+  std::vector<std::string> env_storage;
+  for (const std::string& kv : EnvStrings()) {
+    if (kv.rfind("HOME=", 0) != 0) env_storage.push_back(kv);
+  }
+  env_storage.push_back("HOME=" + other_home);
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string bin = Binary("lazaret-sessiond");
+  std::string flag = "--runtime-dir=" + run_;
+  char* argv[] = {bin.data(), flag.data(), nullptr};
+  pid_t sessiond = -1;
+  ASSERT_EQ(posix_spawn(&sessiond, bin.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  const bool up = test::WaitFor([&] { return CheckHealth(run_ + "/sessiond.sock", 200).ok(); },
+                                std::chrono::seconds(15));
+  auto stop_sessiond = [&] {
+    kill(sessiond, SIGTERM);
+    waitpid(sessiond, nullptr, 0);
+  };
+  if (!up) stop_sessiond();
+  ASSERT_TRUE(up) << "lazaret-sessiond did not become healthy";
   CommandResult r =
       test::Run({"env", "-C", ws_, Binary("lazaret"), "run", "--dry-run", "--", "true"}, env);
   EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
@@ -753,6 +776,7 @@ TEST_F(ConfigApiTest, LazaretRunRechecksTheResolvedProfileBeforeStartingAnything
   EXPECT_THAT(r.err, HasSubstr("~/.ssh (ssh keys)"));
   EXPECT_THAT(r.err, HasSubstr("Nothing was started"));
   EXPECT_THAT(r.out, Not(HasSubstr("podman")));  // not even a dry-run plan
+  stop_sessiond();
   // The profile directory was not created from the refused profile.
   struct stat st {};
   EXPECT_NE(stat((home_ + "/.local/share/lazaret/default").c_str(), &st), 0);

@@ -27,6 +27,7 @@
 #include "clients/lazaret/escalation/broker_client.h"
 #include "lazaret/session/v1/session.grpc.pb.h"
 #include "services/common/unix_server.h"
+#include "services/sessiond/session/attach_frames.h"
 #include "services/terminal/output_filter.h"
 #include "services/terminal/terminal_modes.h"
 
@@ -60,11 +61,74 @@ pb::WindowSize SizeOf(int in_fd, int out_fd) {
   return size;
 }
 
+// What carries one attachment: AttachService's gRPC call, or for a
+// terminal the framed socket beside it (services/sessiond/session/
+// attach_frames.h), where a key and its echo cost no RPC machinery.
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  virtual bool Write(const pb::AttachInput& in) = 0;
+  virtual bool Read(pb::AttachOutput* out) = 0;
+  // No more input: the worker reads the end.
+  virtual void WritesDone() = 0;
+  // Makes a Read blocked on the channel return false.
+  virtual void Cancel() = 0;
+  // After Read returned false: empty when the worker closed cleanly, else
+  // what broke.
+  virtual std::string Finish() = 0;
+};
+
+class GrpcChannel final : public Channel {
+ public:
+  explicit GrpcChannel(const std::string& socket)
+      : stub_(pb::AttachService::NewStub(DialUnix(socket))), stream_(stub_->Attach(&context_)) {}
+  bool Write(const pb::AttachInput& in) override { return stream_->Write(in); }
+  bool Read(pb::AttachOutput* out) override { return stream_->Read(out); }
+  void WritesDone() override { (void)stream_->WritesDone(); }
+  void Cancel() override { context_.TryCancel(); }
+  std::string Finish() override {
+    const grpc::Status s = stream_->Finish();
+    return s.ok() ? std::string() : s.error_message();
+  }
+
+ private:
+  std::unique_ptr<pb::AttachService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::AttachInput, pb::AttachOutput>> stream_;
+};
+
+class FramedClientChannel final : public Channel {
+ public:
+  explicit FramedClientChannel(std::unique_ptr<session::FramedChannel> channel)
+      : channel_(std::move(channel)) {}
+  bool Write(const pb::AttachInput& in) override { return channel_->Write(in); }
+  bool Read(pb::AttachOutput* out) override { return channel_->Read(out); }
+  void WritesDone() override { channel_->ShutdownWrite(); }
+  void Cancel() override { channel_->Shutdown(); }
+  std::string Finish() override { return std::string(); }
+
+ private:
+  std::unique_ptr<session::FramedChannel> channel_;
+};
+
+// The framed socket beside a session's attach socket, for a terminal; the
+// gRPC call otherwise, and when the framed socket cannot be reached.
+std::unique_ptr<Channel> OpenChannel(const std::string& attach_socket, bool terminal) {
+  if (terminal) {
+    const size_t slash = attach_socket.rfind('/');
+    if (slash != std::string::npos) {
+      absl::StatusOr<std::unique_ptr<session::FramedChannel>> framed = session::ConnectFramed(
+          absl::StrCat(attach_socket.substr(0, slash + 1), session::kAttachFramesSocketName));
+      if (framed.ok()) return std::make_unique<FramedClientChannel>(*std::move(framed));
+    }
+  }
+  return std::make_unique<GrpcChannel>(attach_socket);
+}
+
 // One attachment, from hello to the end.
 class Attachment {
  public:
-  explicit Attachment(const AttachOptions& o)
-      : o_(o), stub_(pb::AttachService::NewStub(DialUnix(o.attach_socket))) {}
+  explicit Attachment(const AttachOptions& o) : o_(o) {}
   ~Attachment();
 
   int Run(bool tty_session);
@@ -78,6 +142,8 @@ class Attachment {
   void OnTerminalOutput(const std::string& bytes);
   void WriteNotice(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Send(const pb::AttachInput& in);
+  // No more input (WritesDone): after a detach, or the session's exit.
+  void CloseInput();
   void SendResize();
   void Poke();
 
@@ -97,10 +163,9 @@ class Attachment {
   }
 
   const AttachOptions o_;
-  std::unique_ptr<pb::AttachService::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::AttachInput, pb::AttachOutput>> stream_;
+  std::unique_ptr<Channel> stream_;
   absl::Mutex write_mu_;  // one Write at a time (main loop, approver resume)
+  bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   std::thread reader_;
   int wake_[2] = {-1, -1};
   bool tty_session_ = false;
@@ -122,6 +187,9 @@ class Attachment {
   std::string held_ ABSL_GUARDED_BY(mu_);
   terminal::TerminalModes modes_ ABSL_GUARDED_BY(mu_);
   bool got_exit_ ABSL_GUARDED_BY(mu_) = false;
+  // The session's AttachState said its requests may be decided here.
+  bool approver_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool approver_tried_ = false;  // the main loop's
   pb::SessionExit exit_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> notices_ ABSL_GUARDED_BY(mu_);
 };
@@ -138,7 +206,14 @@ void Attachment::Poke() {
 
 bool Attachment::Send(const pb::AttachInput& in) {
   absl::MutexLock lock(&write_mu_);
-  return stream_->Write(in);
+  return !writes_done_ && stream_->Write(in);
+}
+
+void Attachment::CloseInput() {
+  absl::MutexLock lock(&write_mu_);
+  if (writes_done_) return;
+  writes_done_ = true;
+  stream_->WritesDone();
 }
 
 void Attachment::SendResize() {
@@ -196,12 +271,32 @@ void Attachment::ReadOutput() {
         break;
       }
       case pb::AttachOutput::kExit: {
-        absl::MutexLock lock(&mu_);
-        got_exit_ = true;
-        exit_ = out.exit();
+        {
+          absl::MutexLock lock(&mu_);
+          got_exit_ = true;
+          exit_ = out.exit();
+        }
+        // The last message: the worker ends the call once this side is
+        // closed too (it would otherwise wait out its grace).
+        CloseInput();
         break;
       }
-      case pb::AttachOutput::kState:
+      case pb::AttachOutput::kState: {
+        if (out.state().clipboard_write()) {
+          // The profile lets clipboard writes through; so does the filter
+          // of a stream shown on a terminal (this thread is its only user).
+          terminal::OutputPolicy policy;
+          policy.clipboard_write = true;
+          if (stdout_filter_ != nullptr) stdout_filter_ = std::make_unique<terminal::OutputFilter>(policy);
+          if (stderr_filter_ != nullptr) stderr_filter_ = std::make_unique<terminal::OutputFilter>(policy);
+        }
+        absl::MutexLock lock(&mu_);
+        if (out.state().inline_approver() && !approver_wanted_) {
+          approver_wanted_ = true;
+          Poke();  // the main loop starts it
+        }
+        break;
+      }
       case pb::AttachOutput::OUTPUT_NOT_SET:
         break;
     }
@@ -334,15 +429,16 @@ int Attachment::Run(bool tty_session) {
       stderr_filter_ = std::make_unique<terminal::OutputFilter>(terminal::OutputPolicy());
     }
   }
-  stream_ = stub_->Attach(&context_);
+  stream_ = OpenChannel(o_.attach_socket, tty_session_);
   pb::AttachInput hello;
   hello.mutable_hello()->set_take_input(o_.take_input);
   hello.mutable_hello()->set_replay(o_.replay);
   if (tty_session_) *hello.mutable_hello()->mutable_size() = SizeOf(o_.in_fd, o_.out_fd);
   if (!Send(hello)) {
-    const grpc::Status s = stream_->Finish();
+    const std::string error = stream_->Finish();
     dprintf(o_.err_fd, "%s: cannot attach to session %s on %s: %s\n", o_.program.c_str(),
-                 o_.session_id.c_str(), o_.attach_socket.c_str(), s.error_message().c_str());
+                 o_.session_id.c_str(), o_.attach_socket.c_str(),
+                 error.empty() ? "its worker closed the connection" : error.c_str());
     close(sigfd);
     return kLost;
   }
@@ -355,7 +451,6 @@ int Attachment::Run(bool tty_session) {
     }
   }
   reader_ = std::thread(&Attachment::ReadOutput, this);
-  if (tty_session_ && raw_ != nullptr && o_.inline_approver) StartInlineApprover();
 
   End end = End::kSession;
   int stop_signal = 0;
@@ -369,14 +464,20 @@ int Attachment::Run(bool tty_session) {
   };
   bool looping = true;
   while (looping) {
-    bool paused, broken;
+    bool paused, broken, approver_wanted;
     {
       absl::MutexLock lock(&mu_);
       if (done_) break;
       paused = paused_;
       broken = output_broken_;
+      approver_wanted = approver_wanted_;
     }
     if (broken) stop(SIGPIPE);
+    if (approver_wanted && !approver_tried_ && tty_session_ && raw_ != nullptr &&
+        o_.inline_approver) {
+      approver_tried_ = true;  // started, or said why not: once
+      StartInlineApprover();
+    }
     pollfd fds[3] = {{stdin_open && !paused ? o_.in_fd : -1, POLLIN, 0},
                      {sigfd, POLLIN, 0},
                      {wake_[0], POLLIN, 0}};
@@ -446,15 +547,12 @@ int Attachment::Run(bool tty_session) {
   if (approver_ != nullptr) approver_->Stop();
   LeaveTerminal(end == End::kDetach);
   if (end == End::kDetach) {
-    {
-      absl::MutexLock lock(&write_mu_);
-      (void)stream_->WritesDone();
-    }
-    context_.TryCancel();
+    CloseInput();
+    stream_->Cancel();
   }
   reader_.join();
   approver_.reset();
-  const grpc::Status status = stream_->Finish();
+  const std::string error = stream_->Finish();
   if (end == End::kDetach) {
     dprintf(o_.err_fd, "detached from session %s (lazaret attach %s)\n", o_.session_id.c_str(),
                  o_.session_id.c_str());
@@ -466,7 +564,7 @@ int Attachment::Run(bool tty_session) {
                  "%s: lost session %s before it ended (%s); lazaret ps shows whether it still "
                  "runs, lazaret attach %s attaches again\n",
                  o_.program.c_str(), o_.session_id.c_str(),
-                 status.ok() ? "its worker closed the stream" : status.error_message().c_str(),
+                 error.empty() ? "its worker closed the stream" : error.c_str(),
                  o_.session_id.c_str());
     return kLost;
   }

@@ -52,7 +52,10 @@ struct AttachOptions {
   bool take_input = true;
   bool replay = true;
   // The inline approver (clients/lazaret/approve/inline_approver.h) runs
-  // in this terminal while attached, when it is a tty session.
+  // in this terminal while attached, when it is a tty session and the
+  // session's AttachState says its requests may be decided in a terminal
+  // (escalation or egress = "ask" on, no remote approver asked for);
+  // false keeps it off here whatever the session says.
   bool inline_approver = true;
   int in_fd = STDIN_FILENO;
   int out_fd = STDOUT_FILENO;

@@ -185,12 +185,24 @@ TEST_F(AttachClientTest, DetachKeyEndsTheAttachWithoutStoppingAndNeverReachesThe
 
 TEST_F(AttachClientTest, TakeInputKeySendsTakeInput) {
   fake_.answer_after_eof = false;
-  ASSERT_EQ(write(in_[1], "\x1c" "i" "\x1c" "d", 4), 4);
+  auto took = [&] {
+    absl::MutexLock lock(&fake_.mu);
+    for (const pb::AttachInput& in : fake_.inputs) {
+      if (in.take_input()) return true;
+    }
+    return false;
+  };
+  ASSERT_EQ(write(in_[1], "\x1c" "i", 2), 2);
+  // The detach only once the worker has the take_input: a detach cancels
+  // the call, and a message still in flight may go with it.
+  std::thread detacher([&] {
+    (void)test::WaitFor(took, std::chrono::seconds(10));
+    (void)!write(in_[1], "\x1c" "d", 2);
+  });
   EXPECT_EQ(Run(Options(/*tty=*/true)), 0);
+  detacher.join();
+  EXPECT_TRUE(took());
   absl::MutexLock lock(&fake_.mu);
-  bool took = false;
-  for (const pb::AttachInput& in : fake_.inputs) took = took || in.take_input();
-  EXPECT_TRUE(took);
   EXPECT_EQ(fake_.stdin_bytes, "");
 }
 

@@ -146,6 +146,8 @@ sv1::AttachOutput AttachHub::StateFor(const Client* c) const {
   st->set_attached(static_cast<uint32_t>(clients_.size()));
   st->set_session_id(options_.session_id);
   st->set_tty(options_.mode == Mode::kTty);
+  st->set_inline_approver(options_.inline_approver);
+  st->set_clipboard_write(options_.clipboard_write);
   return out;
 }
 

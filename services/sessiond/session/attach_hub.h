@@ -127,6 +127,9 @@ class AttachHub {
     // reading the pty; a holder that stays behind this long is detached.
     size_t max_holder_lag_bytes = 1 << 20;
     absl::Duration max_holder_stall = absl::Seconds(10);
+    // Told to every client in its AttachState.
+    bool inline_approver = false;
+    bool clipboard_write = false;
   };
 
   // One attached client: its queue of AttachOutput messages.

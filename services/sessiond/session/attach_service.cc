@@ -20,29 +20,25 @@ constexpr auto kCloseGrace = std::chrono::seconds(2);
 
 }  // namespace
 
-grpc::Status AttachServiceImpl::Attach(
-    grpc::ServerContext* context, grpc::ServerReaderWriter<sv1::AttachOutput, sv1::AttachInput>* stream) {
+bool ServeAttachment(AttachHub* hub, AttachConnection* connection) {
   sv1::AttachInput first;
-  if (!stream->Read(&first)) return grpc::Status::OK;
-  if (!first.has_hello()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the first message of Attach must be the hello (AttachHello)");
-  }
-  std::shared_ptr<AttachHub::Client> client = hub_->Attach(first.hello());
+  if (!connection->Read(&first)) return true;
+  if (!first.has_hello()) return false;
+  std::shared_ptr<AttachHub::Client> client = hub->Attach(first.hello());
   std::atomic<bool> reader_done{false};
   // The client's input, on a thread of its own: the output below may wait
   // on the client's reading while its keys keep coming.
   std::thread reader([&] {
     sv1::AttachInput in;
-    while (stream->Read(&in)) hub_->Input(client, in);
+    while (connection->Read(&in)) hub->Input(client, in);
     reader_done = true;
-    hub_->Detach(client);  // ends the loop below
+    hub->Detach(client);  // ends the loop below
   });
   sv1::AttachOutput out;
   bool sent_exit = false;
   while (client->Next(&out)) {
     const bool is_exit = out.has_exit();
-    if (!stream->Write(out)) break;
+    if (!connection->Write(out)) break;
     sent_exit = is_exit;
   }
   if (sent_exit) {
@@ -52,10 +48,52 @@ grpc::Status AttachServiceImpl::Attach(
     }
   }
   // Gone, detached as too slow, or ended without closing: Read returns.
-  if (!reader_done) context->TryCancel();
+  if (!reader_done) connection->Cancel();
   reader.join();
-  hub_->Detach(client);
+  hub->Detach(client);
+  return true;
+}
+
+grpc::Status AttachServiceImpl::Attach(
+    grpc::ServerContext* context, grpc::ServerReaderWriter<sv1::AttachOutput, sv1::AttachInput>* stream) {
+  class GrpcConnection final : public AttachConnection {
+   public:
+    GrpcConnection(grpc::ServerContext* context,
+                   grpc::ServerReaderWriter<sv1::AttachOutput, sv1::AttachInput>* stream)
+        : context_(context), stream_(stream) {}
+    bool Read(sv1::AttachInput* in) override { return stream_->Read(in); }
+    bool Write(const sv1::AttachOutput& out) override { return stream_->Write(out); }
+    void Cancel() override { context_->TryCancel(); }
+
+   private:
+    grpc::ServerContext* const context_;
+    grpc::ServerReaderWriter<sv1::AttachOutput, sv1::AttachInput>* const stream_;
+  };
+  GrpcConnection connection(context, stream);
+  if (!ServeAttachment(hub_, &connection)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message of Attach must be the hello (AttachHello)");
+  }
   return grpc::Status::OK;
+}
+
+absl::StatusOr<std::unique_ptr<FramedListener>> ServeAttachFrames(const std::string& socket_path,
+                                                                  AttachHub* hub) {
+  return FramedListener::Start(socket_path, getuid(), [hub](FramedChannel* channel) {
+    class FramedConnection final : public AttachConnection {
+     public:
+      explicit FramedConnection(FramedChannel* channel) : channel_(channel) {}
+      bool Read(sv1::AttachInput* in) override { return channel_->Read(in); }
+      bool Write(const sv1::AttachOutput& out) override { return channel_->Write(out); }
+      void Cancel() override { channel_->Shutdown(); }
+
+     private:
+      FramedChannel* const channel_;
+    };
+    FramedConnection connection(channel);
+    (void)ServeAttachment(hub, &connection);
+    channel->Shutdown();
+  });
 }
 
 absl::StatusOr<std::unique_ptr<GrpcUnixServer>> ServeAttach(const std::string& socket_path,

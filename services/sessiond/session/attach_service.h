@@ -20,12 +20,30 @@
 #include "lazaret/session/v1/session.grpc.pb.h"
 #include "services/common/service_catalog.h"
 #include "services/common/unix_server.h"
+#include "services/sessiond/session/attach_frames.h"
 #include "services/sessiond/session/attach_hub.h"
 
 namespace lazaret::cli::session {
 
 // The attach socket's name in the session directory (the service catalog's).
 inline constexpr const auto& kAttachSocketName = ::lazaret::kAttachSocketName;
+
+// One attached client's connection, whatever carries it (a gRPC call or a
+// framed socket, attach_frames.h).
+class AttachConnection {
+ public:
+  virtual ~AttachConnection() = default;
+  virtual bool Read(lazaret::session::v1::AttachInput* in) = 0;
+  virtual bool Write(const lazaret::session::v1::AttachOutput& out) = 0;
+  // Makes a Read blocked on this connection return false.
+  virtual void Cancel() = 0;
+};
+
+// Serves one connection: the hello, then the client's input to the hub
+// (on a thread of its own) and the client's queue to the connection, until
+// the session's exit was sent and the client closed, the client went, or
+// it fell too far behind. False when the first message was not the hello.
+bool ServeAttachment(AttachHub* hub, AttachConnection* connection);
 
 class AttachServiceImpl final : public lazaret::session::v1::AttachService::Service {
  public:
@@ -38,6 +56,11 @@ class AttachServiceImpl final : public lazaret::session::v1::AttachService::Serv
  private:
   AttachHub* const hub_;
 };
+
+// Serves the framed attach protocol (attach_frames.h) on `socket_path` for
+// this process's uid, each connection an attachment of `hub`.
+absl::StatusOr<std::unique_ptr<FramedListener>> ServeAttachFrames(const std::string& socket_path,
+                                                                  AttachHub* hub);
 
 // Binds `socket_path` and serves `service` there for this process's uid.
 absl::StatusOr<std::unique_ptr<GrpcUnixServer>> ServeAttach(const std::string& socket_path,

@@ -48,6 +48,7 @@ struct LiveSession {
   std::string runtime_dir;
   std::string workspace_dir;    // the directory the developer named
   std::string explicit_config;  // --config, for the host-path re-check
+  std::string approver;         // --approver: "inline", "remote" or empty
   // -p: inbound forwards opened after the profile's own (start.cc).
   std::vector<lazaret::common::v1::PortForward> ports;
   // The caller's environment (StartRequest.env): env:VAR values, TERM,

@@ -163,7 +163,7 @@ struct PlanInputs {
   std::string escalate_client_host;  // <libexec>/lazaret-escalate
   std::string escalation_certs_dir;  // escalation::ExpectedCertsDir
   std::vector<std::string> command;
-  // The held views (clients/lazaret/held/view.h): each acted-on path's view
+  // The held views (services/sessiond/held/view.h): each acted-on path's view
   // bound read-write (or its host entry read-only) at /workspace/<rel>.
   // Built on the host once the session directory exists (UseHeldMounts);
   // empty for a dry run.
@@ -215,7 +215,7 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
 // socket directory.
 absl::Status UseEscalationEndpoint(const escalation::CheckedEndpoint& endpoint, SessionPlan* plan);
 
-// The held views (clients/lazaret/held/view.h) into the plan, replacing any
+// The held views (services/sessiond/held/view.h) into the plan, replacing any
 // planned before, after the workspace and Git Shadow mounts, sorted so a
 // parent precedes a child; the sandbox's command line is rebuilt. Refuses
 // a bind that is not at /workspace/<rel> or that podman cannot carry.

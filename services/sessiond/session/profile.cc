@@ -15,8 +15,9 @@
 #include "services/common/service_catalog.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
-#include "services/configd/host_paths.h"
-#include "services/configd/profile_check.h"
+#include "services/common/profile_paths/host_paths.h"
+#include "services/common/profile_paths/profile_check.h"
+#include "services/common/profile_paths/resolve_profile.h"
 
 namespace lazaret::cli::session {
 namespace {
@@ -29,38 +30,8 @@ absl::StatusOr<pb::ResolvedProfile> ResolveProfile(const std::string& runtime_di
                                                    const std::string& workspace_dir,
                                                    const std::string& explicit_config,
                                                    const std::string& profile) {
-  const std::string socket = ServiceSocketPath(runtime_dir, kConfigdService);
-  auto stub = pb::ConfigService::NewStub(DialUnix(socket));
-  pb::ResolveProfileRequest req;
-  req.mutable_selector()->set_workspace_dir(workspace_dir);
-  req.mutable_selector()->set_explicit_config(explicit_config);
-  req.set_profile(profile);
-  pb::ResolveProfileResponse resp;
-  grpc::ClientContext cc;
-  cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  const grpc::Status s = stub->ResolveProfile(&cc, req, &resp);
-  if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return absl::UnavailableError(
-          absl::StrCat("Lazaret is not running (no answer from the config service on ", socket,
-                       "). Start it first; run: lazaret up"));
-    }
-    return absl::Status(FromGrpcStatus(s).code(),
-                        absl::StrCat("resolving the profile: ", s.error_message()));
-  }
-  // Warnings about other profiles belong to `lazaret config check`, not to
-  // a session of this one.
-  const std::string own = absl::StrCat("profiles.", resp.profile().name());
-  for (const pb::Diagnostic& d : resp.warnings()) {
-    if (absl::StartsWith(d.key_path(), "profiles.") && d.key_path() != own &&
-        !absl::StartsWith(d.key_path(), own + ".")) {
-      continue;
-    }
-    Say(absl::StrCat("warning: ", d.file(), d.line() > 0 ? absl::StrCat(":", d.line()) : "", ": ",
-                     d.key_path(), ": ", d.message()));
-  }
-  return resp.profile();
+  return config::ResolveProfileThroughConfigd(runtime_dir, workspace_dir, explicit_config, profile,
+                                              [](const std::string& line) { Say(line); });
 }
 
 absl::Status RecheckProfileHostPaths(const pb::ResolvedProfile& profile,

@@ -4,7 +4,7 @@
 // --session-worker), as the user. The
 // profile is already validated and canonicalised by configd, but configd
 // parses agent-written files, so nothing here trusts it: the host paths are
-// re-checked with configd's own rules (services/configd/profile_check.h) as
+// re-checked with configd's own rules (services/common/profile_paths/profile_check.h) as
 // soon as it arrives and again right before the sandbox starts.
 #ifndef LAZARET_SERVICES_SESSIOND_SESSION_PROFILE_H_
 #define LAZARET_SERVICES_SESSIOND_SESSION_PROFILE_H_

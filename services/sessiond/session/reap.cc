@@ -8,7 +8,7 @@
 #include "clients/lazaret/escalation/broker_client.h"
 #include "services/sessiond/gitshadow/state.h"
 #include "services/sessiond/gitshadow/sync.h"
-#include "clients/lazaret/held/view.h"
+#include "services/sessiond/held/view.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "services/podman/host.h"

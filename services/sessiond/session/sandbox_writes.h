@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "services/sessiond/gitshadow/plan.h"
 #include "services/sessiond/gitshadow/sync.h"
-#include "clients/lazaret/held/view.h"
+#include "services/sessiond/held/view.h"
 #include "services/sessiond/workspace/snapshot.h"
 #include "lazaret/config/v1/config.pb.h"
 

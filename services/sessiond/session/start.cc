@@ -340,6 +340,15 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   AttachHub::Options hub;
   hub.mode = s->plan.sandbox.tty ? AttachHub::Mode::kTty : AttachHub::Mode::kStream;
   hub.session_id = s->plan.id;
+  hub.clipboard_write = s->profile.terminal().clipboard_write();
+  // Escalation on, or egress = "ask" (names the sandbox asks for are shown
+  // as network requests), and no remote approver asked for: the attached
+  // terminals may decide the session's requests.
+  const bool asks = s->profile.network().egress() == config::v1::EGRESS_MODE_ASK;
+  const bool remote = s->approver.empty() ? s->profile.escalation().approver() ==
+                                                config::v1::EscalationPolicy::APPROVER_REMOTE
+                                          : s->approver == "remote";
+  hub.inline_approver = (s->plan.sandbox.escalation.has_value() || asks) && !remote;
   s->hub = std::make_unique<AttachHub>(std::move(hub), s->io.get(), s->hub_events);
   s->io->SetHub(s->hub.get());
   return s->io->Start(s->plan.sandbox_argv);

@@ -300,6 +300,7 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
   s.runtime_dir = o.runtime_dir;
   s.workspace_dir = req.workspace_dir();
   s.explicit_config = args->explicit_config;
+  s.approver = args->approver;
   s.ports = args->ports;
   s.caller_env = CallerEnv(req);
   if (req.has_terminal()) {
@@ -348,6 +349,21 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
                                              server.status().message()));
     return;
   }
+  // The same protocol framed on a plain socket, for terminals
+  // (attach_frames.h).
+  absl::StatusOr<std::unique_ptr<FramedListener>> frames = ServeAttachFrames(
+      absl::StrCat(s.dir->path(), "/", kAttachFramesSocketName), s.hub.get());
+  if (!frames.ok()) {
+    (*server)->Shutdown();
+    s.stop_signal = SIGTERM;
+    s.stop_reason = "because its attach socket could not be served";
+    const int code = EndSession(&s, *pid, 128 + SIGTERM);
+    (void)code;
+    control->Failed(kRunFailed, absl::StrCat("the session's framed attach socket could not be "
+                                             "served: ",
+                                             frames.status().message()));
+    return;
+  }
   worker.SetAttachSocket(socket);
 
   // Started: from here on Lazaret's lines go to the attached terminals.
@@ -368,6 +384,7 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
   (void)hub->WaitAllDetached(hub->mode() == AttachHub::Mode::kStream ? kStreamExitGrace
                                                                      : kTtyExitGrace);
   SetNoticeSink(nullptr);
+  frames->reset();
   (*server)->Shutdown();
 }
 
@@ -389,6 +406,20 @@ int RunSessionWorker(const WorkerOptions& options) {
   {
     auto trace = req->env().find("LAZARET_TRACE");
     SetTraceEnabled(trace != req->env().end() && trace->second == "1");
+  }
+  // `sudo lazaret run` in a developer's repository: host git, run as root
+  // for this session, trusts the repository of SUDO_UID and no other, as it
+  // did when `lazaret run` itself ran git. Set before any thread exists;
+  // only a uid is taken.
+  if (auto sudo = req->env().find("SUDO_UID"); sudo != req->env().end()) {
+    if (!sudo->second.empty() && sudo->second.size() <= 10 &&
+        sudo->second.find_first_not_of("0123456789") == std::string::npos) {
+      setenv("SUDO_UID", sudo->second.c_str(), 1);
+    } else {
+      unsetenv("SUDO_UID");
+    }
+  } else {
+    unsetenv("SUDO_UID");
   }
   // Until the session runs, Lazaret's lines go to the Start caller.
   SetNoticeSink([&control](const std::string& line) { control.Notice(line); });

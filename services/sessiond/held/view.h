@@ -23,8 +23,8 @@
 //     view/<rel> what /workspace/<rel> shows: the host's version, the held
 //                store's changes on top; the agent writes here
 //     base/<rel> the host's version when the session started
-#ifndef LAZARET_CLIENTS_LAZARET_HELD_VIEW_H_
-#define LAZARET_CLIENTS_LAZARET_HELD_VIEW_H_
+#ifndef LAZARET_SERVICES_SESSIOND_HELD_VIEW_H_
+#define LAZARET_SERVICES_SESSIOND_HELD_VIEW_H_
 
 #include <chrono>
 #include <cstdint>
@@ -159,4 +159,4 @@ class SessionViews {
 
 }  // namespace lazaret::cli::held
 
-#endif  // LAZARET_CLIENTS_LAZARET_HELD_VIEW_H_
+#endif  // LAZARET_SERVICES_SESSIOND_HELD_VIEW_H_

@@ -3,12 +3,12 @@
 // expose, the files the trusted layers read, and the re-check of a mount
 // source. Its own small library, lazaret_host_paths (no TOML, no protos):
 // it runs in lazaret-configd, which resolves paths from untrusted layer
-// text, and in the `lazaret` CLI, which re-checks every host path configd
-// returns before mounting it (a compromised parser must not get a mount
-// the same rules would refuse). Templates and configd's answers are
+// text, and in the session worker of lazaret-sessiond, which re-checks
+// every host path configd returns before mounting it (a compromised parser
+// must not get a mount the same rules would refuse). Templates and configd's answers are
 // untrusted; the environment (HOME, XDG_*) is the user's own and trusted.
-#ifndef LAZARET_SERVICES_CONFIGD_HOST_PATHS_H_
-#define LAZARET_SERVICES_CONFIGD_HOST_PATHS_H_
+#ifndef LAZARET_SERVICES_COMMON_PROFILE_PATHS_HOST_PATHS_H_
+#define LAZARET_SERVICES_COMMON_PROFILE_PATHS_HOST_PATHS_H_
 
 #include <string>
 #include <vector>
@@ -149,4 +149,4 @@ absl::StatusOr<std::string> CheckContainerPath(absl::string_view path);
 
 }  // namespace lazaret::config
 
-#endif  // LAZARET_SERVICES_CONFIGD_HOST_PATHS_H_
+#endif  // LAZARET_SERVICES_COMMON_PROFILE_PATHS_HOST_PATHS_H_

@@ -1,4 +1,4 @@
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

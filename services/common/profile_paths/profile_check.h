@@ -1,19 +1,19 @@
-// The `lazaret` CLI's own check of a profile that lazaret-configd returned.
-// Runs in the CLI, as the user: `lazaret run` calls it as soon as the
-// profile arrives (before any directory is created from it) and again right
-// before the sandbox is started. It trusts nothing in the profile: configd
-// parses agent-written files, and a compromised or buggy parser must not
-// become a mount. The rules are configd's own, from lazaret_host_paths
-// (host_paths.h), applied with the CLI's own view of the host
-// (HostContextFromEnvironment) and of the workspace it runs in.
-#ifndef LAZARET_SERVICES_CONFIGD_PROFILE_CHECK_H_
-#define LAZARET_SERVICES_CONFIGD_PROFILE_CHECK_H_
+// A session's own check of a profile that lazaret-configd returned. Runs in
+// the session worker of lazaret-sessiond, as the user: it is called as soon
+// as the profile arrives (before any directory is created from it) and
+// again right before the sandbox is started. It trusts nothing in the
+// profile: configd parses agent-written files, and a compromised or buggy
+// parser must not become a mount. The rules are configd's own, from
+// lazaret_host_paths (host_paths.h), applied with the worker's own view of
+// the host (HostContextFromEnvironment) and of the workspace.
+#ifndef LAZARET_SERVICES_COMMON_PROFILE_PATHS_PROFILE_CHECK_H_
+#define LAZARET_SERVICES_COMMON_PROFILE_PATHS_PROFILE_CHECK_H_
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "lazaret/config/v1/config.pb.h"
-#include "services/configd/host_paths.h"
+#include "services/common/profile_paths/host_paths.h"
 
 namespace lazaret::config {
 
@@ -38,4 +38,4 @@ absl::Status CheckResolvedProfileHostPaths(const v1::ResolvedProfile& profile,
 
 }  // namespace lazaret::config
 
-#endif  // LAZARET_SERVICES_CONFIGD_PROFILE_CHECK_H_
+#endif  // LAZARET_SERVICES_COMMON_PROFILE_PATHS_PROFILE_CHECK_H_

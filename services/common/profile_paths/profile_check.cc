@@ -1,4 +1,4 @@
-#include "services/configd/profile_check.h"
+#include "services/common/profile_paths/profile_check.h"
 
 #include <vector>
 

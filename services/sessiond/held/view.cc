@@ -1,4 +1,4 @@
-#include "clients/lazaret/held/view.h"
+#include "services/sessiond/held/view.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,0 +1,106 @@
+#include "services/sessiond/session/attach_frames.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "lazaret/session/v1/session.pb.h"
+
+namespace lazaret::cli::session {
+namespace {
+
+namespace sv1 = ::lazaret::session::v1;
+
+std::string TempSocket() {
+  char dir[] = "/tmp/lz-frames-XXXXXX";
+  EXPECT_NE(mkdtemp(dir), nullptr);
+  return std::string(dir) + "/" + kAttachFramesSocketName;
+}
+
+TEST(AttachFramesTest, MessagesCrossInOrderBothWays) {
+  const std::string path = TempSocket();
+  absl::StatusOr<std::unique_ptr<FramedListener>> listener =
+      FramedListener::Start(path, getuid(), [](FramedChannel* c) {
+        sv1::AttachInput in;
+        while (c->Read(&in)) {
+          sv1::AttachOutput out;
+          out.set_terminal(absl::StrCat("echo:", in.stdin()));
+          if (!c->Write(out)) return;
+        }
+      });
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  absl::StatusOr<std::unique_ptr<FramedChannel>> c = ConnectFramed(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<std::string> keys = {"a", std::string(1, '\0'), std::string(100000, 'x')};
+  for (const std::string& key : keys) {
+    sv1::AttachInput in;
+    in.set_stdin(key);
+    ASSERT_TRUE((*c)->Write(in));
+    sv1::AttachOutput out;
+    ASSERT_TRUE((*c)->Read(&out));
+    EXPECT_EQ(out.terminal(), "echo:" + key);
+  }
+  // No more input: the server's loop ends and closes, the client reads the end.
+  (*c)->ShutdownWrite();
+  sv1::AttachOutput out;
+  EXPECT_FALSE((*c)->Read(&out));
+}
+
+TEST(AttachFramesTest, AFrameOverTheLimitOrNotAMessageEndsTheConnection) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  FramedChannel reader(fds[0]);
+  // A length one past the limit: refused before any body is read.
+  const uint32_t too_long = kMaxAttachFrame + 1;
+  const unsigned char header[4] = {static_cast<unsigned char>(too_long >> 24),
+                                   static_cast<unsigned char>(too_long >> 16),
+                                   static_cast<unsigned char>(too_long >> 8),
+                                   static_cast<unsigned char>(too_long)};
+  ASSERT_EQ(write(fds[1], header, 4), 4);
+  sv1::AttachInput in;
+  EXPECT_FALSE(reader.Read(&in));
+
+  int fds2[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds2), 0);
+  FramedChannel reader2(fds2[0]);
+  // A frame whose body is not an AttachInput (a truncated varint field).
+  const unsigned char bad[] = {0, 0, 0, 2, 0x12, 0xff};
+  ASSERT_EQ(write(fds2[1], bad, sizeof(bad)), static_cast<ssize_t>(sizeof(bad)));
+  EXPECT_FALSE(reader2.Read(&in));
+  close(fds[1]);
+  close(fds2[1]);
+}
+
+TEST(AttachFramesTest, ShutdownReleasesABlockedReadAndTheListenerJoinsItsConnections) {
+  const std::string path = TempSocket();
+  std::atomic<bool> served{false};
+  auto listener = FramedListener::Start(path, getuid(), [&](FramedChannel* c) {
+    sv1::AttachInput in;
+    while (c->Read(&in)) {
+    }
+    served = true;
+  });
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  absl::StatusOr<std::unique_ptr<FramedChannel>> c = ConnectFramed(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::thread blocked([&] {
+    sv1::AttachOutput out;
+    EXPECT_FALSE((*c)->Read(&out));
+  });
+  (*c)->Shutdown();
+  blocked.join();
+  // The listener's end shuts its live connections down and joins them.
+  listener->reset();
+  EXPECT_TRUE(served);
+  EXPECT_FALSE(ConnectFramed(path).ok());
+}
+
+}  // namespace
+}  // namespace lazaret::cli::session
