@@ -177,7 +177,7 @@ StartOutcome StartSession(const Context& ctx, const pb::StartRequest& req) {
     if (absl::IsUnavailable(status) && !CheckHealth(supervisor, 1000).ok()) {
       why = absl::StrCat("refusing to start: the supervisor does not answer on ", supervisor,
                          ", nor lazaret-sessiond on ", attach::SessiondSocket(ctx.runtime_dir),
-                         ". Start Lazaret: lazaret up");
+                         ". Start Lazaret; run: lazaret up");
     }
     std::fprintf(stderr, "lazaret run: %s\n", why.c_str());
     outcome.exit_code = kRunFailed;

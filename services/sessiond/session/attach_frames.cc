@@ -118,6 +118,7 @@ void FramedListener::AcceptLoop() {
     c.done = std::make_shared<std::atomic<bool>>(false);
     c.thread = std::thread([this, channel = c.channel, done = c.done] {
       serve_(channel.get());
+      channel->Shutdown();  // the peer reads the end at once
       *done = true;
     });
     absl::MutexLock lock(&mu_);

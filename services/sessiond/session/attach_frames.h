@@ -70,7 +70,7 @@ class FramedChannel {
 absl::StatusOr<std::unique_ptr<FramedChannel>> ConnectFramed(const std::string& path);
 
 // Accepts connections of `uid` on `path` and runs `serve` for each on a
-// thread of its own; `serve` returns when its connection is done.
+// thread of its own; when `serve` returns, the connection is shut down.
 class FramedListener {
  public:
   using Serve = std::function<void(FramedChannel*)>;

@@ -92,7 +92,6 @@ absl::StatusOr<std::unique_ptr<FramedListener>> ServeAttachFrames(const std::str
     };
     FramedConnection connection(channel);
     (void)ServeAttachment(hub, &connection);
-    channel->Shutdown();
   });
 }
 

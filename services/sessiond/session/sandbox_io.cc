@@ -150,6 +150,13 @@ void SandboxIo::WriteInput(std::string bytes) {
         },
         this));
     if (input_gone_ || input_closing_) return;
+    if (options_.tty && to_child_.empty()) {
+      // A key goes into the (nonblocking) pty at once: no wake-up of the
+      // pump on the echo path. What the pty does not take is queued.
+      const ssize_t put = write(master_, bytes.data(), bytes.size());
+      if (put > 0) bytes.erase(0, static_cast<size_t>(put));
+      if (bytes.empty()) return;
+    }
     to_child_.append(bytes);
   }
   Poke();

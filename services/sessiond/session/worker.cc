@@ -421,6 +421,13 @@ int RunSessionWorker(const WorkerOptions& options) {
   } else {
     unsetenv("SUDO_UID");
   }
+  // LAZARET_RUNSC=/path/to/runsc on `lazaret run` picks this session's
+  // runsc, as it did when `lazaret run` started podman itself: an absolute
+  // path to an executable (FindRunsc), and a runtime that fails ends the
+  // start; there is never a fallback to runc or the host.
+  if (auto runsc = req->env().find("LAZARET_RUNSC"); runsc != req->env().end()) {
+    setenv("LAZARET_RUNSC", runsc->second.c_str(), 1);
+  }
   // Until the session runs, Lazaret's lines go to the Start caller.
   SetNoticeSink([&control](const std::string& line) { control.Notice(line); });
   RunWorker(options, *req, &control);
