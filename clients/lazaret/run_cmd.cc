@@ -212,14 +212,14 @@ int CmdRun(const Context& ctx, const std::vector<std::string>& args) {
   CopyEnvironment(&req);
   const bool tty = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
   if (tty) {
+    // A terminal that does not tell its size (0x0: a bare pty, some serial
+    // lines) gets the size a terminal starts with.
     winsize ws{};
-    if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
-      req.mutable_terminal()->set_rows(ws.ws_row);
-      req.mutable_terminal()->set_cols(ws.ws_col);
-    } else {
-      req.mutable_terminal()->set_rows(24);
-      req.mutable_terminal()->set_cols(80);
+    if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0) {
+      if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0) ws = winsize{};
     }
+    req.mutable_terminal()->set_rows(ws.ws_row != 0 && ws.ws_col != 0 ? ws.ws_row : 24);
+    req.mutable_terminal()->set_cols(ws.ws_row != 0 && ws.ws_col != 0 ? ws.ws_col : 80);
   }
   StartOutcome started = StartSession(ctx, req);
   if (!started.attach) return started.exit_code;

@@ -23,11 +23,18 @@ namespace {
 class FdStream final : public escalation::ByteStream {
  public:
   explicit FdStream(int fd) : fd_(fd) {}
+  // Waits in poll, not in a blocking read: a thread blocked in read on a
+  // Unix socket is woken each time the peer reads what this side sent (the
+  // socket's write space), one needless wake-up of the reader per key and
+  // per echo. poll waits for input alone.
   absl::StatusOr<size_t> Read(void* buf, size_t len) override {
     while (true) {
-      const ssize_t n = read(fd_, buf, len);
+      const ssize_t n = recv(fd_, buf, len, MSG_DONTWAIT);
       if (n >= 0) return static_cast<size_t>(n);
-      if (errno != EINTR) return ErrnoStatus("read of the attach socket", errno);
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return ErrnoStatus("read of the attach socket", errno);
+      pollfd p = {fd_, POLLIN, 0};
+      if (poll(&p, 1, -1) < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
     }
   }
   absl::Status WriteAll(const void* buf, size_t len) override {
@@ -46,6 +53,17 @@ class FdStream final : public escalation::ByteStream {
   const int fd_;
 };
 
+// Collects a frame's bytes (the wire's header and the payload).
+class StringStream final : public escalation::ByteStream {
+ public:
+  absl::StatusOr<size_t> Read(void*, size_t) override { return 0; }
+  absl::Status WriteAll(const void* buf, size_t len) override {
+    bytes.append(static_cast<const char*>(buf), len);
+    return absl::OkStatus();
+  }
+  std::string bytes;
+};
+
 }  // namespace
 
 FramedChannel::~FramedChannel() { close(fd_); }
@@ -61,6 +79,29 @@ bool FramedChannel::Write(const google::protobuf::MessageLite& message) {
   if (!message.SerializeToString(&payload) || payload.size() > kMaxAttachFrame) return false;
   FdStream stream(fd_);
   return escalation::WriteFrame(stream, payload).ok();
+}
+
+std::optional<size_t> FramedChannel::TrySend(const google::protobuf::MessageLite& message) {
+  std::string payload;
+  if (!rest_.empty() || !message.SerializeToString(&payload) || payload.size() > kMaxAttachFrame) {
+    return std::nullopt;
+  }
+  StringStream frame;
+  if (!escalation::WriteFrame(frame, payload).ok()) return std::nullopt;
+  ssize_t n;
+  do {
+    n = send(fd_, frame.bytes.data(), frame.bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return std::nullopt;  // the queue and Write take it (or see the end)
+  rest_ = frame.bytes.substr(static_cast<size_t>(n));
+  return rest_.size();
+}
+
+bool FramedChannel::FlushRest() {
+  FdStream stream(fd_);
+  const bool sent = stream.WriteAll(rest_.data(), rest_.size()).ok();
+  rest_.clear();
+  return sent;
 }
 
 void FramedChannel::ShutdownWrite() { shutdown(fd_, SHUT_WR); }

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,8 +44,8 @@ inline constexpr const auto& kAttachFramesSocketName = ::lazaret::kAttachFramesS
 // pump's read burst, an AttachInput a read of keys or stdin.
 inline constexpr size_t kMaxAttachFrame = 4 << 20;
 
-// One connection. Read is called by one thread, Write by one other at a
-// time; Shutdown from any thread.
+// One connection. Read is called by one thread; Write, TrySend and
+// FlushRest by one other at a time; Shutdown from any thread.
 class FramedChannel {
  public:
   explicit FramedChannel(int fd) : fd_(fd) {}  // takes ownership
@@ -56,7 +57,14 @@ class FramedChannel {
   // error, or on a frame that is too long or does not parse.
   bool Read(google::protobuf::MessageLite* message);
   // Writes one whole message; false when the connection is gone.
+  // Precondition: no frame TrySend began is left (FlushRest).
   bool Write(const google::protobuf::MessageLite& message);
+  // Without blocking: sends what the socket takes of the message's frame
+  // now. nullopt when it took nothing (full, or gone); otherwise how many
+  // bytes are left for FlushRest.
+  std::optional<size_t> TrySend(const google::protobuf::MessageLite& message);
+  // Blocking: the rest of the frame TrySend began; false when gone.
+  bool FlushRest();
   // No more writes: the peer reads the end of the stream.
   void ShutdownWrite();
   // Both directions: a Read blocked here returns false.
@@ -64,6 +72,7 @@ class FramedChannel {
 
  private:
   const int fd_;
+  std::string rest_;  // of a frame TrySend began
 };
 
 // Connects to a framed attach socket.

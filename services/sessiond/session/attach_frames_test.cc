@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +77,41 @@ TEST(AttachFramesTest, AFrameOverTheLimitOrNotAMessageEndsTheConnection) {
   EXPECT_FALSE(reader2.Read(&in));
   close(fds[1]);
   close(fds2[1]);
+}
+
+TEST(AttachFramesTest, ATrySendTheSocketTakesOnlyInPartIsFinishedByFlushRestWhole) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int small = 4096;
+  ASSERT_EQ(setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+  FramedChannel writer(fds[0]);
+  FramedChannel reader(fds[1]);
+  std::vector<std::string> sent;
+  sv1::AttachOutput out;
+  // Until the socket is full: every message went whole or in part.
+  std::optional<size_t> left;
+  for (int i = 0; i < 1000; ++i) {
+    out.set_terminal(std::string(100000, static_cast<char>('a' + i % 26)));
+    left = writer.TrySend(out);
+    if (!left.has_value()) break;
+    sent.push_back(out.terminal());
+    if (*left > 0) break;
+  }
+  ASSERT_TRUE(left.has_value() && *left > 0) << "the socket took every message whole";
+  // Begun: nothing else may start before the rest.
+  EXPECT_FALSE(writer.TrySend(out).has_value());
+  std::thread flush([&] {
+    EXPECT_TRUE(writer.FlushRest());
+    out.set_terminal("last");
+    EXPECT_TRUE(writer.Write(out));
+  });
+  sent.push_back("last");
+  for (const std::string& want : sent) {
+    sv1::AttachOutput got;
+    ASSERT_TRUE(reader.Read(&got));
+    EXPECT_EQ(got.terminal(), want);
+  }
+  flush.join();
 }
 
 TEST(AttachFramesTest, ShutdownReleasesABlockedReadAndTheListenerJoinsItsConnections) {

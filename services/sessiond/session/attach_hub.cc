@@ -105,13 +105,29 @@ std::string UnattendedStopReason(const UnattendedPolicy& p, const Attendance& a)
 
 bool AttachHub::Client::Next(sv1::AttachOutput* out) {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](Client* c) ABSL_NO_THREAD_SAFETY_ANALYSIS { return !c->queue_.empty() || c->ending_; },
-      this));
+  writing_ = false;  // the caller wrote what the last call returned
+  while (true) {
+    mu_.Await(absl::Condition(
+        +[](Client* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return !c->queue_.empty() || c->unflushed_ > 0 || c->ending_;
+        },
+        this));
+    if (unflushed_ == 0) break;
+    // A frame the hub began goes out whole before anything else.
+    writing_ = true;
+    mu_.Unlock();
+    const bool sent = direct_->FlushRest();
+    mu_.Lock();
+    writing_ = false;
+    queued_bytes_ -= std::min(queued_bytes_, unflushed_);
+    unflushed_ = 0;
+    if (!sent) return false;
+  }
   if (queue_.empty()) return false;
   *out = std::move(queue_.front());
   queue_.pop_front();
   queued_bytes_ -= std::min(queued_bytes_, SizeOf(*out));
+  writing_ = direct_ != nullptr;
   return true;
 }
 
@@ -126,6 +142,15 @@ bool AttachHub::Client::TryNext(sv1::AttachOutput* out) {
 
 void AttachHub::Client::Push(sv1::AttachOutput out) {
   if (ending_) return;
+  // Nothing waits and nobody writes: the connection takes it now. The exit
+  // always goes through the queue (the writer sees it was sent).
+  if (direct_ != nullptr && queue_.empty() && unflushed_ == 0 && !writing_ && !out.has_exit()) {
+    if (std::optional<size_t> left = direct_->TrySend(out)) {
+      unflushed_ = *left;
+      queued_bytes_ += *left;
+      return;
+    }
+  }
   queued_bytes_ += SizeOf(out);
   if (!queue_.empty() && Coalesce(&queue_.back(), out)) return;
   queue_.push_back(std::move(out));
@@ -156,7 +181,7 @@ void AttachHub::MarkTooSlowLocked(Client* c) {
   // A terminal that stopped reading: it is detached (what it missed is
   // gone), never allowed to hold up the session or the other terminals.
   c->queue_.clear();
-  c->queued_bytes_ = 0;
+  c->queued_bytes_ = c->unflushed_;  // the rest of a begun frame still goes
   sv1::AttachOutput notice;
   notice.set_notice(absl::StrCat("lazaret: this terminal fell too far behind session ",
                                  options_.session_id, " and was detached; lazaret attach ",
@@ -220,8 +245,10 @@ void AttachHub::DropSlowLocked(bool* changed) {
   if (!slow.empty()) BroadcastStateLocked();
 }
 
-std::shared_ptr<AttachHub::Client> AttachHub::Attach(const sv1::AttachHello& hello) {
+std::shared_ptr<AttachHub::Client> AttachHub::Attach(const sv1::AttachHello& hello,
+                                                    DirectOutput* direct) {
   auto c = std::make_shared<Client>();
+  c->direct_ = direct;
   bool redraw = false;
   bool resize = false;
   {
@@ -264,10 +291,12 @@ std::shared_ptr<AttachHub::Client> AttachHub::Attach(const sv1::AttachHello& hel
       kept_bytes_ = 0;
     }
   }
-  if (resize) io_->Resize(c->rows_, c->cols_);
-  // Also after a resize: one to the size the pty already had signals
-  // nobody.
-  if (redraw) io_->Redraw();
+  const bool resized = resize && io_->Resize(c->rows_, c->cols_);
+  // A new size has the program draw itself; the same size signals nobody,
+  // so a redraw is asked for. Never both: a second round of resizes while
+  // the first is drawn only widens the moment in which a key meets the
+  // program between two sizes.
+  if (redraw && !resized) io_->Redraw();
   events_->AttendanceChanged();
   return c;
 }
@@ -300,7 +329,7 @@ void AttachHub::Input(const std::shared_ptr<Client>& c, const sv1::AttachInput& 
         c->cols_ = cols = Clamp(in.resize().cols());
         apply = holder_ == c.get() && options_.mode == Mode::kTty && rows > 0 && cols > 0;
       }
-      if (apply) io_->Resize(rows, cols);
+      if (apply) (void)io_->Resize(rows, cols);
       return;
     }
     case sv1::AttachInput::kTakeInput: {
@@ -315,7 +344,7 @@ void AttachHub::Input(const std::shared_ptr<Client>& c, const sv1::AttachInput& 
         resize = options_.mode == Mode::kTty && c->rows_ > 0 && c->cols_ > 0;
         BroadcastStateLocked();
       }
-      if (resize) io_->Resize(c->rows_, c->cols_);
+      if (resize) (void)io_->Resize(c->rows_, c->cols_);
       events_->AttendanceChanged();
       return;
     }
@@ -351,7 +380,7 @@ void AttachHub::Detach(const std::shared_ptr<Client>& c) {
     BroadcastStateLocked();
   }
   if (resize_to != nullptr && options_.mode == Mode::kTty && rows > 0 && cols > 0) {
-    io_->Resize(rows, cols);
+    (void)io_->Resize(rows, cols);
   }
   events_->AttendanceChanged();
 }

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,8 +97,9 @@ class AttachHub {
     virtual void WriteInput(std::string bytes) = 0;
     // Stream: stdin is at its end.
     virtual void CloseInput() = 0;
-    // Tty: the pty's window size (the kernel signals the foreground job).
-    virtual void Resize(uint32_t rows, uint32_t cols) = 0;
+    // Tty: the pty's window size (the kernel signals the foreground job
+    // when it changed). True when it changed.
+    virtual bool Resize(uint32_t rows, uint32_t cols) = 0;
     // Tty: has the full-screen program redraw (a momentary resize).
     virtual void Redraw() = 0;
   };
@@ -132,11 +134,31 @@ class AttachHub {
     bool clipboard_write = false;
   };
 
+  // A client's connection that the hub may write to itself, without
+  // blocking, while nothing waits in that client's queue (the framed
+  // socket, attach_frames.h): the echo of a key then leaves the worker from
+  // the pump thread that read it, with no hand-off to the connection's
+  // writer. Called with the client's lock held, never while the writer
+  // writes (Next's caller between two calls of Next).
+  class DirectOutput {
+   public:
+    virtual ~DirectOutput() = default;
+    // Without blocking: nullopt when nothing of `out` could be sent (the
+    // socket is full, or gone); otherwise how many bytes of its frame are
+    // left for FlushRest (0: all of it went).
+    virtual std::optional<size_t> TrySend(const lazaret::session::v1::AttachOutput& out) = 0;
+    // Blocking: the rest of the frame TrySend began. False when the
+    // connection is gone.
+    virtual bool FlushRest() = 0;
+  };
+
   // One attached client: its queue of AttachOutput messages.
   class Client {
    public:
     // Waits for the next message; false once nothing more will come (the
-    // client was detached, or its last message was taken).
+    // client was detached, or its last message was taken). With a
+    // DirectOutput, the caller writes the message before it calls Next
+    // again, and Next first finishes a frame the hub began.
     bool Next(lazaret::session::v1::AttachOutput* out);
     // Without waiting: false when the queue is empty.
     bool TryNext(lazaret::session::v1::AttachOutput* out);
@@ -151,6 +173,12 @@ class AttachHub {
     std::deque<lazaret::session::v1::AttachOutput> queue_ ABSL_GUARDED_BY(mu_);
     size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
     bool ending_ ABSL_GUARDED_BY(mu_) = false;  // nothing more is queued
+    // Set at Attach, then constant.
+    DirectOutput* direct_ = nullptr;
+    // The writer holds a message taken by Next (the hub must not write).
+    bool writing_ ABSL_GUARDED_BY(mu_) = false;
+    // Bytes of a frame the hub began that FlushRest still has to send.
+    size_t unflushed_ ABSL_GUARDED_BY(mu_) = 0;
 
     // The hub's, under the hub's lock.
     bool attached_ = true;
@@ -165,8 +193,10 @@ class AttachHub {
 
   // A new client from its hello: the state, the replay when asked for, the
   // output kept while none was attached (stream), or, after the session
-  // ended, only its exit.
-  std::shared_ptr<Client> Attach(const lazaret::session::v1::AttachHello& hello);
+  // ended, only its exit. `direct` (may be null) outlives the client's
+  // Detach.
+  std::shared_ptr<Client> Attach(const lazaret::session::v1::AttachHello& hello,
+                                 DirectOutput* direct = nullptr);
   // Everything a client sends after its hello.
   void Input(const std::shared_ptr<Client>& client, const lazaret::session::v1::AttachInput& in);
   // The client is gone (its stream ended or broke). Idempotent.

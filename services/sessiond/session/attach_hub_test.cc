@@ -1,5 +1,6 @@
 #include "services/sessiond/session/attach_hub.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,11 @@ namespace sv1 = ::lazaret::session::v1;
 struct FakeIo : AttachHub::Io {
   void WriteInput(std::string bytes) override { input += bytes; }
   void CloseInput() override { closed = true; }
-  void Resize(uint32_t r, uint32_t c) override { sizes.emplace_back(r, c); }
+  bool Resize(uint32_t r, uint32_t c) override {
+    const bool changed = sizes.empty() || sizes.back() != std::make_pair(r, c);
+    sizes.emplace_back(r, c);
+    return changed;
+  }
   void Redraw() override { ++redraws; }
   std::string input;
   bool closed = false;
@@ -170,13 +175,18 @@ TEST_F(AttachHubTest, OnTheAlternateScreenAttachEntersItAndAsksForARedraw) {
   AttachHub hub = MakeHub(AttachHub::Mode::kTty);
   hub.TerminalOutput("shell prompt $ ");
   hub.TerminalOutput("\x1b[?1049h\x1b[Hfull screen program");
-  // The holder's size may be the pty's already: the redraw is asked for
-  // whatever the size.
+  // A new size: the resize has the program draw itself, nothing more.
   auto c = hub.Attach(Hello(true, /*replay=*/true));
   const std::string shown = TerminalBytes(Drain(c.get()));
   EXPECT_NE(shown.find("\x1b[?1049h"), std::string::npos);
   EXPECT_EQ(shown.find("full screen program"), std::string::npos);
   EXPECT_EQ(shown.find("shell prompt"), std::string::npos);
+  EXPECT_EQ(io_.sizes.size(), 1u);
+  EXPECT_EQ(io_.redraws, 0);
+  // The size the pty has already: a redraw is asked for.
+  hub.Detach(c);
+  auto again = hub.Attach(Hello(true, /*replay=*/true));
+  EXPECT_EQ(io_.sizes.size(), 2u);
   EXPECT_EQ(io_.redraws, 1);
 }
 
@@ -315,6 +325,74 @@ TEST_F(AttachHubTest, ExitIsTheLastMessageAndLaterAttachesGetOnlyIt) {
   EXPECT_FALSE(hub.WaitAllDetached(absl::Milliseconds(10)));
   hub.Detach(c);
   EXPECT_TRUE(hub.WaitAllDetached(absl::Milliseconds(10)));
+}
+
+// A connection the hub writes to itself: what it took, and when it is full
+// or takes only part of a frame.
+struct FakeDirect : AttachHub::DirectOutput {
+  std::optional<size_t> TrySend(const sv1::AttachOutput& out) override {
+    if (full) return std::nullopt;
+    sent.push_back(out);
+    return left;
+  }
+  bool FlushRest() override {
+    sent.push_back(sv1::AttachOutput());  // marks where the rest went
+    ++flushes;
+    return true;
+  }
+  bool full = false;
+  size_t left = 0;
+  int flushes = 0;
+  std::vector<sv1::AttachOutput> sent;
+};
+
+TEST_F(AttachHubTest, OutputGoesStraightToADirectConnectionWhileNothingWaitsInOrder) {
+  AttachHub hub = MakeHub(AttachHub::Mode::kTty);
+  FakeDirect direct;
+  auto c = hub.Attach(Hello(true), &direct);
+  // The state and the output went out without the queue.
+  hub.TerminalOutput("a");
+  ASSERT_EQ(direct.sent.size(), 2u);
+  EXPECT_TRUE(direct.sent[0].has_state());
+  EXPECT_EQ(direct.sent[1].terminal(), "a");
+  EXPECT_TRUE(Drain(c.get()).empty());
+
+  // Full: queued; while the writer holds what Next gave it, later output
+  // queues behind it rather than overtaking it.
+  direct.full = true;
+  hub.TerminalOutput("b");
+  direct.full = false;
+  sv1::AttachOutput o;
+  ASSERT_TRUE(c->Next(&o));
+  EXPECT_EQ(o.terminal(), "b");
+  hub.TerminalOutput("c");
+  EXPECT_EQ(direct.sent.size(), 2u);
+  hub.TerminalOutput("d");
+  ASSERT_TRUE(c->Next(&o));  // the writer wrote "b" and asks again
+  EXPECT_EQ(o.terminal(), "cd");
+
+  // A frame the hub began: its rest goes first, output waits behind it.
+  auto d = hub.Attach(Hello(false), &direct);
+  direct.sent.clear();
+  direct.left = 3;
+  hub.TerminalOutput("e");  // c's writer holds "cd": queued for c; d: begun
+  direct.left = 0;
+  hub.TerminalOutput("f");
+  ASSERT_TRUE(d->Next(&o));
+  EXPECT_EQ(direct.flushes, 1);
+  EXPECT_EQ(o.terminal(), "f");
+  ASSERT_EQ(direct.sent.size(), 2u);
+  EXPECT_EQ(direct.sent[0].terminal(), "e");
+  EXPECT_EQ(direct.sent[1].output_case(), sv1::AttachOutput::OUTPUT_NOT_SET);
+
+  // The exit always goes through the queue.
+  hub.Detach(c);
+  ASSERT_TRUE(d->Next(&o));  // "f" written; the state after c left
+  EXPECT_TRUE(o.has_state());
+  hub.Exit(3, "done");
+  ASSERT_TRUE(d->Next(&o));
+  EXPECT_TRUE(o.has_exit());
+  EXPECT_FALSE(d->Next(&o));
 }
 
 TEST(UnattendedTest, KeepStopsAfterTheLimitStopAtOnceStreamWhenItsClientIsGone) {

@@ -24,7 +24,7 @@ bool ServeAttachment(AttachHub* hub, AttachConnection* connection) {
   sv1::AttachInput first;
   if (!connection->Read(&first)) return true;
   if (!first.has_hello()) return false;
-  std::shared_ptr<AttachHub::Client> client = hub->Attach(first.hello());
+  std::shared_ptr<AttachHub::Client> client = hub->Attach(first.hello(), connection->direct());
   std::atomic<bool> reader_done{false};
   // The client's input, on a thread of its own: the output below may wait
   // on the client's reading while its keys keep coming.
@@ -80,12 +80,17 @@ grpc::Status AttachServiceImpl::Attach(
 absl::StatusOr<std::unique_ptr<FramedListener>> ServeAttachFrames(const std::string& socket_path,
                                                                   AttachHub* hub) {
   return FramedListener::Start(socket_path, getuid(), [hub](FramedChannel* channel) {
-    class FramedConnection final : public AttachConnection {
+    class FramedConnection final : public AttachConnection, public AttachHub::DirectOutput {
      public:
       explicit FramedConnection(FramedChannel* channel) : channel_(channel) {}
       bool Read(sv1::AttachInput* in) override { return channel_->Read(in); }
       bool Write(const sv1::AttachOutput& out) override { return channel_->Write(out); }
       void Cancel() override { channel_->Shutdown(); }
+      AttachHub::DirectOutput* direct() override { return this; }
+      std::optional<size_t> TrySend(const sv1::AttachOutput& out) override {
+        return channel_->TrySend(out);
+      }
+      bool FlushRest() override { return channel_->FlushRest(); }
 
      private:
       FramedChannel* const channel_;

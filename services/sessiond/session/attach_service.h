@@ -37,6 +37,8 @@ class AttachConnection {
   virtual bool Write(const lazaret::session::v1::AttachOutput& out) = 0;
   // Makes a Read blocked on this connection return false.
   virtual void Cancel() = 0;
+  // Where the hub may write without the writer (null: only through it).
+  virtual AttachHub::DirectOutput* direct() { return nullptr; }
 };
 
 // Serves one connection: the hello, then the client's input to the hub

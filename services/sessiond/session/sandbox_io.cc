@@ -170,24 +170,27 @@ void SandboxIo::CloseInput() {
   Poke();
 }
 
-void SandboxIo::SetSize(uint32_t rows, uint32_t cols) {
-  if (rows == 0 || cols == 0 || master_ < 0) return;
+bool SandboxIo::SetSize(uint32_t rows, uint32_t cols) {
+  if (rows == 0 || cols == 0 || master_ < 0) return false;
   winsize ws{};
   ws.ws_row = static_cast<unsigned short>(rows);
   ws.ws_col = static_cast<unsigned short>(cols);
+  bool changed;
   {
     absl::MutexLock lock(&mu_);
+    changed = rows_ != rows || cols_ != cols;
     rows_ = rows;
     cols_ = cols;
   }
   // The kernel sends SIGWINCH to the pty's foreground process group: podman
   // passes the new size on to the sandbox's terminal.
   (void)ioctl(master_, TIOCSWINSZ, &ws);
+  return changed;
 }
 
-void SandboxIo::Resize(uint32_t rows, uint32_t cols) {
+bool SandboxIo::Resize(uint32_t rows, uint32_t cols) {
   absl::MutexLock lock(&redraw_mu_);
-  SetSize(rows, cols);
+  return SetSize(rows, cols);
 }
 
 void SandboxIo::Redraw() {

@@ -66,7 +66,7 @@ class SandboxIo : public AttachHub::Io {
   // input is not yet taken (the client's stream then waits too).
   void WriteInput(std::string bytes) override;
   void CloseInput() override;
-  void Resize(uint32_t rows, uint32_t cols) override;
+  bool Resize(uint32_t rows, uint32_t cols) override;
   void Redraw() override;
 
  private:
@@ -77,7 +77,8 @@ class SandboxIo : public AttachHub::Io {
   // Reads what `fd` has (nonblocking), at most a burst; false on EOF/EIO.
   static bool ReadSome(int fd, std::string* out);
   void Poke();
-  void SetSize(uint32_t rows, uint32_t cols);
+  // True when the size changed.
+  bool SetSize(uint32_t rows, uint32_t cols);
 
   const Options options_;
   AttachHub* hub_ = nullptr;
