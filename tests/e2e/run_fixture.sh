@@ -85,8 +85,12 @@ user-cleanup)
     # fuse2fs or fuse-overlayfs still exiting): only this test user's
     # processes, one pid at a time, until userdel no longer finds one.
     for attempt in 1 2 3 4 5 6 7 8 9 10; do
+        # A process may end between the stat and the kill: not an error
+        # (under set -e an unguarded failing kill ended the cleanup).
         for p in /proc/[0-9]*; do
-            [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+            if [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]]; then
+                kill -KILL "${p#/proc/}" 2>/dev/null || true
+            fi
         done
         sleep 0.5
         if userdel --remove "$user" 2>/dev/null || ! id "$user" >/dev/null 2>&1; then break; fi
