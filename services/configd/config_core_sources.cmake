@@ -1,7 +1,7 @@
 # The configuration loader's core: TOML schema, merge, narrowing, expansion.
 # It needs only Abseil, toml++ (header-only, TOML_EXCEPTIONS=0),
 # persist_layout, host_paths (services/common/profile_paths), and lazaret_vocab's auto_approve rules, path checks,
-# CIDRs, domain patterns, escaping, port forwards, profile names, shell
+# CIDRs, domain patterns, escaping, HTTP rules, port forwards, profile names, shell
 # words and UTF-8, so the libFuzzer build in tests/fuzz can compile it with
 # clang on its own.
 # Included by services/configd/CMakeLists.txt and tests/fuzz/CMakeLists.txt.
@@ -26,6 +26,7 @@ set(LAZARET_CONFIG_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/domain_pattern.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/escape.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/host_path.cc
+  ${CMAKE_CURRENT_LIST_DIR}/../vocab/http_rule.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/port_spec.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/profile_name.cc
   ${CMAKE_CURRENT_LIST_DIR}/../vocab/shell_words.cc

@@ -78,6 +78,8 @@ LayerConfig Merge(const std::vector<const LayerConfig*>& layers) {
       Take(mp.ports, p.ports);
       Take(mp.session, p.session);
       Take(mp.terminal, p.terminal);
+      for (const auto& [secret, spec] : p.secrets) mp.secrets[secret] = spec;
+      for (const auto& [host, rule] : p.http) mp.http[host] = rule;
     }
   }
   return m;

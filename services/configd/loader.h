@@ -29,6 +29,7 @@
 #include "services/configd/schema.h"
 #include "services/vocab/auto_approve.h"
 #include "services/vocab/cidr.h"
+#include "services/vocab/http_rule.h"
 #include "services/vocab/port_spec.h"
 
 namespace lazaret::config {
@@ -55,6 +56,22 @@ struct ResolvedVolume {
   Access access = Access::kReadOnly;
   SelinuxLabel selinux = SelinuxLabel::kNone;
   Layer source = Layer::kEmbeddedDefault;
+};
+
+// A secret of a profile: where its value comes from and where it may go.
+// The value itself is read on the host when a session starts, never here.
+struct ResolvedSecret {
+  std::string name;
+  SecretSource source = SecretSource::kEnv;
+  // kEnv: the variable's name; kFile: the canonical absolute path, outside
+  // the workspace, data_root and every volume of the profile.
+  std::string from;
+  std::vector<std::string> command;  // kCommand
+  std::vector<std::string> hosts;    // canonical name patterns
+  SecretInjection inject = SecretInjection::kHeader;
+  std::string header;       // kHeader: lower case
+  std::string sandbox_env;  // empty: no variable holds the placeholder
+  Layer layer = Layer::kEmbeddedDefault;
 };
 
 // Which layer (and file) supplied a key of a resolved profile.
@@ -114,6 +131,9 @@ struct ResolvedProfile {
   uint32_t detached_limit_seconds = kDefaultDetachedLimitSeconds;
   // The profile's terminal.clipboard_write, else [terminal]'s.
   bool clipboard_write = false;
+  // profiles.<name>.secrets by name, and profiles.<name>.http by host.
+  std::vector<ResolvedSecret> secrets;
+  std::vector<vocab::HttpRule> http_rules;
   std::vector<KeySource> sources;
 };
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "services/configd/narrowing.h"
 #include "services/vocab/domain_pattern.h"
+#include "services/vocab/http_rule.h"
 
 namespace lazaret::config {
 namespace {
@@ -36,6 +37,38 @@ std::vector<Setting<std::string>> GrantedNames(const LayerConfig& c, const Profi
     out.insert(out.end(), cp.allow_domains->value.begin(), cp.allow_domains->value.end());
   }
   return out;
+}
+
+// The HTTP rules of a workspace profile (`wp`) against the user's (`cp`).
+// A workspace rule for a host replaces the rule the user's files give that
+// host (the same host's, else the most specific wildcard's that covers
+// it), so each of its entries must be admitted by an entry of that rule; a
+// host the user's files give no rule allows everything, so any rule for it
+// narrows.
+void CheckHttpNarrowing(const ProfileLayer& wp, const ProfileLayer& cp, const std::string& base,
+                        const std::string& hint, Diagnostics& diags) {
+  std::vector<vocab::HttpRule> granted;
+  for (const auto& [host, r] : cp.http) {
+    vocab::HttpRule g{host, {}};
+    for (const Setting<vocab::HttpAllow>& a : r.allow) g.allow.push_back(a.value);
+    granted.push_back(std::move(g));
+  }
+  for (const auto& [host, r] : wp.http) {
+    const vocab::HttpRule* rule = vocab::DecidingHttpRule(granted, host);
+    if (rule == nullptr) continue;
+    for (const Setting<vocab::HttpAllow>& a : r.allow) {
+      const bool covered = std::any_of(
+          rule->allow.begin(), rule->allow.end(),
+          [&](const vocab::HttpAllow& g) { return vocab::HttpAllowCovers(g, a.value); });
+      if (covered) continue;
+      diags.Widening(
+          a.origin,
+          absl::StrCat("allows ", Q(absl::StrCat(a.value.method, " ", a.value.path_prefix)), " to ",
+                       Q(host), ", which no entry of ", base, ".http.", Q(rule->host),
+                       " in your configuration admits"),
+          hint);
+    }
+  }
 }
 
 // The egress settings a workspace table (`w`) writes against the user's
@@ -230,6 +263,7 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
         }
       }
     }
+    if (!wp.http.empty()) CheckHttpNarrowing(wp, cp, base, hint, diags);
   }
 }
 

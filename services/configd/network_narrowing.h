@@ -1,5 +1,5 @@
 // The workspace clamp for the [network] keys and the network keys of each
-// profile (default_allow, allow_egress, allow_domains, dns_upstream):
+// profile (default_allow, allow_egress, allow_domains, dns_upstream, http):
 // CheckNarrowing (narrowing.h) hands them here. Part of lazaret_config
 // (runs in lazaret-configd and the loader fuzzer). The workspace layer is
 // untrusted text, possibly written by the agent.

@@ -127,6 +127,44 @@ void ToProto(const ResolvedProfile& p, pb::ResolvedProfile* out) {
   session->set_on_detach(p.on_detach_stop ? pb::ON_DETACH_STOP : pb::ON_DETACH_KEEP);
   session->set_detached_limit_seconds(p.detached_limit_seconds);
   out->mutable_terminal()->set_clipboard_write(p.clipboard_write);
+  for (const ResolvedSecret& s : p.secrets) {
+    pb::Secret* ps = out->add_secrets();
+    ps->set_name(s.name);
+    switch (s.source) {
+      case SecretSource::kEnv:
+        ps->set_from_env(s.from);
+        break;
+      case SecretSource::kFile:
+        ps->set_from_file(s.from);
+        break;
+      case SecretSource::kCommand:
+        for (const std::string& a : s.command) ps->mutable_from_command()->add_argv(a);
+        break;
+    }
+    for (const std::string& h : s.hosts) ps->add_hosts(h);
+    switch (s.inject) {
+      case SecretInjection::kHeader:
+        ps->set_inject(pb::SECRET_INJECTION_HEADER);
+        ps->set_header(s.header);
+        break;
+      case SecretInjection::kBearer:
+        ps->set_inject(pb::SECRET_INJECTION_BEARER);
+        break;
+      case SecretInjection::kBasic:
+        ps->set_inject(pb::SECRET_INJECTION_BASIC);
+        break;
+    }
+    ps->set_sandbox_env(s.sandbox_env);
+  }
+  for (const vocab::HttpRule& r : p.http_rules) {
+    pb::HttpRule* pr = out->add_http_rules();
+    pr->set_host(r.host);
+    for (const vocab::HttpAllow& a : r.allow) {
+      pb::HttpAllow* pa = pr->add_allow();
+      pa->set_method(a.method);
+      pa->set_path_prefix(a.path_prefix);
+    }
+  }
   for (const KeySource& k : p.sources) {
     pb::KeySource* ks = out->add_key_sources();
     ks->set_key_path(k.key_path);

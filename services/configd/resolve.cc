@@ -93,6 +93,91 @@ T PickTable(ResolvedProfile& p, const std::optional<Setting<T>>& own,
   return fallback;
 }
 
+// One secret of profile `p`, whose env and volumes are resolved and whose
+// earlier secrets are in p.secrets. Nothing when it fails (reported).
+std::optional<ResolvedSecret> ResolveSecret(const SecretSpec& s, const ResolvedProfile& p,
+                                            const LoadContext& g, Diagnostics& diags) {
+  const std::string base = absl::StrCat("profiles.", p.name);
+  ResolvedSecret out;
+  out.name = s.name;
+  out.source = s.source;
+  out.from = s.from.value;
+  out.command = s.command;
+  for (const Setting<std::string>& h : s.hosts) out.hosts.push_back(h.value);
+  out.inject = s.inject;
+  out.header = s.header;
+  out.layer = s.origin.layer;
+  bool ok = true;
+  if (s.sandbox_env) {
+    const std::string& var = s.sandbox_env->value;
+    const bool in_env = std::any_of(p.env.begin(), p.env.end(),
+                                    [&](const ResolvedEnv& e) { return e.name == var; });
+    auto other = std::find_if(p.secrets.begin(), p.secrets.end(),
+                              [&](const ResolvedSecret& o) { return o.sandbox_env == var; });
+    if (in_env) {
+      diags.Error(s.sandbox_env->origin,
+                  absl::StrCat("secret ", Q(s.name), " puts its placeholder in ", var, ", which ",
+                               base, ".env also sets: the sandbox gets one value"),
+                  absl::StrCat("remove ", var, " from ", base,
+                               ".env (the secret replaces it), or name another variable"));
+      ok = false;
+    } else if (other != p.secrets.end()) {
+      diags.Error(s.sandbox_env->origin,
+                  absl::StrCat("secret ", Q(s.name), " puts its placeholder in ", var,
+                               ", as secret ", Q(other->name), " does"),
+                  "give each secret its own sandbox_env");
+      ok = false;
+    } else {
+      out.sandbox_env = var;
+    }
+  }
+  if (s.source == SecretSource::kFile) {
+    ExpansionValues values;
+    values.home = g.host->home;
+    absl::StatusOr<std::string> expanded =
+        ExpandHostPath(View(s.from.value), kSecretFileTokens, values);
+    absl::StatusOr<std::string> canon = expanded;
+    if (expanded.ok()) canon = CanonicalizeHostPath(*expanded);
+    if (!canon.ok()) {
+      diags.Error(
+          s.from.origin,
+          absl::StrCat("secret ", Q(s.name), ": ", Q(s.from.value), " ", canon.status().message()),
+          "write \"file:PATH\" with an absolute path or one starting with ~/");
+      return std::nullopt;
+    }
+    // The directories the agent can read: a secret file there is no
+    // secret. Checked canonically, so a symlink into them counts.
+    std::vector<AgentWritableDir> readable;
+    if (!g.workspace_dir.empty()) readable.push_back({g.workspace_dir, "the workspace"});
+    if (!p.profile_dir.empty()) {
+      readable.push_back({p.profile_dir, "the profile directory (mounted into the sandbox)"});
+    }
+    if (!g.data_root.empty()) {
+      readable.push_back({g.data_root,
+                          "data_root (profile directories are mounted into "
+                          "sandboxes)"});
+    }
+    for (const ResolvedVolume& v : p.volumes) {
+      readable.push_back(
+          {v.host, absl::StrCat("a volume of ", base, " (mounted at ", v.container, ")")});
+    }
+    for (const AgentWritableDir& d : readable) {
+      if (!vocab::IsAtOrUnder(*canon, d.canonical)) continue;
+      diags.Error(s.from.origin,
+                  absl::StrCat("secret ", Q(s.name), " is read from ", Q(*canon),
+                               *canon == *expanded ? "" : absl::StrCat(" (", Q(*expanded), ")"),
+                               ", inside ", d.what, " ", Q(d.canonical),
+                               ", which the agent can read: the value would not stay secret"),
+                  "keep the file outside the workspace, data_root and the profile's volumes, "
+                  "e.g. in ~/.config/<service>/");
+      return std::nullopt;
+    }
+    out.from = *std::move(canon);
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ExpandGlobal(const Setting<std::string>& s, unsigned tokens,
@@ -374,6 +459,23 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
                 "detached_limit", kDefaultDetachedLimitSeconds);
   p.clipboard_write = PickTable(p, pl.terminal.clipboard_write, m.terminal.clipboard_write, base,
                                 "terminal", "clipboard_write", false);
+  // After env and volumes: a secret's variable and file are checked
+  // against them. By name (the map's order), so the output is stable.
+  for (const auto& [secret_name, spec] : pl.secrets) {
+    std::optional<ResolvedSecret> s = ResolveSecret(spec, p, g, diags);
+    if (!s) {
+      ok = false;
+      continue;
+    }
+    p.secrets.push_back(*std::move(s));
+    AddSource(p, absl::StrCat(base, ".secrets.", secret_name), spec.origin);
+  }
+  for (const auto& [host, rule] : pl.http) {
+    vocab::HttpRule r{host, {}};
+    for (const Setting<vocab::HttpAllow>& a : rule.allow) r.allow.push_back(a.value);
+    p.http_rules.push_back(std::move(r));
+    AddSource(p, absl::StrCat(base, ".http.", Q(host)), rule.origin);
+  }
   if (!ok) return std::nullopt;
   return p;
 }

@@ -11,7 +11,9 @@
 #include "services/common/persist_layout.h"
 #include "services/configd/toml.h"
 #include "services/configd/toml_reader.h"
+#include "services/vocab/domain_pattern.h"
 #include "services/vocab/host_path.h"
+#include "services/vocab/http_rule.h"
 #include "services/vocab/profile_name.h"
 
 namespace lazaret::config {
@@ -36,10 +38,13 @@ const KeyList kProfileKeys = {"image",           "persistent_dirs",
                               "egress",          "ask_timeout",
                               "ask_unattended",  "trust_host_ca",
                               "ports",           "session",
-                              "terminal"};
+                              "terminal",        "secrets",
+                              "http"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 const KeyList kSessionKeys = {"on_detach", "detached_limit"};
 const KeyList kTerminalKeys = {"clipboard_write"};
+const KeyList kSecretKeys = {"from", "command", "hosts", "inject", "sandbox_env"};
+const KeyList kHttpKeys = {"allow"};
 
 // Where each known key lives, for "belongs in [section]" hints.
 const std::vector<std::pair<const KeyList*, const char*>> kSections = {
@@ -47,6 +52,8 @@ const std::vector<std::pair<const KeyList*, const char*>> kSections = {
     {&kNetworkKeys, "[network]"},         {&kEscalationKeys, "[escalation]"},
     {&kProfileKeys, "[profiles.<name>]"}, {&kVolumeKeys, "[[profiles.<name>.volumes]]"},
     {&kSessionKeys, "[session]"},         {&kTerminalKeys, "[terminal]"},
+    {&kSecretKeys, "[profiles.<name>.secrets.<secret>]"},
+    {&kHttpKeys, "[profiles.<name>.http.\"<host>\"]"},
 };
 absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
 
@@ -382,6 +389,21 @@ class LayerParser {
         p.ports = r_.PortList(*n, kp, kMaxPortForwards);
       }
     }
+    if (const toml::node* n = t.get("secrets")) {
+      const std::string kp = absl::StrCat(path, ".secrets");
+      if (layer_ == Layer::kWorkspace) {
+        // Trusted or not: a secret names a value of the host and where it
+        // may be sent, and the workspace is written by the agent.
+        diags_.Error(r_.At(kp, *n), "a workspace file may not name secrets",
+                     "define secrets in your own configuration file "
+                     "(~/.config/lazaret/config.toml) or a --config file");
+      } else if (const toml::table* st = r_.Table(t, "secrets", kp)) {
+        Secrets(*st, kp, p);
+      }
+    }
+    if (const toml::table* ht = r_.Table(t, "http", absl::StrCat(path, ".http"))) {
+      HttpRules(*ht, absl::StrCat(path, ".http"), p);
+    }
     if (const toml::node* n = t.get("volumes")) {
       const std::string kp = absl::StrCat(path, ".volumes");
       if (const toml::array* a = r_.Array(*n, kp)) {
@@ -408,6 +430,255 @@ class LayerParser {
       }
     }
     return p;
+  }
+
+  // [profiles.<name>.secrets] (`path`): each [.<secret>] table into `p`.
+  void Secrets(const toml::table& t, const std::string& path, ProfileLayer& p) {
+    if (t.size() > kMaxListEntries) {
+      diags_.Error(r_.At(path, t), absl::StrCat("more than ", kMaxListEntries, " secrets"));
+      return;
+    }
+    for (const auto& [key, node] : t) {
+      const std::string name(key.str());
+      const std::string sp = absl::StrCat(path, ".", name);
+      if (!IsValidSecretName(name)) {
+        diags_.Error(r_.At(sp, key.source().begin.line, key.source().begin.column),
+                     absl::StrCat(QuoteValue(name), " is not a valid secret name"),
+                     "secret names are 1 to 64 letters, digits, '_' and '-'");
+        continue;
+      }
+      if (std::optional<SecretSpec> s = Secret(node, name, sp)) p.secrets[name] = *std::move(s);
+    }
+  }
+
+  std::optional<SecretSpec> Secret(const toml::node& n, const std::string& name,
+                                   const std::string& path) {
+    const toml::table* t = n.as_table();
+    if (t == nullptr) {
+      r_.TypeError(n, path, "a table [profiles.<name>.secrets.<secret>]");
+      return std::nullopt;
+    }
+    CheckKeys(*t, path, kSecretKeys);
+    SecretSpec out;
+    out.name = name;
+    out.origin = r_.At(path, n);
+    bool ok = true;
+    const toml::node* from = t->get("from");
+    const toml::node* command = t->get("command");
+    if ((from == nullptr) == (command == nullptr)) {
+      diags_.Error(out.origin,
+                   from == nullptr ? "the secret does not say where its value comes from"
+                                   : "the secret has both 'from' and 'command'",
+                   "write exactly one: from = \"env:VAR\" (a variable of lazaret run's "
+                   "environment) or from = \"file:PATH\" (a host file), or command = [\"argv\", "
+                   "...] (run on the host; its output is the value)");
+      ok = false;
+    } else if (from != nullptr) {
+      ok = SecretFrom(*from, absl::StrCat(path, ".from"), out) && ok;
+    } else {
+      ok = SecretCommand(*command, absl::StrCat(path, ".command"), out) && ok;
+    }
+    if (const toml::node* h = t->get("hosts")) {
+      const std::string hp = absl::StrCat(path, ".hosts");
+      if (const toml::array* a = h->as_array(); a != nullptr && a->size() > kMaxSecretHosts) {
+        diags_.Error(r_.At(hp, *h), absl::StrCat("more than ", kMaxSecretHosts, " hosts"),
+                     "a secret belongs to the few hosts of one service; use a wildcard such as "
+                     "\"*.example.com\"");
+        ok = false;
+      } else if (std::optional<SettingList<std::string>> hosts = r_.DomainList(*h, hp)) {
+        if (hosts->value.empty()) {
+          diags_.Error(hosts->origin, "the secret may be sent to no host",
+                       "list the hosts it belongs to, e.g. hosts = [\"api.example.com\"]");
+          ok = false;
+        }
+        out.hosts = std::move(hosts->value);
+      } else {
+        ok = false;
+      }
+    } else {
+      diags_.Error(out.origin, "the secret has no 'hosts'",
+                   "list the hosts it may be sent to, e.g. hosts = [\"api.example.com\"]");
+      ok = false;
+    }
+    if (const toml::node* i = t->get("inject")) {
+      ok = SecretInject(*i, absl::StrCat(path, ".inject"), out) && ok;
+    } else {
+      diags_.Error(out.origin, "the secret has no 'inject'",
+                   "say how it is sent: inject = \"header:NAME\", \"bearer\" or \"basic\"");
+      ok = false;
+    }
+    if (const toml::node* e = t->get("sandbox_env")) {
+      if (auto v = r_.String(*e, absl::StrCat(path, ".sandbox_env"))) {
+        if (IsValidEnvName(v->value)) {
+          out.sandbox_env = std::move(v);
+        } else {
+          diags_.Error(
+              v->origin,
+              absl::StrCat(QuoteValue(v->value), " is not a valid environment variable name"),
+              "names match ^[A-Za-z_][A-Za-z0-9_]*$, e.g. \"ANTHROPIC_API_KEY\"");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  // from = "env:VAR" or "file:PATH".
+  bool SecretFrom(const toml::node& n, const std::string& path, SecretSpec& out) {
+    std::optional<Setting<std::string>> v = r_.String(n, path);
+    if (!v) return false;
+    const absl::string_view text = View(v->value);
+    if (absl::StartsWith(text, "env:")) {
+      const absl::string_view var = text.substr(4);
+      if (!IsValidEnvName(var)) {
+        diags_.Error(v->origin,
+                     absl::StrCat(QuoteValue(v->value), " does not name a host variable"),
+                     "write \"env:VAR\" with VAR matching ^[A-Za-z_][A-Za-z0-9_]*$");
+        return false;
+      }
+      out.source = SecretSource::kEnv;
+      out.from = {std::string(var), v->origin};
+      return true;
+    }
+    if (absl::StartsWith(text, "file:")) {
+      const absl::string_view file = text.substr(5);
+      const bool control = HasControlChar(file);
+      absl::Status st = file.empty() ? absl::InvalidArgumentError("names no file")
+                        : control    ? absl::InvalidArgumentError("contains a control character")
+                                     : CheckPathTemplate(file, kSecretFileTokens);
+      if (!st.ok()) {
+        diags_.Error(v->origin, absl::StrCat(QuoteValue(v->value), " ", st.message()),
+                     "write \"file:PATH\" with an absolute path or one starting with ~/, e.g. "
+                     "\"file:~/.config/anthropic/key\"");
+        return false;
+      }
+      out.source = SecretSource::kFile;
+      out.from = {std::string(file), v->origin};
+      return true;
+    }
+    diags_.Error(v->origin,
+                 absl::StrCat(QuoteValue(v->value), " does not say where the value comes from"),
+                 "from is \"env:VAR\" (a variable of lazaret run's environment) or \"file:PATH\" "
+                 "(a host file); for a program's output use command = [...] instead");
+    return false;
+  }
+
+  // command = ["argv0", ...]: run on the host, never through a shell.
+  bool SecretCommand(const toml::node& n, const std::string& path, SecretSpec& out) {
+    const toml::array* a = r_.Array(n, path);
+    if (a == nullptr) return false;
+    if (a->empty()) {
+      diags_.Error(r_.At(path, n), "the command is empty",
+                   "write the program and its arguments, e.g. [\"secret-tool\", \"lookup\", "
+                   "\"service\", \"anthropic\"]");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < a->size(); ++i) {
+      std::optional<Setting<std::string>> w =
+          r_.String(*a->get(i), absl::StrCat(path, "[", i, "]"));
+      if (!w) {
+        ok = false;
+        continue;
+      }
+      // A relative program path would resolve in lazaret run's working
+      // directory: the workspace, which the agent writes.
+      if (i == 0 &&
+          (w->value.empty() || (w->value.find('/') != std::string::npos && w->value[0] != '/'))) {
+        diags_.Error(w->origin,
+                     absl::StrCat(QuoteValue(w->value),
+                                  " is not a program: name one on your PATH or by its absolute "
+                                  "path (a relative path would resolve in the workspace)"),
+                     "e.g. \"secret-tool\" or \"/usr/bin/secret-tool\"");
+        ok = false;
+        continue;
+      }
+      out.command.push_back(std::move(w->value));
+    }
+    if (ok) out.source = SecretSource::kCommand;
+    return ok;
+  }
+
+  // inject = "header:NAME", "bearer" or "basic".
+  bool SecretInject(const toml::node& n, const std::string& path, SecretSpec& out) {
+    std::optional<Setting<std::string>> v = r_.String(n, path);
+    if (!v) return false;
+    if (v->value == "bearer" || v->value == "basic") {
+      out.inject = v->value == "bearer" ? SecretInjection::kBearer : SecretInjection::kBasic;
+      return true;
+    }
+    if (absl::StartsWith(v->value, "header:")) {
+      absl::StatusOr<std::string> header = vocab::CheckInjectHeaderName(View(v->value).substr(7));
+      if (!header.ok()) {
+        diags_.Error(v->origin, std::string(header.status().message()),
+                     "name the header the service reads the key from, e.g. "
+                     "\"header:x-api-key\"");
+        return false;
+      }
+      out.inject = SecretInjection::kHeader;
+      out.header = *std::move(header);
+      return true;
+    }
+    diags_.Error(v->origin, absl::StrCat(QuoteValue(v->value), " is not a way to send a secret"),
+                 "inject is \"header:NAME\" (the placeholder replaced in that header's value), "
+                 "\"bearer\" (Authorization: Bearer) or \"basic\" (the password of "
+                 "Authorization: Basic)");
+    return false;
+  }
+
+  // [profiles.<name>.http] (`path`): each ."<host>" table into `p`.
+  void HttpRules(const toml::table& t, const std::string& path, ProfileLayer& p) {
+    if (t.size() > kMaxListEntries) {
+      diags_.Error(r_.At(path, t), absl::StrCat("more than ", kMaxListEntries, " hosts"));
+      return;
+    }
+    for (const auto& [key, node] : t) {
+      const std::string written(key.str());
+      const std::string hp = absl::StrCat(path, ".", QuoteValue(written));
+      const Origin at = r_.At(hp, key.source().begin.line, key.source().begin.column);
+      absl::StatusOr<std::string> host = vocab::CheckDomainPattern(View(written));
+      if (!host.ok()) {
+        diags_.Error(at, std::string(host.status().message()),
+                     "write a host name such as \"api.example.com\", or \"*.example.com\" for "
+                     "every name below example.com (see docs/configuration.md#names)");
+        continue;
+      }
+      if (p.http.count(*host) != 0) {
+        diags_.Error(at, absl::StrCat(QuoteValue(*host), " has two tables"),
+                     "write one table per host (names are compared in lower case)");
+        continue;
+      }
+      const toml::table* ht = node.as_table();
+      if (ht == nullptr) {
+        r_.TypeError(node, hp, "a table [profiles.<name>.http.\"<host>\"] with allow = [...]");
+        continue;
+      }
+      CheckKeys(*ht, hp, kHttpKeys);
+      const toml::node* allow = ht->get("allow");
+      if (allow == nullptr) {
+        diags_.Error(r_.At(hp, node), "the rule has no 'allow'",
+                     "list what may be sent, e.g. allow = [\"POST /v1/messages\"]");
+        continue;
+      }
+      const std::string ap = absl::StrCat(hp, ".allow");
+      const toml::array* a = allow->as_array();
+      if (a != nullptr && (a->empty() || a->size() > vocab::kMaxHttpAllowEntries)) {
+        diags_.Error(r_.At(ap, *allow),
+                     a->empty()
+                         ? std::string("the rule allows nothing")
+                         : absl::StrCat("more than ", vocab::kMaxHttpAllowEntries, " entries"),
+                     a->empty() ? "list at least one \"METHOD /path-prefix\"; to refuse the host, "
+                                  "leave it out of the allowed names"
+                                : "use shorter prefixes or \"*\" for the method");
+        continue;
+      }
+      std::optional<SettingList<vocab::HttpAllow>> entries = r_.HttpAllowList(*allow, ap);
+      if (!entries) continue;
+      p.http[*host] = HttpRuleSpec{*host, r_.At(hp, node), std::move(entries->value)};
+    }
   }
 
   // egress, ask_timeout, ask_unattended and trust_host_ca of [network] or

@@ -19,6 +19,7 @@
 #include "services/configd/schema_values.h"
 #include "services/vocab/auto_approve.h"
 #include "services/vocab/cidr.h"
+#include "services/vocab/http_rule.h"
 #include "services/vocab/port_spec.h"
 
 namespace lazaret::config {
@@ -55,6 +56,8 @@ inline constexpr uint32_t kMaxDetachedLimitSeconds = 30 * 86400;
 inline constexpr uint32_t kDefaultDetachedLimitSeconds = 12 * 3600;
 // profiles.<name>.ports: forwards one profile may open.
 inline constexpr size_t kMaxPortForwards = 16;
+// profiles.<name>.secrets.<secret>.hosts: names one secret may be sent to.
+inline constexpr size_t kMaxSecretHosts = 32;
 
 // A value with the place it was written.
 template <typename T>
@@ -117,6 +120,36 @@ struct TerminalConfig {
   std::optional<Setting<bool>> clipboard_write;
 };
 
+// Where a secret's value comes from, on the host, when a session starts.
+enum class SecretSource { kEnv, kFile, kCommand };
+// How the egress proxy sends it (see SecretInjection in config.proto).
+enum class SecretInjection { kHeader, kBearer, kBasic };
+
+// One [profiles.<name>.secrets.<secret>] table, syntax-checked. Never from a
+// workspace file (ParseLayer refuses `secrets` there). The value itself is
+// never read by the configuration service.
+struct SecretSpec {
+  std::string name;  // [A-Za-z0-9_-], 1 to 64
+  Origin origin;     // the table
+  SecretSource source = SecretSource::kEnv;
+  // kEnv: the variable's name; kFile: the path template (~ only); kCommand:
+  // empty.
+  Setting<std::string> from;
+  std::vector<std::string> command;         // kCommand: the argv
+  std::vector<Setting<std::string>> hosts;  // canonical name patterns, 1..kMaxSecretHosts
+  SecretInjection inject = SecretInjection::kHeader;
+  std::string header;  // kHeader: the header name, lower case
+  std::optional<Setting<std::string>> sandbox_env;
+};
+
+// One [profiles.<name>.http."<host>"] table: the requests allowed to that
+// host. A workspace file may only narrow it (narrowing.cc).
+struct HttpRuleSpec {
+  std::string host;                              // canonical name pattern
+  Origin origin;                                 // the table
+  std::vector<Setting<vocab::HttpAllow>> allow;  // 1..vocab::kMaxHttpAllowEntries
+};
+
 // One [profiles.<name>] table as written in one layer.
 struct ProfileLayer {
   Origin origin;  // the table header (or first key)
@@ -145,6 +178,10 @@ struct ProfileLayer {
   std::optional<SettingList<vocab::PortSpec>> ports;
   SessionConfig session;
   TerminalConfig terminal;
+  // By name and by host. Unlike the other keys these tables merge entry by
+  // entry: a higher layer's secret or host replaces only the same name's.
+  std::map<std::string, SecretSpec> secrets;
+  std::map<std::string, HttpRuleSpec> http;
 };
 
 // One layer, every key optional. The same type holds a merge of layers, in
@@ -179,6 +216,9 @@ inline constexpr unsigned kDataRootTokens = 0;
 inline constexpr unsigned kSocketDirTokens = kTokenRuntimeDir;
 inline constexpr unsigned kVolumeHostTokens =
     kTokenProfileName | kTokenProfileDir | kTokenWorkspaceDir;
+// A secret's "file:PATH": ~ only (a token would name a directory the agent
+// can read).
+inline constexpr unsigned kSecretFileTokens = 0;
 
 // Parses and checks one layer. Every problem goes to `diags` with file, key
 // path, line and column; the returned layer holds the values that passed.

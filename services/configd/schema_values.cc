@@ -20,6 +20,13 @@ bool IsValidEnvName(absl::string_view name) {
   });
 }
 
+bool IsValidSecretName(absl::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
+
 absl::Status ParseVolumeMode(absl::string_view mode, Access* access, SelinuxLabel* selinux) {
   *access = Access::kReadOnly;
   *selinux = SelinuxLabel::kNone;

@@ -30,6 +30,9 @@ const char* EgressModeName(EgressMode mode);
 // ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 bytes)
 bool IsValidEnvName(absl::string_view name);
 
+// ^[A-Za-z0-9_-]{1,64}$: the name of a secret of a profile.
+bool IsValidSecretName(absl::string_view name);
+
 // Parses a volume mode: comma-separated options from {ro, rw, z, Z}, at most
 // one of ro/rw and one of z/Z, no repeats. Empty means "ro".
 absl::Status ParseVolumeMode(absl::string_view mode, Access* access, SelinuxLabel* selinux);

@@ -10,6 +10,7 @@
 #include "services/configd/dns_upstream.h"
 #include "services/common/profile_paths/host_paths.h"
 #include "services/vocab/domain_pattern.h"
+#include "services/vocab/http_rule.h"
 
 namespace lazaret::config {
 namespace {
@@ -39,16 +40,16 @@ const char* TypeName(const toml::node& n) {
   }
 }
 
+absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
+
 bool HasControlChar(absl::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
     return u < 0x20 || u == 0x7f;
   });
 }
-
-absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
-
-}  // namespace
 
 std::string QuoteValue(absl::string_view s) {
   std::string out = "\"";
@@ -190,6 +191,21 @@ std::optional<SettingList<std::string>> TomlReader::DomainList(const toml::node&
           return std::nullopt;
         }
         return *std::move(name);
+      });
+}
+
+std::optional<SettingList<vocab::HttpAllow>> TomlReader::HttpAllowList(const toml::node& n,
+                                                                       const std::string& path) {
+  return StringList<vocab::HttpAllow>(
+      n, path, [&](const Setting<std::string>& s) -> std::optional<vocab::HttpAllow> {
+        absl::StatusOr<vocab::HttpAllow> e = vocab::ParseHttpAllow(View(s.value));
+        if (!e.ok()) {
+          diags_.Error(s.origin, std::string(e.status().message()),
+                       "write \"METHOD /path-prefix\", e.g. \"POST /v1/messages\", \"GET /\" or "
+                       "\"* /v1/\"");
+          return std::nullopt;
+        }
+        return *std::move(e);
       });
 }
 

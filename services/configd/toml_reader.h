@@ -16,9 +16,13 @@
 #include "services/configd/toml.h"
 #include "services/vocab/auto_approve.h"
 #include "services/vocab/cidr.h"
+#include "services/vocab/http_rule.h"
 #include "services/vocab/port_spec.h"
 
 namespace lazaret::config {
+
+// Whether `s` has a control character (below 0x20, or DEL).
+bool HasControlChar(absl::string_view s);
 
 // `s` in double quotes for a diagnostic, with '"' and '\' escaped and
 // control characters written as \u00XX.
@@ -58,6 +62,10 @@ class TomlReader {
   // port twice on the same address.
   std::optional<SettingList<vocab::PortSpec>> PortList(const toml::node& n, const std::string& path,
                                                 size_t max);
+  // profiles.<name>.http."<host>".allow: "METHOD /path-prefix" entries
+  // (vocab::ParseHttpAllow).
+  std::optional<SettingList<vocab::HttpAllow>> HttpAllowList(const toml::node& n,
+                                                             const std::string& path);
   // escalation.auto_approve: each entry is a string (the prefix form) or a
   // table with exactly one of `prefix` or `exact`, and passes
   // vocab::CheckAutoApproveEntry in its form.

@@ -18,6 +18,7 @@
 #include "services/vocab/cidr.h"
 #include "services/vocab/domain_pattern.h"
 #include "services/vocab/host_path.h"
+#include "services/vocab/http_rule.h"
 #include "services/vocab/shell_words.h"
 
 namespace {
@@ -128,6 +129,30 @@ void CheckNarrower(const ResolvedProfile& narrow, const ResolvedProfile& wide) {
                  (v.access == Access::kReadOnly || u.access == Access::kReadWrite);
     }
     Check(granted);
+  }
+  // Secrets come only from the user's files; HTTP rules only narrow.
+  Check(narrow.secrets.size() == wide.secrets.size());
+  for (size_t i = 0; i < narrow.secrets.size() && i < wide.secrets.size(); ++i) {
+    const ResolvedSecret& n = narrow.secrets[i];
+    const ResolvedSecret& w = wide.secrets[i];
+    Check(n.name == w.name && n.source == w.source && n.from == w.from && n.command == w.command &&
+          n.hosts == w.hosts && n.inject == w.inject && n.header == w.header &&
+          n.sandbox_env == w.sandbox_env);
+  }
+  std::vector<std::string> hosts;
+  for (const vocab::HttpRule& r : narrow.http_rules) hosts.push_back(r.host);
+  for (const vocab::HttpRule& r : wide.http_rules) hosts.push_back(r.host);
+  for (const std::string& h : hosts) {
+    const vocab::HttpRule* w = vocab::DecidingHttpRule(wide.http_rules, h);
+    if (w == nullptr) continue;
+    const vocab::HttpRule* n = vocab::DecidingHttpRule(narrow.http_rules, h);
+    Check(n != nullptr);
+    if (n == nullptr) continue;
+    for (const vocab::HttpAllow& a : n->allow) {
+      bool granted = false;
+      for (const vocab::HttpAllow& u : w->allow) granted |= vocab::HttpAllowCovers(u, a);
+      Check(granted);
+    }
   }
 }
 

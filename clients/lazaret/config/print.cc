@@ -187,6 +187,38 @@ void PrintProfile(const pb::ResolveProfileResponse& resp) {
     std::printf("  %-16s %s -> %s (%s)   [%s]\n", i == 0 ? "volumes" : "", v.host().c_str(),
                 v.container().c_str(), AccessText(v).c_str(), LayerText(v.source()));
   }
+  // Secrets by name: where the value comes from (never the value: the
+  // service never reads it), how and where it is sent, and the sandbox
+  // variable holding its placeholder. HTTP rules by host, entries in
+  // order. Escaped: a workspace file may have supplied the rules.
+  std::vector<std::pair<std::string, std::string>> secret_rows;
+  for (const pb::Secret& sec : p.secrets()) {
+    const std::string source =
+        sec.has_from_command()
+            ? absl::StrCat("command ", absl::StrJoin(sec.from_command().argv(), " "))
+        : sec.has_from_file() ? absl::StrCat("file ", sec.from_file())
+                              : absl::StrCat("host $", sec.from_env());
+    const std::string how = sec.inject() == pb::SECRET_INJECTION_HEADER
+                                ? absl::StrCat("header ", sec.header())
+                            : sec.inject() == pb::SECRET_INJECTION_BASIC ? "basic"
+                                                                         : "bearer";
+    const std::string sandbox =
+        sec.sandbox_env().empty() ? "" : absl::StrCat(", sandbox $", sec.sandbox_env());
+    secret_rows.emplace_back(
+        vocab::EscapeForTerminal(absl::StrCat(sec.name(), " <- ", source, ", ", how, " to ",
+                                              absl::StrJoin(sec.hosts(), " "), sandbox)),
+        from[absl::StrCat(base, "secrets.", sec.name())]);
+  }
+  PrintEntries("secrets", secret_rows, "(none)");
+  std::vector<std::pair<std::string, std::string>> http_rows;
+  for (const pb::HttpRule& r : p.http_rules()) {
+    std::vector<std::string> allow;
+    for (const pb::HttpAllow& a : r.allow()) allow.push_back(a.method() + " " + a.path_prefix());
+    http_rows.emplace_back(
+        vocab::EscapeForTerminal(absl::StrCat(r.host(), ": ", absl::StrJoin(allow, ", "))),
+        from[absl::StrCat(base, "http.\"", r.host(), "\"")]);
+  }
+  PrintEntries("http", http_rows, "(no rule: every request allowed)");
   row("escalation", p.escalation().enabled() ? "enabled" : "disabled", "escalation.enabled");
   row("socket_dir", p.escalation().socket_dir(), "escalation.socket_dir");
   const pb::EscalationPolicy& esc = p.escalation();

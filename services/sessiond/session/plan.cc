@@ -226,6 +226,17 @@ std::string GitStateDir(const pb::ResolvedProfile& profile) {
 
 absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::ResolvedProfile& profile,
                                         const gitshadow::GitShadowPlan& git) {
+  // Secrets and HTTP rules are kept by the egress proxy, which this
+  // version does not have yet: a session that ran without them would send
+  // requests the user meant to restrict, so it does not start.
+  if (profile.secrets_size() > 0 || profile.http_rules_size() > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "profile ", profile.name(), " names ",
+        profile.secrets_size() > 0 ? "secrets" : "HTTP rules",
+        ", which need the egress proxy, and this version of Lazaret has none yet; remove its ",
+        profile.secrets_size() > 0 ? "`secrets`" : "`http`",
+        " tables to run it (lazaret config show lists them)"));
+  }
   SessionPlan plan;
   plan.id = in.session_id;
   plan.workspace_host_dir =

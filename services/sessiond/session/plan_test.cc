@@ -354,6 +354,15 @@ TEST(PlanSessionTest, RefusesWhatCannotBeMountedOrWritten) {
   PlanInputs newline = Inputs();
   newline.profile_env = {{"A", "x\ny", true}};
   EXPECT_FALSE(PlanSession(newline, PlainProfile(), gitshadow::GitShadowPlan{}).ok());
+  // Not yet kept by anything: refused rather than ignored.
+  pb::ResolvedProfile secret = PlainProfile();
+  secret.add_secrets()->set_name("anthropic");
+  auto refused = PlanSession(Inputs(), secret, gitshadow::GitShadowPlan{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("egress proxy"));
+  pb::ResolvedProfile rule = PlainProfile();
+  rule.add_http_rules()->set_host("registry.npmjs.org");
+  EXPECT_FALSE(PlanSession(Inputs(), rule, gitshadow::GitShadowPlan{}).ok());
   PlanInputs long_rt = Inputs();
   long_rt.runtime_dir = "/" + std::string(100, 'r');
   auto plan = PlanSession(long_rt, PlainProfile(), gitshadow::GitShadowPlan{});
