@@ -21,6 +21,8 @@ PACKAGES=(
     libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
     grpc-proto libtomlplusplus-dev libssl-dev libcap-dev libnl-3-dev
     libnl-route-3-dev libncurses-dev libabsl-dev
+    # the egress proxy: HTTP/2 (nghttp2) and the HTTP/1.1 parser
+    libnghttp2-dev libhttp-parser-dev
     # tests / benchmarks
     libgtest-dev libgmock-dev libbenchmark-dev
     tmux ncurses-term
@@ -41,6 +43,8 @@ PACKAGES=(
     containers-storage mmdebstrap debian-archive-keyring
     # tools used by the orchestrator and the tests
     iproute2 procps util-linux ca-certificates
+    # HTTP/2 peers of the egress proxy's tests (nghttp, h2load)
+    nghttp2-client
     # the agent-CLI e2e probes the npm registry and the Debian mirror first
     curl
 )

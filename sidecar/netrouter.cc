@@ -16,6 +16,7 @@
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 #include "sidecar/dns_relay.h"
+#include "sidecar/egress_listener.h"
 #include "sidecar/escalation_relay.h"
 #include "sidecar/port_relay.h"
 #include "sidecar/multicast_guard.h"
@@ -172,6 +173,7 @@ class NetRouterServiceImpl final : public ServiceBase {
                        NlSockPtr rules, std::unique_ptr<GatewayWatcher> watcher,
                        std::unique_ptr<DnsRelay> relay,
                        std::unique_ptr<EscalationRelay> escalation_relay,
+                       std::unique_ptr<EgressListener> egress_listener,
                        std::unique_ptr<PortRelay> ports)
       : guard_(CloseNamespace),
         engine_(std::move(engine)),
@@ -180,6 +182,7 @@ class NetRouterServiceImpl final : public ServiceBase {
         watcher_(std::move(watcher)),
         relay_(std::move(relay)),
         escalation_relay_(std::move(escalation_relay)),
+        egress_listener_(std::move(egress_listener)),
         ports_(std::move(ports)) {}
 
   grpc::ServerWriteReactor<pb::HoldEvent>* Hold(grpc::CallbackServerContext*,
@@ -333,12 +336,13 @@ class NetRouterServiceImpl final : public ServiceBase {
   const std::unique_ptr<GatewayWatcher> watcher_;
   const std::unique_ptr<DnsRelay> relay_;
   const std::unique_ptr<EscalationRelay> escalation_relay_;  // null: no escalation
+  const std::unique_ptr<EgressListener> egress_listener_;    // null: no egress proxy
   const std::unique_ptr<PortRelay> ports_;
 };
 
 // Everything before the socket answers: the namespace closed (table, then
 // rules), the neighbour discipline, the multicast guard, the DNS listeners,
-// the escalation relay's listener. Any failure ends the router, so `lazaret
+// the escalation relay's listener, the egress listener. Any failure ends the router, so `lazaret
 // run`'s health wait fails the session.
 absl::StatusOr<ServiceHandlers> StartRouter(const RouterOptions& options,
                                             const std::string& socket_dir) {
@@ -366,35 +370,45 @@ absl::StatusOr<ServiceHandlers> StartRouter(const RouterOptions& options,
     LAZ_LOG_INFO << "escalation relay listening on " << o.address << ":" << escalation_relay->port()
                  << " (TCP), to " << o.broker_socket;
   }
+  std::unique_ptr<EgressListener> egress_listener;
+  if (!options.egress_socket.empty()) {
+    EgressListenerOptions o;
+    o.socket_path = options.egress_socket;
+    LAZ_ASSIGN_OR_RETURN(egress_listener, EgressListener::Start(o));
+    LAZ_LOG_INFO << "egress listener on " << o.address << ":" << egress_listener->https_port()
+                 << " and :" << egress_listener->http_port() << " (TCP), channel " << o.socket_path;
+  }
   LAZ_ASSIGN_OR_RETURN(std::unique_ptr<PortRelay> ports,
                        PortRelay::Create({.socket_dir = socket_dir}));
   LAZ_ASSIGN_OR_RETURN(NlSockPtr rules, ConnectLibnl());
   ServiceHandlers h;
   h.services.push_back(std::make_unique<NetRouterServiceImpl>(
       std::move(engine), std::move(query), std::move(rules), std::move(watcher), std::move(relay),
-      std::move(escalation_relay), std::move(ports)));
+      std::move(escalation_relay), std::move(egress_listener), std::move(ports)));
   return h;
 }
 
 }  // namespace
 
 absl::StatusOr<RouterOptions> TakeRouterFlags(std::vector<char*>* args) {
-  constexpr absl::string_view kEscalationSocket = "--escalation-socket=";
   RouterOptions o;
+  const std::pair<absl::string_view, std::string*> flags[] = {
+      {"--escalation-socket=", &o.escalation_socket},
+      {"--egress-socket=", &o.egress_socket},
+  };
   std::vector<char*> rest;
   for (size_t i = 0; i < args->size(); ++i) {
     char* a = (*args)[i];
-    if (i > 0 && absl::StartsWith(a, kEscalationSocket)) {
-      if (!o.escalation_socket.empty()) {
-        return absl::InvalidArgumentError("--escalation-socket is given twice");
-      }
-      o.escalation_socket = std::string(absl::string_view(a).substr(kEscalationSocket.size()));
-      if (o.escalation_socket.empty()) {
-        return absl::InvalidArgumentError("--escalation-socket needs a path");
-      }
-      continue;
+    bool taken = false;
+    for (const auto& [prefix, value] : flags) {
+      if (i == 0 || !absl::StartsWith(a, prefix)) continue;
+      const absl::string_view name = prefix.substr(0, prefix.size() - 1);
+      if (!value->empty()) return absl::InvalidArgumentError(absl::StrCat(name, " is given twice"));
+      *value = std::string(absl::string_view(a).substr(prefix.size()));
+      if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a path"));
+      taken = true;
     }
-    rest.push_back(a);
+    if (!taken) rest.push_back(a);
   }
   *args = std::move(rest);
   return o;

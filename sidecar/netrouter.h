@@ -27,7 +27,8 @@ inline constexpr int kMaxRequestBytes = 16 << 20;
 // The router: before the socket answers, the namespace is closed (table 100
 // holds only the prohibit defaults, the rules are in place), the
 // neighbour discipline holds, the DNS listeners are bound and, in a session
-// with escalation, the escalation relay listens; see docs/networking.md.
+// with escalation, the escalation relay listens, and in a session with an
+// egress proxy, the egress listener; see docs/networking.md.
 
 // The router's own flags, besides the service flags (--runtime-dir,
 // --socket). Written by the `lazaret` CLI into the sidecar's command line.
@@ -36,6 +37,11 @@ struct RouterOptions {
   // sees it (the session's socket directory, bound read-only); set: the
   // escalation relay (escalation_relay.h) listens. Empty: no escalation.
   std::string escalation_socket;
+  // --egress-socket=PATH: the egress channel's socket, in the router's
+  // directory (host side <session dir>/router/); set: the egress listener
+  // (egress_listener.h) binds 127.0.80.1:443 and :80 and waits there for
+  // lazaret-egressd. Empty: the session has no egress proxy.
+  std::string egress_socket;
 };
 
 // Takes the router's own flags out of `args` (argv[0] first, kept), leaving

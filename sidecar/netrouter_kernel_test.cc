@@ -12,14 +12,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/un.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/fs/sha256.h"
 #include "sidecar/dns_relay.h"
+#include "sidecar/egress_listener.h"
 #include "sidecar/multicast_guard.h"
 #include "sidecar/neighbours.h"
 #include "sidecar/netlink_routes.h"
@@ -672,6 +677,158 @@ TEST_F(RouterKernelTest, HeldTcpQueryKeepsItsConnectionFromIdlingOut) {
   ASSERT_GE(got.size(), 2u) << "the connection was closed while its query was held";
   EXPECT_EQ(got.substr(2), AnswerTo(q));
   (*relay)->Detach(epoch);
+}
+
+// The sandbox's path to the egress proxy, in the router's namespace: the
+// listeners on 127.0.80.1, the channel, and the router's connects judged
+// by the session's routes.
+class EgressKernelTest : public RouterKernelTest {
+ protected:
+  void SetUp() override {
+    RouterKernelTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    char tmpl[] = "/tmp/lzek.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    EgressListenerOptions o;
+    o.socket_path = dir_ + "/egress.sock";
+    absl::StatusOr<std::unique_ptr<EgressListener>> l = EgressListener::Start(o);
+    ASSERT_TRUE(l.ok()) << l.status();
+    listener_ = *std::move(l);
+  }
+  void TearDown() override {
+    channel_.reset();
+    listener_.reset();
+    if (!dir_.empty()) rmdir(dir_.c_str());
+    RouterKernelTest::TearDown();
+  }
+
+  void AttachProxy() {
+    egress::EgressChannel::Options o;
+    o.on_accepted = [this](uint64_t, uint16_t port, fs::UniqueFd fd) {
+      std::lock_guard<std::mutex> lock(mu_);
+      accepted_.emplace_back(port, std::move(fd));
+    };
+    absl::StatusOr<std::unique_ptr<egress::EgressChannel>> ch =
+        egress::EgressChannel::Connect(dir_ + "/egress.sock", o);
+    ASSERT_TRUE(ch.ok()) << ch.status();
+    channel_ = *std::move(ch);
+    for (int i = 0; i < 500 && !listener_->counters().attached; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(listener_->counters().attached);
+  }
+  std::pair<uint16_t, fs::UniqueFd> NextAccepted() {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!accepted_.empty()) {
+          auto out = std::move(accepted_.front());
+          accepted_.pop_front();
+          return out;
+        }
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return {0, fs::UniqueFd()};
+  }
+  int ConnectError(const char* address, uint16_t port) {
+    absl::StatusOr<egress::EgressChannel::Upstream> r = channel_->Connect(address, port);
+    EXPECT_TRUE(r.ok()) << address << ": " << r.status();
+    if (!r.ok()) return -1;
+    EXPECT_EQ(r->fd.valid(), r->error == 0) << address;
+    return r->error;
+  }
+
+  std::string dir_;
+  std::unique_ptr<EgressListener> listener_;
+  std::unique_ptr<egress::EgressChannel> channel_;
+  std::mutex mu_;
+  std::deque<std::pair<uint16_t, fs::UniqueFd>> accepted_;
+};
+
+// A client in the namespace connected to the proxy's address.
+fs::UniqueFd SandboxClient(uint16_t port) {
+  fs::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, egress::kProxyAddress, &a.sin_addr);
+  timeval tv{5, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0)
+      << std::strerror(errno);
+  return fd;
+}
+
+// What one read gives: the bytes, "<eof>" or the errno.
+std::string ReadOnce(int fd) {
+  char buf[256];
+  const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+  if (n < 0) return std::strerror(errno);
+  if (n == 0) return "<eof>";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+TEST_F(EgressKernelTest, WithoutAProxyTheSandboxsConnectionIsReset) {
+  fs::UniqueFd c = SandboxClient(egress::kHttpsPort);
+  EXPECT_EQ(ReadOnce(c.get()), std::strerror(ECONNRESET));
+  fs::UniqueFd h = SandboxClient(egress::kHttpPort);
+  EXPECT_EQ(ReadOnce(h.get()), std::strerror(ECONNRESET));
+}
+
+TEST_F(EgressKernelTest, TheProxyGetsTheSandboxsConnectionAndExchangesBytes) {
+  AttachProxy();
+  for (uint16_t port : {egress::kHttpsPort, egress::kHttpPort}) {
+    fs::UniqueFd c = SandboxClient(port);
+    auto [local_port, fd] = NextAccepted();
+    ASSERT_TRUE(fd.valid()) << port;
+    EXPECT_EQ(local_port, port);
+    ASSERT_EQ(send(c.get(), "GET /", 5, MSG_NOSIGNAL), 5);
+    EXPECT_EQ(ReadOnce(fd.get()), "GET /");
+    ASSERT_EQ(send(fd.get(), "200", 3, MSG_NOSIGNAL), 3);
+    EXPECT_EQ(ReadOnce(c.get()), "200");
+  }
+  // The proxy is gone: the next connection fails closed.
+  channel_.reset();
+  for (int i = 0; i < 500 && listener_->counters().attached; ++i) std::this_thread::sleep_for(10ms);
+  fs::UniqueFd late = SandboxClient(egress::kHttpsPort);
+  EXPECT_EQ(ReadOnce(late.get()), std::strerror(ECONNRESET));
+}
+
+TEST_F(EgressKernelTest, TheRoutersConnectsAreJudgedByTheSessionsRoutes) {
+  Apply(1, AllowA());
+  AttachProxy();
+  for (const char* allowed : {testing::kRemoteAV4, testing::kRemoteAV6}) {
+    absl::StatusOr<egress::EgressChannel::Upstream> r = channel_->Connect(allowed, 80);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->error, 0) << allowed << ": " << std::strerror(r->error);
+    ASSERT_TRUE(r->fd.valid());
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    ASSERT_EQ(getpeername(r->fd.get(), reinterpret_cast<sockaddr*>(&peer), &len), 0) << allowed;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr =
+        peer.ss_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&peer)->sin_addr)
+            : &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr;
+    inet_ntop(peer.ss_family, addr, text, sizeof(text));
+    EXPECT_EQ(std::string(text), allowed);
+    // The test host accepts and closes: the socket is a working connection.
+    EXPECT_EQ(ReadOnce(r->fd.get()), "<eof>") << allowed;
+  }
+  EXPECT_EQ(ConnectError(testing::kRemoteBV4, 80), EACCES) << "a prohibit route";
+  EXPECT_EQ(ConnectError(testing::kRemoteBV6, 80), EACCES) << "a prohibit route";
+  EXPECT_EQ(ConnectError(testing::kGatewayV4, 80), EACCES);
+  EXPECT_EQ(ConnectError("127.0.0.1", 80), EPERM) << "loopback, refused without trying";
+  EXPECT_EQ(ConnectError(egress::kProxyAddress, 443), EPERM);
+  EXPECT_EQ(ConnectError(testing::kRouterV4, 80), EPERM) << "the namespace's own address";
+  EXPECT_EQ(ConnectError(testing::kRouterV6, 80), EPERM) << "the namespace's own address";
+  EXPECT_EQ(ConnectError(testing::kRemoteAV4, 0), EINVAL);
+  for (int i = 0; i < 500 && listener_->counters().connects_ok != 2u; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(listener_->counters().connects_ok, 2u);
 }
 
 }  // namespace

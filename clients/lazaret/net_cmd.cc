@@ -14,6 +14,7 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/net/args.h"
 #include "clients/lazaret/net/command.h"
+#include "clients/lazaret/net/egress_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "services/sessiond/session/session_dir.h"
 
@@ -60,7 +61,12 @@ int CmdNet(const Context& ctx, const std::vector<std::string>& args) {
   net::NetPolicyClient client(net::NetPolicySocket(ctx.runtime_dir));
   net::NetOutput output{.out = [](absl::string_view s) { Write(stdout, s); },
                         .err = [](absl::string_view s) { Write(stderr, s); },
-                        .now_unix = [] { return static_cast<int64_t>(time(nullptr)); }};
+                        .now_unix = [] { return static_cast<int64_t>(time(nullptr)); },
+                        .watch_requests =
+                            [&ctx](const std::string& session, bool follow, const auto& each) {
+                              return net::WatchEgressRequests(ctx.runtime_dir, session, follow,
+                                                              each);
+                            }};
   return net::RunNetCommand(*parsed, *id, client, output);
 }
 

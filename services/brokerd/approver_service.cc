@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "lazaret/egress/v1/egress.grpc.pb.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/common/runtime_dir.h"
 #include "services/common/service_catalog.h"
@@ -254,6 +255,47 @@ grpc::Status ApproverService::WatchEgressLog(grpc::ServerContext* ctx,
   }
   return egress_log_(ctx, req->session_id(), req->follow(),
                      [writer](const netpolicy::v1::LogEntry& e) { return writer->Write(e); });
+}
+
+grpc::Status ApproverService::WatchRequestLog(
+    grpc::ServerContext* ctx, const pb::WatchEgressLogRequest* req,
+    grpc::ServerWriter<egress::v1::RequestRecord>* writer) {
+  if (!IsValidSessionId(req->session_id())) {
+    return ToGrpcStatus(
+        absl::InvalidArgumentError("session_id is not a session id (12 lowercase hex digits)"));
+  }
+  if (!request_log_) {
+    return ToGrpcStatus(absl::UnavailableError("this lazaret-brokerd does not serve request logs"));
+  }
+  return request_log_(ctx, req->session_id(), req->follow(),
+                      [writer](const egress::v1::RequestRecord& r) { return writer->Write(r); });
+}
+
+RequestLogSource EgressdRequestLog(const std::string& runtime_dir) {
+  return [socket = ServiceSocketPath(runtime_dir, kEgressdService)](
+             grpc::ServerContext* ctx, const std::string& session_id, bool follow,
+             const std::function<bool(const egress::v1::RequestRecord&)>& write) {
+    auto stub = egress::v1::EgressService::NewStub(DialUnix(socket));
+    std::unique_ptr<grpc::ClientContext> call = grpc::ClientContext::FromServerContext(*ctx);
+    egress::v1::WatchRequestsRequest request;
+    request.set_session_id(session_id);
+    request.set_follow(follow);
+    std::unique_ptr<grpc::ClientReader<egress::v1::RequestRecord>> reader =
+        stub->WatchRequests(call.get(), request);
+    egress::v1::RequestRecord record;
+    while (reader->Read(&record)) {
+      if (!write(record)) {
+        call->TryCancel();
+        break;
+      }
+    }
+    grpc::Status st = reader->Finish();
+    if (st.error_code() == grpc::StatusCode::CANCELLED) return grpc::Status::OK;
+    if (!st.ok()) {
+      return grpc::Status(st.error_code(), absl::StrCat("lazaret-egressd: ", st.error_message()));
+    }
+    return st;
+  };
 }
 
 EgressLogSource NetpolicydEgressLog(const std::string& runtime_dir) {

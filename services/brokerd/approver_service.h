@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "lazaret/approver/v1/approver.grpc.pb.h"
+#include "lazaret/egress/v1/egress.pb.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "services/brokerd/audit_log.h"
 #include "services/brokerd/pending.h"
@@ -38,6 +39,15 @@ using EgressLogSource = std::function<grpc::Status(
 // The source that asks lazaret-netpolicyd on <runtime_dir>/netpolicyd.sock
 // (same user: brokerd is one of its clients, like `lazaret net log`).
 EgressLogSource NetpolicydEgressLog(const std::string& runtime_dir);
+
+// Streams a session's request log (lazaret-egressd's WatchRequests), as
+// EgressLogSource does the egress log.
+using RequestLogSource = std::function<grpc::Status(
+    grpc::ServerContext* ctx, const std::string& session_id, bool follow,
+    const std::function<bool(const lazaret::egress::v1::RequestRecord&)>& write)>;
+
+// The source that asks lazaret-egressd on <runtime_dir>/egressd.sock.
+RequestLogSource EgressdRequestLog(const std::string& runtime_dir);
 
 // Bounds on what an approver may send.
 inline constexpr size_t kMaxApproverTextBytes = 64;   // Approver.name, tty
@@ -79,8 +89,16 @@ class ApproverService final : public lazaret::approver::v1::ApproverService::Ser
       grpc::ServerContext* ctx, const lazaret::approver::v1::WatchEgressLogRequest* req,
       grpc::ServerWriter<lazaret::netpolicy::v1::LogEntry>* writer) override;
 
+  // A pass-through of egressd's WatchRequests (method, host and path as
+  // the sandbox sent them).
+  grpc::Status WatchRequestLog(
+      grpc::ServerContext* ctx, const lazaret::approver::v1::WatchEgressLogRequest* req,
+      grpc::ServerWriter<lazaret::egress::v1::RequestRecord>* writer) override;
+
   // Where WatchEgressLog reads from; unset, it answers UNAVAILABLE.
   void set_egress_log(EgressLogSource source) { egress_log_ = std::move(source); }
+  // Where WatchRequestLog reads from; unset, it answers UNAVAILABLE.
+  void set_request_log(RequestLogSource source) { request_log_ = std::move(source); }
 
  private:
   RequestBook* const book_;
@@ -88,6 +106,7 @@ class ApproverService final : public lazaret::approver::v1::ApproverService::Ser
   const CommandParser parse_;
   const AuditLog* const audit_;
   EgressLogSource egress_log_;
+  RequestLogSource request_log_;
 };
 
 // Trailing metadata of ReadAudit: how many lines of the log did not parse

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "lazaret/egress/v1/egress.grpc.pb.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/brokerd/test_requests.h"
 #include "services/common/unix_server.h"
@@ -430,6 +431,60 @@ TEST_F(ApproverServiceTest, WatchEgressLogPassesNetpolicydsLogThrough) {
   EXPECT_EQ(call("../etc", &got).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(got.empty());
   (*netpolicyd)->Shutdown();
+}
+
+class FakeEgress final : public egress::v1::EgressService::Service {
+ public:
+  grpc::Status WatchRequests(grpc::ServerContext*, const egress::v1::WatchRequestsRequest* req,
+                             grpc::ServerWriter<egress::v1::RequestRecord>* writer) override {
+    if (req->session_id() != kSession) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no");
+    follow = req->follow();
+    for (const char* path : {"/v1/messages", "/v1/admin"}) {
+      egress::v1::RequestRecord r;
+      r.set_host("api.example.com");
+      r.set_path(path);
+      r.add_secrets("anthropic");
+      writer->Write(r);
+    }
+    return grpc::Status::OK;
+  }
+  bool follow = false;
+};
+
+TEST_F(ApproverServiceTest, WatchRequestLogPassesEgressdsLogThrough) {
+  auto call = [&](const std::string& id, std::vector<egress::v1::RequestRecord>* out) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::WatchEgressLogRequest req;
+    req.set_session_id(id);
+    req.set_follow(true);
+    auto reader = stub_->WatchRequestLog(&ctx, req);
+    egress::v1::RequestRecord r;
+    while (reader->Read(&r)) out->push_back(r);
+    return reader->Finish();
+  };
+  std::vector<egress::v1::RequestRecord> got;
+  EXPECT_EQ(call(kSession, &got).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  const std::string runtime = dir_.path() + "/run";
+  ASSERT_EQ(mkdir(runtime.c_str(), 0700), 0);
+  FakeEgress fake;
+  auto listener = UnixListener::Bind(runtime + "/egressd.sock");
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  auto egressd = GrpcUnixServer::Start(std::move(*listener), {&fake}, {.allowed_uid = geteuid()});
+  ASSERT_TRUE(egressd.ok()) << egressd.status();
+  service_->set_request_log(EgressdRequestLog(runtime));
+
+  ASSERT_TRUE(call(kSession, &got).ok());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].path(), "/v1/admin");
+  EXPECT_EQ(got[0].secrets(0), "anthropic");
+  EXPECT_TRUE(fake.follow);
+  got.clear();
+  EXPECT_EQ(call(kOther, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(call("../etc", &got).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(got.empty());
+  (*egressd)->Shutdown();
 }
 
 }  // namespace

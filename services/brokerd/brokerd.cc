@@ -103,6 +103,7 @@ absl::StatusOr<ServiceHandlers> MakeHandlers(const std::string& runtime_dir) {
       },
       b->audit.get());
   approver->set_egress_log(NetpolicydEgressLog(runtime_dir));
+  approver->set_request_log(EgressdRequestLog(runtime_dir));
   h.services.push_back(std::move(approver));
   h.services.push_back(std::make_unique<EndpointService>(sessions));
   // netpolicyd's questions about held names; their requests share the book

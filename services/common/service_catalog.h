@@ -40,6 +40,7 @@ inline constexpr std::array<cap_value_t, 0> kSupervisorCapabilities = {};
 inline constexpr std::array<cap_value_t, 0> kConfigdCapabilities = {};
 inline constexpr std::array<cap_value_t, 0> kNetPolicydCapabilities = {};
 inline constexpr std::array<cap_value_t, 0> kBrokerdCapabilities = {};
+inline constexpr std::array<cap_value_t, 0> kEgressdCapabilities = {};
 inline constexpr std::array<cap_value_t, 1> kMountHelperCapabilities = {CAP_SYS_ADMIN};
 // lazaret-sessiond is started by the supervisor's launcher with what
 // `lazaret up` had (services/supervisor/launcher.h), because it runs podman;
@@ -69,6 +70,14 @@ inline constexpr ServiceEntry kNetPolicydService = {
     .capabilities = kNetPolicydCapabilities,
     .does = "compiles each session's egress policy into its sidecar router and answers its DNS",
 };
+inline constexpr ServiceEntry kEgressdService = {
+    .name = "egressd",
+    .socket = "egressd.sock",
+    .binary = "lazaret-egressd",
+    .capabilities = kEgressdCapabilities,
+    .does = "the egress proxy: puts secrets into requests to their own hosts and applies HTTP "
+            "rules, for sessions whose profile names them",
+};
 inline constexpr ServiceEntry kBrokerdService = {
     .name = "brokerd",
     .socket = "brokerd.sock",
@@ -93,8 +102,8 @@ inline constexpr ServiceEntry kSessiondService = {
 
 // Every service, the supervisor first. The supervisor runs the others, in
 // this order.
-inline constexpr std::array<const ServiceEntry*, 6> kServiceCatalog = {
-    &kSupervisorService, &kConfigdService,     &kNetPolicydService,
+inline constexpr std::array<const ServiceEntry*, 7> kServiceCatalog = {
+    &kSupervisorService, &kConfigdService,     &kNetPolicydService, &kEgressdService,
     &kBrokerdService,    &kMountHelperService, &kSessiondService,
 };
 

@@ -6,7 +6,7 @@
 namespace lazaret {
 namespace {
 
-constexpr std::array<std::string_view, 28> kPassed = {
+constexpr std::array<std::string_view, 30> kPassed = {
     "HOME",
     "USER",
     "LOGNAME",
@@ -34,6 +34,10 @@ constexpr std::array<std::string_view, 28> kPassed = {
     "CONTAINERS_STORAGE_CONF",
     "CONTAINERS_REGISTRIES_CONF",
     "DBUS_SESSION_BUS_ADDRESS",
+    // The store the user's OpenSSL trusts: lazaret-egressd verifies each
+    // upstream against it, as the user's own programs would.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
     "LC_ALL",
     "LC_CTYPE",
 };

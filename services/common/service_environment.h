@@ -17,7 +17,9 @@ namespace lazaret {
 // LAZARET_OVERLAY, the audit log's LAZARET_AUDIT_LOG, _MAX_BYTES, _FILES)
 // and what podman needs to find the same containers as the CLI when
 // lazaret-sessiond runs or reaps a session (CONTAINERS_CONF,
-// CONTAINERS_STORAGE_CONF, DBUS_SESSION_BUS_ADDRESS).
+// CONTAINERS_STORAGE_CONF, DBUS_SESSION_BUS_ADDRESS), and the OpenSSL
+// store the egress proxy verifies upstreams against (SSL_CERT_FILE,
+// SSL_CERT_DIR).
 bool PassesToServices(const std::string& name);
 
 // "NAME=value" entries of `envp` (a NULL-terminated array such as environ)

@@ -108,6 +108,14 @@ grpc::Status NetPolicyServiceImpl::WatchLog(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status NetPolicyServiceImpl::ResolveUpstream(grpc::ServerContext*,
+                                                   const pb::ResolveUpstreamRequest* req,
+                                                   pb::ResolveUpstreamResponse* resp) {
+  absl::StatusOr<std::shared_ptr<Session>> session = registry_->Find(req->session().id());
+  if (!session.ok()) return ToGrpcStatus(session.status());
+  return Reply((*session)->ResolveUpstream(req->name()), resp);
+}
+
 grpc::Status NetPolicyServiceImpl::AddPort(grpc::ServerContext*, const pb::PortRequest* req,
                                            pb::PortList* resp) {
   if (ports_ == nullptr) return ToGrpcStatus(absl::UnimplementedError("no inbound forwards here"));

@@ -69,6 +69,10 @@ class NetPolicyServiceImpl final : public lazaret::netpolicy::v1::NetPolicyServi
                           lazaret::netpolicy::v1::PortList* resp) override;
   grpc::Status ListPorts(grpc::ServerContext*, const lazaret::netpolicy::v1::ListPortsRequest* req,
                          lazaret::netpolicy::v1::PortList* resp) override;
+  // For lazaret-egressd (the same user; the socket admits no one else).
+  grpc::Status ResolveUpstream(grpc::ServerContext*,
+                               const lazaret::netpolicy::v1::ResolveUpstreamRequest* req,
+                               lazaret::netpolicy::v1::ResolveUpstreamResponse* resp) override;
 
  private:
   std::shared_ptr<Registry> registry_;

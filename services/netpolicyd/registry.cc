@@ -137,7 +137,12 @@ absl::StatusOr<SessionInputs> Registry::Gather(const std::string& id, Session& s
   if (in.info.state() == sv::SESSION_STATE_REAPING) {
     return absl::FailedPreconditionError(absl::StrCat("session ", id, " is ending"));
   }
-  LAZ_ASSIGN_OR_RETURN(in.network, ResolveNetwork(runtime_dir_, in.info.record()));
+  {
+    LAZ_ASSIGN_OR_RETURN(ProfileInputs profile,
+                         ResolveProfileInputs(runtime_dir_, in.info.record()));
+    in.network = std::move(profile.network);
+    in.intercepted = std::move(profile.intercepted);
+  }
   LAZ_RETURN_IF_ERROR(EnsureHostMonitor());
   {
     std::lock_guard<std::mutex> lock(monitor_mu_);

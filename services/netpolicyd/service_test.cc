@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "services/common/runtime_dir.h"
@@ -73,6 +74,36 @@ class ServiceTest : public ::testing::Test {
     e->mutable_source()->set_key_path("network.default_deny");
   }
   void Allow(const std::string& cidr) { network_.add_allow()->mutable_cidr()->set_prefix(cidr); }
+  // The egress proxy intercepts `host`: a secret's host, or an HTTP rule's.
+  void InterceptForSecret(const std::string& host) {
+    cfg::Secret* secret = profile_.add_secrets();
+    secret->set_name(absl::StrCat("key", profile_.secrets_size()));
+    secret->set_from_env("KEY");
+    secret->add_hosts(host);
+  }
+  void InterceptForRule(const std::string& host) {
+    cfg::HttpRule* rule = profile_.add_http_rules();
+    rule->set_host(host);
+    cfg::HttpAllow* allow = rule->add_allow();
+    allow->set_method("GET");
+    allow->set_path_prefix("/");
+  }
+  grpc::Status ResolveUpstream(const std::string& name, pb::ResolveUpstreamResponse* resp,
+                               const std::string& session = kId) {
+    grpc::ClientContext ctx;
+    pb::ResolveUpstreamRequest req;
+    req.mutable_session()->set_id(session);
+    req.set_name(name);
+    return stub_->ResolveUpstream(&ctx, req, resp);
+  }
+  // The detail of the last entry of `kind` for `name` ("" when none).
+  std::string LoggedDetail(pb::LogKind kind, const std::string& name) {
+    std::string detail;
+    for (const auto& e : Log()) {
+      if (e.kind() == kind && e.name() == name) detail = e.detail();
+    }
+    return detail;
+  }
   void AllowDomain(const std::string& pattern) {
     cfg::DomainEntry* d = network_.add_allow_domains();
     d->set_pattern(pattern);
@@ -82,6 +113,7 @@ class ServiceTest : public ::testing::Test {
   // Starts the fakes and the service; `watch`: follow the fake supervisor.
   void Start(bool watch = false) {
     configd_.Set(network_);
+    configd_.SetProfile(profile_);
     auto sup = testing::Serve(&supervisor_, SocketPath(dir_.path(), "supervisor"));
     auto conf = testing::Serve(&configd_, SocketPath(dir_.path(), "configd"));
     auto rtr = testing::Serve(router_.get(), RouterSocketPath(dir_.path(), kId));
@@ -161,6 +193,7 @@ class ServiceTest : public ::testing::Test {
   std::atomic<int64_t> clock_{0};
   uint64_t router_generation_ = 0;
   cfg::NetworkPolicy network_;
+  cfg::ResolvedProfile profile_;  // secrets and HTTP rules; the network is network_
   testing::FakeSupervisor supervisor_;
   testing::FakeConfigd configd_;
   std::unique_ptr<testing::FakeRouter> router_;
@@ -297,6 +330,115 @@ TEST_F(ServiceTest, PublicInternetAllowedResolvesEveryNameAndStillPolicesAddress
   auto rebind = Ask("rebind.example.test");
   ASSERT_TRUE(rebind.ok());
   EXPECT_EQ(rebind->rcode, dns::Rcode::kRefused);
+}
+
+TEST_F(ServiceTest, InterceptedNameIsAnsweredWithTheProxyAddressWithoutAskingUpstream) {
+  InterceptForSecret("api.example.test");
+  InterceptForRule("*.cdn.example.test");
+  Start();
+  AttachOk();
+  const auto table_before = router_->Table();
+  for (const char* name : {"API.example.test", "a.cdn.example.test"}) {
+    auto a = Ask(name);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->rcode, dns::Rcode::kNoError) << name;
+    ASSERT_EQ(a->answers.size(), 1u) << name;
+    EXPECT_EQ(a->answers[0].type, dns::kTypeA);
+    EXPECT_EQ(a->answers[0].ttl, 60u);
+    EXPECT_EQ(RecordAddress(a->answers[0]).Address(), "127.0.80.1");
+    auto aaaa = Ask(name, dns::kTypeAaaa);
+    ASSERT_TRUE(aaaa.ok()) << aaaa.status();
+    EXPECT_EQ(aaaa->rcode, dns::Rcode::kNoError) << name;
+    EXPECT_TRUE(aaaa->answers.empty()) << name;
+    EXPECT_EQ(LoggedDetail(pb::LOG_KIND_NAME_ANSWERED, name), "intercepted by the egress proxy");
+  }
+  EXPECT_EQ(upstream_->TotalQueries(), 0);
+  EXPECT_EQ(router_->Table(), table_before) << "no name route for an intercepted answer";
+}
+
+TEST_F(ServiceTest, NameNotInterceptedIsAnsweredAsBefore) {
+  InterceptForSecret("api.example.test");
+  Start();
+  AttachOk();
+  auto resp = Ask("mixed.example.test");
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_EQ(resp->answers.size(), 1u);
+  EXPECT_EQ(RecordAddress(resp->answers[0]).Address(), "198.51.100.9");
+  EXPECT_EQ(upstream_->QueryCount("mixed.example.test"), 1);
+  EXPECT_EQ(LoggedDetail(pb::LOG_KIND_NAME_ANSWERED, "mixed.example.test"), "");
+}
+
+TEST_F(ServiceTest, InterceptedNameTheNamePolicyRefusesIsStillRefused) {
+  InterceptForSecret("other.test");  // not listed
+  InterceptForRule("api.example.test");
+  Start();
+  AttachOk();
+  auto unlisted = Ask("other.test");
+  ASSERT_TRUE(unlisted.ok()) << unlisted.status();
+  EXPECT_EQ(unlisted->rcode, dns::Rcode::kRefused);
+  ASSERT_TRUE(Change(pb::RULE_ACTION_DENY, "", "api.example.test").ok());
+  auto denied = Ask("api.example.test");
+  ASSERT_TRUE(denied.ok()) << denied.status();
+  EXPECT_EQ(denied->rcode, dns::Rcode::kRefused);
+  EXPECT_TRUE(Logged(pb::LOG_KIND_NAME_REFUSED, "api.example.test"));
+  EXPECT_EQ(upstream_->TotalQueries(), 0);
+  pb::ResolveUpstreamResponse resp;
+  ASSERT_TRUE(ResolveUpstream("api.example.test", &resp).ok());
+  EXPECT_TRUE(resp.addresses().empty());
+  EXPECT_NE(resp.refused().find("denied by api.example.test"), std::string::npos) << resp.refused();
+  ASSERT_TRUE(ResolveUpstream("other.test", &resp).ok());
+  EXPECT_TRUE(resp.addresses().empty());
+  EXPECT_NE(resp.refused().find("not listed"), std::string::npos) << resp.refused();
+  EXPECT_EQ(upstream_->TotalQueries(), 0);
+}
+
+TEST_F(ServiceTest, ResolveUpstreamReturnsTheRealAddressesAndInstallsTheirRoutes) {
+  InterceptForSecret("api.example.test");
+  InterceptForRule("mixed.example.test");
+  Start();
+  AttachOk();
+  EXPECT_EQ(router_->Table().count("198.51.100.7/32"), 0u);
+  pb::ResolveUpstreamResponse resp;
+  grpc::Status st = ResolveUpstream("API.example.test.", &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.refused(), "");
+  ASSERT_EQ(resp.addresses_size(), 2);
+  EXPECT_EQ(resp.addresses(0), "198.51.100.7");
+  EXPECT_EQ(resp.addresses(1), "2001:db8::7");
+  auto table = router_->Table();
+  EXPECT_EQ(table["198.51.100.7/32"], "allow");
+  EXPECT_EQ(table["2001:db8::7/128"], "allow");
+  EXPECT_EQ(upstream_->QueryCount("api.example.test"), 2) << "A and AAAA";
+  EXPECT_EQ(LoggedDetail(pb::LOG_KIND_NAME_ANSWERED, "api.example.test"), "for the egress proxy");
+  // The address policy still filters: the denied address of a mixed answer
+  // is dropped and gets no route.
+  st = ResolveUpstream("mixed.example.test", &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.addresses_size(), 1);
+  EXPECT_EQ(resp.addresses(0), "198.51.100.9");
+  EXPECT_EQ(router_->Table().count("10.1.2.4/32"), 0u);
+  EXPECT_TRUE(Logged(pb::LOG_KIND_ADDRESS_DROPPED, "mixed.example.test"));
+}
+
+TEST_F(ServiceTest, ResolveUpstreamRefusesANameThatIsNotIntercepted) {
+  InterceptForSecret("api.example.test");
+  Start();
+  AttachOk();
+  const auto table_before = router_->Table();
+  pb::ResolveUpstreamResponse resp;
+  grpc::Status st = ResolveUpstream("mixed.example.test", &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(resp.addresses().empty());
+  EXPECT_NE(resp.refused().find("not intercepted"), std::string::npos) << resp.refused();
+  EXPECT_EQ(upstream_->TotalQueries(), 0);
+  EXPECT_EQ(router_->Table(), table_before);
+  // A name that is no host name, and a session that is not attached.
+  st = ResolveUpstream(std::string("api.example.test\0evil", 21), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  st = ResolveUpstream("a..b", &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  st = ResolveUpstream("api.example.test", &resp, "ba9876543210");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
 }
 
 TEST_F(ServiceTest, UpstreamFailureIsServfail) {
@@ -557,6 +699,36 @@ TEST_F(AskModeTest, UnlistedNameIsHeldUntilAllowedOnceAndOnlyThenRouted) {
   again.join();
   ASSERT_TRUE(resp.ok()) << resp.status();
   EXPECT_EQ(resp->rcode, dns::Rcode::kRefused);
+}
+
+TEST_F(AskModeTest, InterceptedNameApprovedOnceGetsTheProxyAndTheProxyItsAddresses) {
+  InterceptForSecret("other.test");
+  Start();
+  AttachOk();
+  pb::ResolveUpstreamResponse up;
+  ASSERT_TRUE(ResolveUpstream("other.test", &up).ok());
+  EXPECT_NE(up.refused().find("not listed"), std::string::npos) << "not before an approval";
+  absl::StatusOr<dns::Response> resp = absl::UnknownError("not asked");
+  std::thread asker([&] { resp = Ask("other.test"); });
+  ASSERT_TRUE(scripted_->WaitAsked(1).has_value());
+  scripted_->Decide(netapproval::v1::AskResponse::OUTCOME_ONCE);
+  asker.join();
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->rcode, dns::Rcode::kNoError);
+  ASSERT_EQ(resp->answers.size(), 1u);
+  EXPECT_EQ(RecordAddress(resp->answers[0]).Address(), "127.0.80.1");
+  EXPECT_EQ(router_->Table().count("198.51.100.10/32"), 0u);
+  // The proxy, following the sandbox's connection, resolves the approved
+  // name; its route goes in.
+  grpc::Status st = ResolveUpstream("other.test", &up);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(up.addresses_size(), 1) << up.refused();
+  EXPECT_EQ(up.addresses(0), "198.51.100.10");
+  EXPECT_EQ(router_->Table()["198.51.100.10/32"], "allow");
+  // Past the answer's TTL the approval no longer serves the proxy.
+  clock_ += 61;
+  ASSERT_TRUE(ResolveUpstream("other.test", &up).ok());
+  EXPECT_TRUE(up.addresses().empty());
 }
 
 TEST_F(AskModeTest, ApprovedNameAnsweringAPrivateAddressKeepsItRefused) {

@@ -47,6 +47,9 @@ struct SessionInputs {
   uint64_t host_version = 0;  // HostMonitor::version() of `host`
   lazaret::netrouter::v1::GetNamespaceInfoResponse namespace_info;
   std::vector<Upstream> upstreams;
+  // The names the egress proxy intercepts (host_inputs.h InterceptedNames):
+  // answered with its address, never asked upstream for the sandbox.
+  std::vector<std::string> intercepted;
 };
 
 struct SessionOptions {
@@ -110,6 +113,14 @@ class Session {
   // Ends every held name (REFUSED) and its asker thread: the session is
   // detaching.
   void StopHeldNames();
+  // The egress proxy's lookup (NetPolicyService.ResolveUpstream): an
+  // intercepted name the name policy answers, resolved upstream, its
+  // addresses filtered and their name routes installed. A name that is
+  // not a plain host name is InvalidArgument; a refusal is in `refused`.
+  absl::StatusOr<lazaret::netpolicy::v1::ResolveUpstreamResponse> ResolveUpstream(
+      absl::string_view name);
+  // Whether the egress proxy intercepts `name` (a PlainName).
+  bool Intercepted(const std::string& name) const ABSL_LOCKS_EXCLUDED(mu_);
 
   EgressLog& log() { return log_; }
   // The one entry point of the egress log: stamped with the time, seq and
@@ -155,6 +166,9 @@ class Session {
   std::optional<AskSettings> AskMode() const ABSL_LOCKS_EXCLUDED(mu_);
   ResolvedName ResolveForApproval(const dns::Question& question);
   std::string AnswerFromResolved(const dns::Query& query, bool udp, const ResolvedName& resolved);
+  // An intercepted name's answer: A 127.0.80.1 (egress_endpoint.h), an
+  // empty AAAA; nothing asked upstream.
+  std::string ProxyAnswer(const dns::Query& query, const std::string& name_text, bool udp);
   // Adds name routes for `addresses` of `name` that need one; returns the
   // state version to apply (0: nothing new). Sets each address's lifetime.
   uint64_t AddNameRoutes(const std::string& name, std::vector<dns::ResourceRecord>& addresses,
@@ -173,6 +187,11 @@ class Session {
   std::vector<lazaret::netpolicy::v1::Rule> live_rules_ ABSL_GUARDED_BY(mu_);
   std::vector<lazaret::netpolicy::v1::NameRule> live_names_ ABSL_GUARDED_BY(mu_);
   std::map<NameKey, NameRoute> name_routes_ ABSL_GUARDED_BY(mu_);
+  // Intercepted names an approver allowed without listing them (`egress =
+  // "ask"`, once): the sandbox got the proxy's address, so the proxy's
+  // ResolveUpstream is served for them until the answer's TTL ends. Name
+  // -> expiry (unix seconds); bounded.
+  std::map<std::string, int64_t> proxy_approved_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 1;  // bumped by every change of the state
   uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // the last one sent; 0: ask the router

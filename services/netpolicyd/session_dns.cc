@@ -4,10 +4,15 @@
 // approvers (held_names.h). See session.h.
 #include <algorithm>
 
+#include <cstring>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "services/netpolicyd/session.h"
 #include "services/vocab/domain_pattern.h"
+#include "services/wire/egress_endpoint.h"
 
 namespace lazaret::netpolicyd {
 
@@ -18,6 +23,8 @@ namespace pb = ::lazaret::netpolicy::v1;
 // A session keeps at most this many name routes; beyond it the one that
 // expires first makes room.
 constexpr size_t kMaxNameRoutes = 8192;
+// Intercepted names approved once, remembered for the proxy at most.
+constexpr size_t kMaxProxyApproved = 1024;
 
 const char* RcodeName(dns::Rcode rcode) {
   switch (rcode) {
@@ -127,6 +134,19 @@ std::string Session::AnswerFromResolved(const dns::Query& query, bool udp,
   std::shared_ptr<const CompiledPolicy> policy = Applied();
   if (policy == nullptr) return dns::BuildAnswer(query, dns::Rcode::kServFail, {}, udp);
   const std::string name_text = dns::NameText(query.question.name);
+  // An approved name the egress proxy intercepts is answered as a listed
+  // one, and the proxy may resolve it while the answer lives.
+  if (const std::string name = vocab::PlainName(query.question.name); Intercepted(name)) {
+    {
+      const int64_t now = Now();
+      std::lock_guard<std::mutex> lock(mu_);
+      std::erase_if(proxy_approved_, [now](const auto& e) { return e.second <= now; });
+      if (proxy_approved_.size() < kMaxProxyApproved || proxy_approved_.count(name) != 0) {
+        proxy_approved_[name] = now + egress::kProxyAnswerTtl;
+      }
+    }
+    return ProxyAnswer(query, name_text, udp);
+  }
   auto it = resolved.responses.find(query.question.qtype);
   if (it == resolved.responses.end() || !it->second.ok()) {
     Log(pb::LOG_KIND_NAME_FAILED, name_text, dns::TypeName(query.question.qtype), {},
@@ -188,7 +208,133 @@ std::string Session::AnswerNow(const dns::Query& query, bool udp, const Compiled
         "only A and AAAA are asked upstream: empty answer");
     return dns::BuildAnswer(query, dns::Rcode::kNoError, {}, udp);
   }
+  if (Intercepted(name)) return ProxyAnswer(query, name_text, udp);
   return Answered(query, name_text, policy, udp);
+}
+
+bool Session::Intercepted(const std::string& name) const {
+  if (name.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& pattern : inputs_.intercepted) {
+    if (vocab::DomainCovers(pattern, name)) return true;
+  }
+  return false;
+}
+
+std::string Session::ProxyAnswer(const dns::Query& query, const std::string& name_text, bool udp) {
+  std::vector<dns::ResourceRecord> answers;
+  std::vector<std::string> addresses;
+  if (query.question.qtype == dns::kTypeA) {
+    dns::ResourceRecord rr;
+    rr.owner = query.question.name;
+    rr.type = dns::kTypeA;
+    rr.ttl = egress::kProxyAnswerTtl;
+    std::memcpy(rr.address.data(), egress::kProxyAddressBytes, 4);
+    answers.push_back(std::move(rr));
+    addresses.push_back(egress::kProxyAddress);
+  }
+  Log(pb::LOG_KIND_NAME_ANSWERED, name_text, dns::TypeName(query.question.qtype),
+      std::move(addresses), "intercepted by the egress proxy");
+  return dns::BuildAnswer(query, dns::Rcode::kNoError, answers, udp);
+}
+
+absl::StatusOr<pb::ResolveUpstreamResponse> Session::ResolveUpstream(absl::string_view asked) {
+  // The proxy's name came from the sandbox (SNI, Host): only a plain host
+  // name, compared as the DNS path compares.
+  if (asked.size() > vocab::kMaxDomainLength + 1) {
+    return absl::InvalidArgumentError("the name is longer than a DNS name");
+  }
+  std::string name = absl::AsciiStrToLower(asked);
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  if (!vocab::IsPlainName(name)) {
+    return absl::InvalidArgumentError("the name is not a plain host name");
+  }
+  constexpr char kType[] = "A+AAAA";
+  pb::ResolveUpstreamResponse out;
+  const auto refuse = [&](pb::LogKind kind, std::string why) {
+    Log(kind, name, kType, {}, absl::StrCat("for the egress proxy: ", why));
+    out.set_refused(std::move(why));
+    return out;
+  };
+  std::shared_ptr<const CompiledPolicy> policy = Applied();
+  std::shared_ptr<Resolver> resolver = CurrentResolver();
+  if (policy == nullptr || resolver == nullptr) {
+    return absl::UnavailableError("the session's policy is not applied yet");
+  }
+  if (!Intercepted(name)) {
+    return refuse(pb::LOG_KIND_NAME_REFUSED, "the name is not intercepted in this session");
+  }
+  NameVerdict verdict = policy->MatchName(name);
+  bool approved = false;
+  if (!verdict.answered) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = proxy_approved_.find(name);
+    approved = it != proxy_approved_.end() && it->second > Now();
+  }
+  if (!verdict.answered && !approved) {
+    return refuse(
+        pb::LOG_KIND_NAME_REFUSED,
+        verdict.rule.pattern().empty()
+            ? std::string("not listed; nothing was asked upstream")
+            : absl::StrCat("denied by ", verdict.rule.pattern(), "; nothing was asked upstream"));
+  }
+  std::vector<dns::ResourceRecord> kept;
+  std::vector<std::string> dropped;
+  std::string dropped_why;
+  std::string failed;
+  const std::vector<std::string> labels = absl::StrSplit(name, '.');
+  for (uint16_t type : {dns::kTypeA, dns::kTypeAaaa}) {
+    dns::Question q{labels, type, dns::kClassIn};
+    absl::StatusOr<dns::Response> response = resolver->Resolve(q);
+    if (!response.ok()) {
+      failed = std::string(response.status().message());
+      continue;
+    }
+    if (response->rcode != dns::Rcode::kNoError) {
+      failed = absl::StrCat("the upstream answered ", RcodeName(response->rcode));
+      continue;
+    }
+    for (const auto& rr : dns::FollowChain(*response, q).addresses) {
+      const pb::Rule* deciding = nullptr;
+      if (policy->AdmitsNameAddress(RecordAddress(rr), &deciding)) {
+        kept.push_back(rr);
+      } else {
+        dropped.push_back(RecordAddress(rr).Address());
+        if (dropped_why.empty() && deciding != nullptr) dropped_why = DescribeRule(*deciding);
+      }
+    }
+  }
+  if (!dropped.empty()) {
+    Log(pb::LOG_KIND_ADDRESS_DROPPED, name, kType, dropped,
+        absl::StrCat("for the egress proxy: denied by ", dropped_why,
+                     kept.empty() ? "; the name was refused" : ""));
+  }
+  if (kept.empty()) {
+    if (!dropped.empty()) {
+      out.set_refused(absl::StrCat("every address is denied by the policy (", dropped_why, ")"));
+      return out;
+    }
+    return refuse(pb::LOG_KIND_NAME_FAILED,
+                  failed.empty() ? std::string("the upstream answered no address") : failed);
+  }
+  if (uint64_t version = AddNameRoutes(name, kept, *policy, approved); version != 0) {
+    absl::StatusOr<pb::PolicyApplied> applied = Apply(version, /*force=*/false);
+    if (!applied.ok()) {
+      Log(pb::LOG_KIND_NAME_FAILED, name, kType, {},
+          absl::StrCat("for the egress proxy: the name routes were not installed: ",
+                       applied.status().message()));
+      return absl::UnavailableError(
+          absl::StrCat("the name routes were not installed: ", applied.status().message()));
+    }
+  }
+  std::vector<std::string> addresses;
+  for (const auto& rr : kept) {
+    addresses.push_back(RecordAddress(rr).Address());
+    out.add_addresses(addresses.back());
+  }
+  Log(pb::LOG_KIND_NAME_ANSWERED, name, kType, std::move(addresses),
+      approved ? "for the egress proxy (approved)" : "for the egress proxy");
+  return out;
 }
 
 std::string Session::Answered(const dns::Query& query, const std::string& name_text,

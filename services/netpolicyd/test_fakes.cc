@@ -50,11 +50,17 @@ void FakeConfigd::Set(cfg::NetworkPolicy network) {
   network_ = std::move(network);
 }
 
+void FakeConfigd::SetProfile(cfg::ResolvedProfile profile) {
+  std::lock_guard<std::mutex> lock(mu_);
+  profile_ = std::move(profile);
+}
+
 grpc::Status FakeConfigd::ResolveProfile(grpc::ServerContext*,
                                          const cfg::ResolveProfileRequest* req,
                                          cfg::ResolveProfileResponse* resp) {
   std::lock_guard<std::mutex> lock(mu_);
   last_ = *req;
+  *resp->mutable_profile() = profile_;
   resp->mutable_profile()->set_name(req->profile());
   *resp->mutable_profile()->mutable_network() = network_;
   return grpc::Status::OK;

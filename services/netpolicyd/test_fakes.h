@@ -40,6 +40,8 @@ class FakeSupervisor final : public lazaret::supervisor::v1::SupervisorService::
 class FakeConfigd final : public lazaret::config::v1::ConfigService::Service {
  public:
   void Set(lazaret::config::v1::NetworkPolicy network);
+  // The rest of the profile (secrets, HTTP rules); its network is Set's.
+  void SetProfile(lazaret::config::v1::ResolvedProfile profile);
   grpc::Status ResolveProfile(grpc::ServerContext*,
                               const lazaret::config::v1::ResolveProfileRequest*,
                               lazaret::config::v1::ResolveProfileResponse*) override;
@@ -48,6 +50,7 @@ class FakeConfigd final : public lazaret::config::v1::ConfigService::Service {
  private:
   std::mutex mu_;
   lazaret::config::v1::NetworkPolicy network_;
+  lazaret::config::v1::ResolvedProfile profile_;
   lazaret::config::v1::ResolveProfileRequest last_;
 };
 

@@ -42,8 +42,8 @@ TEST(ServiceCatalogBuildTest, TheDefaultServiceSetIsTheCatalogButTheSupervisor) 
     EXPECT_EQ(m.via_launcher, s == &kSessiondService);
     EXPECT_TRUE(m.launcher.empty());
   }
-  ASSERT_EQ(set[3].name, "mount-helper");
-  EXPECT_EQ(set[3].capabilities, std::vector<std::string>{"SYS_ADMIN"});
+  ASSERT_EQ(set[4].name, "mount-helper");
+  EXPECT_EQ(set[4].capabilities, std::vector<std::string>{"SYS_ADMIN"});
 }
 
 }  // namespace

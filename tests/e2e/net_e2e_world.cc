@@ -32,6 +32,9 @@ std::vector<TestDnsRecord> Records() {
       {kNameLate, T::kA, "198.51.100.5", 300},
       {kNameFree, T::kA, kPublicV4, 300},
       {kNameBypass, T::kA, kPublicV4, 300},
+      {kNameEgressApi, T::kA, kPublicV4, 300},
+      {kNameEgressOther, T::kA, kPublicV4, 300},
+      {kNameEgressPlain, T::kA, kPublicV4, 300},
   };
 }
 

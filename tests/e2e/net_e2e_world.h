@@ -43,6 +43,12 @@ inline constexpr char kNameSecret[] = "secret.lzt.test";      // unlisted
 inline constexpr char kNameLate[] = "late.lzt.test";          // unlisted; allowed live
 inline constexpr char kNameFree[] = "free.lzt.test";          // netpub: every name resolves
 inline constexpr char kNameBypass[] = "bypass.lzt.test";      // sent around the router
+// The egress proxy's names (net_e2e_egress_test.cc), each A kPublicV4 (the
+// fake vendor API's TLS server): a secret's host, a host with an HTTP rule
+// and no secret, and a name neither names (never intercepted).
+inline constexpr char kNameEgressApi[] = "api.egress.lzt.test";
+inline constexpr char kNameEgressOther[] = "other.egress.lzt.test";
+inline constexpr char kNameEgressPlain[] = "plain.egress.lzt.test";
 
 class NetWorld {
  public:

@@ -29,6 +29,7 @@
 #include "lazaret/common/v1/common.pb.h"
 #include "lazaret/supervisor/v1/supervisor.grpc.pb.h"
 #include "services/brokerd/brokerd.h"
+#include "services/egressd/egressd.h"
 #include "services/common/capabilities.h"
 #include "services/common/constants.h"
 #include "services/common/unix_server.h"
@@ -57,6 +58,7 @@ const std::map<std::string, std::vector<std::string>>& ExpectedApis() {
   static const auto* apis = new std::map<std::string, std::vector<std::string>>{
       {"configd", {"lazaret.config.v1.ConfigService"}},
       {"netpolicyd", {"lazaret.netpolicy.v1.NetPolicyService"}},
+      {"egressd", {"lazaret.egress.v1.EgressService"}},
       {"brokerd",
        {"lazaret.approver.v1.ApproverService", "lazaret.broker.v1.EscalationEndpointService"}},
       {"mount-helper", {"lazaret.mounthelper.v1.MountHelperService"}},
@@ -240,6 +242,7 @@ TEST_F(ServiceSetTest, EachServiceHoldsExactlyItsDeclaredCapabilities) {
   const std::map<std::string, uint64_t> declared = {
       {"configd", MaskOf(configd::kCapabilities)},
       {"netpolicyd", MaskOf(netpolicyd::kCapabilities)},
+      {"egressd", MaskOf(egressd::kCapabilities)},
       {"brokerd", MaskOf(brokerd::kCapabilities)},
       {"mount-helper", MaskOf(mounthelper::kCapabilities)},
   };
@@ -584,6 +587,7 @@ TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
   EXPECT_EQ(names("lazaret-configd", "capabilities"), sorted(code(configd::kCapabilities)));
   EXPECT_EQ(names("lazaret-netpolicyd", "capabilities"), sorted(code(netpolicyd::kCapabilities)));
   EXPECT_EQ(names("lazaret-brokerd", "capabilities"), sorted(code(brokerd::kCapabilities)));
+  EXPECT_EQ(names("lazaret-egressd", "capabilities"), sorted(code(egressd::kCapabilities)));
   EXPECT_EQ(names("lazaret-mount-helper", "capabilities"),
             sorted(code(mounthelper::kCapabilities)));
   EXPECT_EQ(names("lazaret-mount-helper", "delegated"),

@@ -20,14 +20,14 @@ namespace lazaret::cli::net {
 const char kNetUsage[] =
     "usage: lazaret net show [SESSION] [--json]\n"
     "       lazaret net test SESSION HOST:PORT [--udp]\n"
-    "       lazaret net log SESSION [--follow] [--json]\n"
+    "       lazaret net log SESSION [--requests] [--follow] [--json]\n"
     "       lazaret net reload SESSION\n"
     "       lazaret net allow|deny SESSION CIDR|NAME [--for DURATION]\n";
 
 const char kNetHelp[] =
     "usage: lazaret net show [SESSION] [--json]\n"
     "       lazaret net test SESSION HOST:PORT [--udp]\n"
-    "       lazaret net log SESSION [--follow] [--json]\n"
+    "       lazaret net log SESSION [--requests] [--follow] [--json]\n"
     "       lazaret net reload SESSION\n"
     "       lazaret net allow|deny SESSION CIDR|NAME [--for DURATION]\n"
     "\n"
@@ -42,7 +42,11 @@ const char kNetHelp[] =
     "          sandbox's gVisor kernel reported it), policy and host-network changes;\n"
     "          kept after the session ends (--follow: keep printing; --json: one\n"
     "          LogEntry JSON mapping per line). Datagrams sent without connect() are\n"
-    "          not logged (DNS is)\n"
+    "          not logged (DNS is). --requests: the egress proxy's request log\n"
+    "          instead (a profile with secrets or HTTP rules): every request to an\n"
+    "          intercepted host - time, protocol, method, host and path, status,\n"
+    "          bytes, duration, the secrets injected (by name) and the rule that\n"
+    "          decided; --json: one RequestRecord JSON mapping per line\n"
     "  reload  resolve the session's configuration again and apply it (after you\n"
     "          edited it); live changes that have not expired are kept\n"
     "  allow, deny\n"
@@ -253,6 +257,8 @@ absl::StatusOr<NetArgs> ParseNetArgs(const std::vector<std::string>& args) {
       out.json = true;
     } else if (a == "--follow" && out.verb == NetVerb::kLog) {
       out.follow = true;
+    } else if (a == "--requests" && out.verb == NetVerb::kLog) {
+      out.requests = true;
     } else if (a == "--udp" && out.verb == NetVerb::kTest) {
       out.udp = true;
     } else if (change && (a == "--for" || absl::StartsWith(a, "--for="))) {

@@ -42,6 +42,7 @@ struct NetArgs {
   std::string session;            // as given: an id or a unique prefix; empty for `show` alone
   bool json = false;              // show, log
   bool follow = false;            // log
+  bool requests = false;          // log: the egress proxy's request log
   bool udp = false;               // test
   HostPort destination;           // test
   ChangeTarget target;            // allow, deny

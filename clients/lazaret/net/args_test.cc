@@ -101,6 +101,11 @@ TEST(ParseNetArgsTest, EveryVerbWithItsOptions) {
   EXPECT_TRUE(a->udp);
   EXPECT_EQ(a->destination.host, "::1");
   EXPECT_EQ(a->destination.port, 53u);
+  a = ParseNetArgs({"log", "0123456789ab", "--requests", "--json"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->requests);
+  EXPECT_TRUE(a->json);
+  EXPECT_FALSE(ParseNetArgs({"show", "0123456789ab", "--requests"}).ok());
   a = ParseNetArgs({"log", "0123456789ab", "--follow"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(a->follow);

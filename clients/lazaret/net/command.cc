@@ -70,8 +70,27 @@ int Test(const NetArgs& args, const std::string& session, NetPolicyClient& clien
   return r->allowed() ? kExitOk : kExitFailed;
 }
 
+int Requests(const NetArgs& args, const std::string& session, const NetOutput& o) {
+  if (!o.watch_requests) {
+    return Fail(args, o, absl::UnimplementedError("no request log here"));
+  }
+  absl::Status s = o.watch_requests(session, args.follow,
+                                    [&](const ::lazaret::egress::v1::RequestRecord& r) {
+                                      if (!args.json) {
+                                        o.out(absl::StrCat(RequestLine(r), "\n"));
+                                        return true;
+                                      }
+                                      absl::StatusOr<std::string> json = RequestJson(r);
+                                      if (json.ok()) o.out(*json);
+                                      return true;
+                                    });
+  if (!s.ok()) return Fail(args, o, s);
+  return kExitOk;
+}
+
 int Log(const NetArgs& args, const std::string& session, NetPolicyClient& client,
         const NetOutput& o) {
+  if (args.requests) return Requests(args, session, o);
   o.err(kEgressLogNotice);
   absl::Status s = client.WatchLog(session, args.follow, [&](const pb::LogEntry& e) {
     if (!args.json) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "lazaret/egress/v1/egress.pb.h"
 #include "clients/lazaret/net/args.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 
@@ -28,6 +29,12 @@ struct NetOutput {
   std::function<void(absl::string_view)> out;
   std::function<void(absl::string_view)> err;
   std::function<int64_t()> now_unix;  // the clock expiries are shown against
+  // `log --requests`: the egress proxy's request log of a session, each
+  // record to the callback (false stops), with follow until it ends.
+  std::function<absl::Status(
+      const std::string& session, bool follow,
+      const std::function<bool(const ::lazaret::egress::v1::RequestRecord&)>& each)>
+      watch_requests;
 };
 
 // Runs `args` (verb other than kHelp) for `session`, a full session id.

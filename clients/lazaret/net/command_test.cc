@@ -65,13 +65,26 @@ class NetCommandTest : public ::testing::Test {
     NetPolicyClient client(NetPolicySocket(dir_));
     NetOutput o{.out = [this](absl::string_view s) { out_.append(s.data(), s.size()); },
                 .err = [this](absl::string_view s) { err_.append(s.data(), s.size()); },
-                .now_unix = [] { return kNow; }};
+                .now_unix = [] { return kNow; },
+                .watch_requests =
+                    [this](const std::string& session, bool follow, const auto& each) {
+                      requests_session_ = session;
+                      requests_follow_ = follow;
+                      for (const auto& r : requests_) {
+                        if (!each(r)) break;
+                      }
+                      return requests_status_;
+                    }};
     return RunNetCommand(*args, kId, client, o);
   }
 
   std::string dir_;
   FakeNetPolicyService fake_;
   std::unique_ptr<GrpcUnixServer> server_;
+  std::vector<::lazaret::egress::v1::RequestRecord> requests_;
+  absl::Status requests_status_;
+  std::string requests_session_;
+  bool requests_follow_ = false;
   std::string out_;
   std::string err_;
 };
@@ -165,6 +178,31 @@ TEST_F(NetCommandTest, LogJsonPrintsOneMappingPerLine) {
   EXPECT_EQ(back.destination(), "10.203.0.2");
   EXPECT_EQ(back.process(), "perl");
   EXPECT_EQ(back.kind(), pb::LOG_KIND_CONNECT_REFUSED);
+}
+
+TEST_F(NetCommandTest, LogRequestsPrintsTheProxysRecordsAsLinesOrJson) {
+  ::lazaret::egress::v1::RequestRecord r;
+  r.set_method("POST");
+  r.set_host("api.anthropic.com");
+  r.set_path("/v1/messages");
+  r.set_status(200);
+  r.add_secrets("anthropic");
+  requests_.push_back(r);
+  r.set_path("/v1/admin");
+  r.set_status(403);
+  r.set_refused("no rule admits it");
+  requests_.push_back(r);
+  EXPECT_EQ(Net({"log", kId, "--requests", "--follow"}), 0);
+  EXPECT_EQ(requests_session_, kId);
+  EXPECT_TRUE(requests_follow_);
+  EXPECT_THAT(out_, HasSubstr("POST api.anthropic.com/v1/messages  200"));
+  EXPECT_THAT(out_, HasSubstr("REFUSED: no rule admits it"));
+  EXPECT_EQ(err_, "");  // the egress log's notice is not the request log's
+  EXPECT_EQ(Net({"log", kId, "--requests", "--json"}), 0);
+  EXPECT_THAT(out_, HasSubstr("\"path\":\"/v1/admin\""));
+  requests_status_ = absl::NotFoundError("session has no egress proxy");
+  EXPECT_NE(Net({"log", kId, "--requests"}), 0);
+  EXPECT_THAT(err_, HasSubstr("no egress proxy"));
 }
 
 TEST_F(NetCommandTest, ReloadAllowAndDenyPrintTheNewGeneration) {

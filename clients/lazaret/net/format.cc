@@ -322,6 +322,40 @@ std::string LogLine(const pb::LogEntry& e) {
   return line;
 }
 
+std::string RequestLine(const ::lazaret::egress::v1::RequestRecord& r) {
+  const int64_t ms = std::max<int64_t>(0, r.time_unix_ms());
+  const time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  std::string line = absl::StrFormat(
+      "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ  %-8s  %s %s%s  ", tm.tm_year + 1900, tm.tm_mon + 1,
+      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000),
+      OrDash(EscapeForTerminal(r.protocol())), OrDash(EscapeForTerminal(r.method())),
+      OrDash(EscapeForTerminal(r.host())), EscapeForTerminal(r.path()));
+  absl::StrAppend(&line, r.status() == 0 ? std::string("-") : absl::StrCat(r.status()), "  ",
+                  r.request_bytes(), "B up ", r.response_bytes(), "B down  ", r.duration_ms(),
+                  "ms");
+  if (r.secrets_size() > 0) {
+    std::vector<std::string> names;
+    for (const std::string& n : r.secrets()) names.push_back(EscapeForTerminal(n));
+    absl::StrAppend(&line, "  secrets ", absl::StrJoin(names, ","));
+  }
+  if (!r.rule().empty()) absl::StrAppend(&line, "  rule: ", EscapeForTerminal(r.rule()));
+  if (!r.refused().empty()) absl::StrAppend(&line, "  REFUSED: ", EscapeForTerminal(r.refused()));
+  return line;
+}
+
+absl::StatusOr<std::string> RequestJson(const ::lazaret::egress::v1::RequestRecord& r) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(r, &out, o).ok()) {
+    return absl::InternalError("a request record could not be written as JSON");
+  }
+  out.push_back('\n');
+  return out;
+}
+
 absl::StatusOr<std::string> LogEntryJson(const pb::LogEntry& e) {
   google::protobuf::util::JsonPrintOptions o;
   o.preserve_proto_field_names = true;

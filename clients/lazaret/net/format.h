@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "google/protobuf/repeated_field.h"
+#include "lazaret/egress/v1/egress.pb.h"
 #include "lazaret/netpolicy/v1/netpolicy.pb.h"
 #include "lazaret/netrouter/v1/netrouter.pb.h"
 
@@ -55,6 +56,16 @@ std::string TestText(const ::lazaret::netpolicy::v1::TestDestinationResponse& re
 // folded repeats. Every string is escaped: names and processes come from
 // the sandbox.
 std::string LogLine(const ::lazaret::netpolicy::v1::LogEntry& entry);
+
+// One line of `lazaret net log --requests`: time, protocol, method, host
+// and path, status, bytes up and down, duration, the secrets injected
+// (names), the deciding rule, and why it was refused when it was. Every
+// field from the proxy is escaped for the terminal (the sandbox wrote the
+// method, host and path).
+std::string RequestLine(const ::lazaret::egress::v1::RequestRecord& record);
+// `lazaret net log --requests --json`: the record's protobuf JSON mapping
+// (proto field names) on one line, with its newline.
+absl::StatusOr<std::string> RequestJson(const ::lazaret::egress::v1::RequestRecord& record);
 
 // `lazaret net log --json`: the entry's protobuf JSON mapping (proto field
 // names) on one line, with its newline.

@@ -51,6 +51,35 @@ rpb::Route MakeRoute(const std::string& cidr, rpb::RouteAction action) {
   return r;
 }
 
+// A request line shows what was asked and decided, secrets by name, and
+// escapes what the sandbox wrote.
+TEST(RequestLineTest, WhatWasAskedDecidedAndInjectedEscaped) {
+  ::lazaret::egress::v1::RequestRecord r;
+  r.set_time_unix_ms(1764950400123);
+  r.set_protocol("HTTP/2");
+  r.set_method("POST");
+  r.set_host("api.anthropic.com");
+  r.set_path("/v1/messages\x1b[2J");
+  r.set_status(200);
+  r.set_request_bytes(120);
+  r.set_response_bytes(4096);
+  r.set_duration_ms(350);
+  r.add_secrets("anthropic");
+  r.set_rule("http \"api.anthropic.com\": POST /v1/messages");
+  const std::string line = RequestLine(r);
+  EXPECT_THAT(line, HasSubstr("2025-12-05T16:00:00.123Z"));
+  EXPECT_THAT(line, HasSubstr("POST api.anthropic.com/v1/messages"));
+  EXPECT_THAT(line, HasSubstr("200  120B up 4096B down  350ms  secrets anthropic"));
+  EXPECT_THAT(line, Not(HasSubstr("\x1b")));
+  r.set_status(403);
+  r.set_refused("secret \"github\" is not sent to api.anthropic.com");
+  EXPECT_THAT(RequestLine(r), HasSubstr("REFUSED: secret"));
+  absl::StatusOr<std::string> json = RequestJson(r);
+  ASSERT_TRUE(json.ok());
+  EXPECT_THAT(*json, HasSubstr("\"response_bytes\":\"4096\""));
+  EXPECT_EQ(json->back(), '\n');
+}
+
 TEST(RemainingTextTest, SecondsMinutesHours) {
   EXPECT_EQ(RemainingText(53), "53 s");
   EXPECT_EQ(RemainingText(119), "119 s");

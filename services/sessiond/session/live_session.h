@@ -23,6 +23,7 @@
 #include "services/sessiond/session/router_watch.h"
 #include "services/sessiond/session/sandbox_io.h"
 #include "services/sessiond/session/sandbox_writes.h"
+#include "services/sessiond/session/secrets.h"
 #include "services/sessiond/session/session_dir.h"
 #include "lazaret/config/v1/config.pb.h"
 #include "services/common/router_hold.h"
@@ -54,6 +55,8 @@ struct LiveSession {
   // The caller's environment (StartRequest.env): env:VAR values, TERM,
   // HOME, the host CA variables. Never this process's own.
   HostEnvLookup caller_env = HostEnv;
+  // The same environment whole: a `command` secret runs in it.
+  CallerEnvironment caller_environment;
   // With a TTY: the pty's first size (the starting terminal's).
   uint32_t rows = 24;
   uint32_t cols = 80;
@@ -74,6 +77,13 @@ struct LiveSession {
   bool persistence_attached = false;
   // brokerd's AttachSession was called: the teardown detaches the endpoint.
   bool escalation_attached = false;
+  // The profile's secrets, resolved (secrets.h); their values are wiped
+  // once lazaret-egressd holds them.
+  std::unique_ptr<SessionSecrets> secrets;
+  // lazaret-egressd's AttachSession was called: the teardown detaches it.
+  bool egress_attached = false;
+  // The egress proxy's CA (PEM), for the sandbox's trust store.
+  std::string egress_ca_pem;
   // The attached terminals, then the sandbox's pty or pipes feeding them
   // (destroyed first: its pump writes to the hub).
   std::unique_ptr<AttachHub> hub;
@@ -90,6 +100,10 @@ struct LiveSession {
   // The sandbox never ran the command (teardown.cc).
   bool never_started = false;
   bool sidecar_lost = false;
+  // lazaret-egressd no longer serves the session (it died and was
+  // restarted without it): ended, as its intercepted hosts are unreachable
+  // and its secrets are not re-sent.
+  bool egress_lost = false;
   bool supervisor_lost = false;
 };
 

@@ -24,6 +24,11 @@ inline constexpr char kRoleSandbox[] = "sandbox";
 // Inside the sidecar.
 inline constexpr char kSidecarRouterDir[] = "/run/lazaret/router";
 inline constexpr char kSidecarRouterSocket[] = "/run/lazaret/router/router.sock";
+// With an egress proxy: the router's socket on which lazaret-egressd takes
+// the sandbox's connections to intercepted hosts (<session>/router/ on the
+// host).
+inline constexpr char kEgressSocketName[] = "egress.sock";
+inline constexpr char kSidecarEgressSocket[] = "/run/lazaret/router/egress.sock";
 // With escalation: the session's socket directory on the host
 // (<socket_dir>/<id>, holding only escalate.sock), bound read-only, and the
 // socket in it that the router's escalation relay connects to.

@@ -157,6 +157,7 @@ std::vector<std::string> SidecarArgv(const SidecarSpec& s) {
   if (!s.escalation_socket_dir.empty()) {
     a.push_back(absl::StrCat("--escalation-socket=", kSidecarBrokerSocket));
   }
+  if (s.egress_proxy) a.push_back(absl::StrCat("--egress-socket=", kSidecarEgressSocket));
   return a;
 }
 
@@ -226,17 +227,6 @@ std::string GitStateDir(const pb::ResolvedProfile& profile) {
 
 absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::ResolvedProfile& profile,
                                         const gitshadow::GitShadowPlan& git) {
-  // Secrets and HTTP rules are kept by the egress proxy, which this
-  // version does not have yet: a session that ran without them would send
-  // requests the user meant to restrict, so it does not start.
-  if (profile.secrets_size() > 0 || profile.http_rules_size() > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "profile ", profile.name(), " names ",
-        profile.secrets_size() > 0 ? "secrets" : "HTTP rules",
-        ", which need the egress proxy, and this version of Lazaret has none yet; remove its ",
-        profile.secrets_size() > 0 ? "`secrets`" : "`http`",
-        " tables to run it (lazaret config show lists them)"));
-  }
   SessionPlan plan;
   plan.id = in.session_id;
   plan.workspace_host_dir =
@@ -267,10 +257,14 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
     if (terminfo.has_value()) plan.env.push_back({"TERMINFO", kSandboxTerminfoDir, false});
   }
   std::vector<std::string> init_args = git.init_args;
-  if (profile.trust_host_ca()) {
+  // Secrets and HTTP rules are kept by the egress proxy, whose CA the
+  // sandbox trusts through the same bundle as the host's CAs.
+  const bool egress_proxy = profile.secrets_size() > 0 || profile.http_rules_size() > 0;
+  if (profile.trust_host_ca() || egress_proxy) {
     PlanHostCa(SessionPath(in.runtime_dir, plan.id), &mounts, &plan.env, &init_args);
   }
   plan.env.insert(plan.env.end(), in.profile_env.begin(), in.profile_env.end());
+  plan.env.insert(plan.env.end(), in.placeholder_env.begin(), in.placeholder_env.end());
   plan.env.insert(plan.env.end(), git.env.begin(), git.env.end());
   std::optional<EscalationMounts> escalation;
   if (profile.escalation().enabled()) {
@@ -290,7 +284,8 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
       SidecarSpec{plan.id,        profile.name(),
                   in.runtime_dir, absl::StrCat(plan.session_path, "/router"),
                   kSidecarImage,  in.rootless,
-                  in.runc_path,   escalation.has_value() ? escalation->socket_dir : std::string()};
+                  in.runc_path,   escalation.has_value() ? escalation->socket_dir : std::string(),
+                  egress_proxy};
   plan.sidecar_argv = SidecarArgv(plan.sidecar);
   SandboxSpec& sandbox = plan.sandbox;
   sandbox.session_id = plan.id;

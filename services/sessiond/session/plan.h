@@ -66,6 +66,10 @@ struct SidecarSpec {
   // socket_dir>/<id>, holding only escalate.sock), bound read-only at
   // kSidecarBrokerDir for the router's escalation relay. Empty: none.
   std::string escalation_socket_dir;
+  // The session has an egress proxy (secrets or HTTP rules): the router
+  // gets --egress-socket, on which lazaret-egressd takes the connections
+  // to the intercepted hosts.
+  bool egress_proxy = false;
 };
 
 // podman run --detach ... for the network sidecar (runc, NET_ADMIN only,
@@ -168,15 +172,20 @@ struct PlanInputs {
   // Built on the host once the session directory exists (UseHeldMounts);
   // empty for a dry run.
   std::vector<BindMount> held_mounts;
+  // The sandbox variables of the secrets' placeholders (secrets.h
+  // PlaceholderEnv), after the profile's env. Placeholders only: a value
+  // never enters a plan.
+  std::vector<EnvSetting> placeholder_env;
 };
 
 struct SessionPlan {
   std::string id;
   std::string session_path;        // <runtime_dir>/sessions/<id>
   std::string workspace_host_dir;  // bound read-write at /workspace
-  // The env file's lines, in order: terminal, the host CA's variables
-  // (trust_host_ca), profile, Git Shadow, then LAZARET_ESCALATE when
-  // escalation is on (later lines win).
+  // The env file's lines, in order: terminal, the CA variables
+  // (trust_host_ca or an egress proxy), profile, the secrets'
+  // placeholders, Git Shadow, then LAZARET_ESCALATE when escalation is on
+  // (later lines win).
   std::vector<EnvSetting> env;
   // The overlays' merged directories over each persistent directory, in
   // the profile's order (also in sandbox.mounts); lazaret-mount-helper

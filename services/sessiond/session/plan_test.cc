@@ -354,20 +354,43 @@ TEST(PlanSessionTest, RefusesWhatCannotBeMountedOrWritten) {
   PlanInputs newline = Inputs();
   newline.profile_env = {{"A", "x\ny", true}};
   EXPECT_FALSE(PlanSession(newline, PlainProfile(), gitshadow::GitShadowPlan{}).ok());
-  // Not yet kept by anything: refused rather than ignored.
-  pb::ResolvedProfile secret = PlainProfile();
-  secret.add_secrets()->set_name("anthropic");
-  auto refused = PlanSession(Inputs(), secret, gitshadow::GitShadowPlan{});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("egress proxy"));
-  pb::ResolvedProfile rule = PlainProfile();
-  rule.add_http_rules()->set_host("registry.npmjs.org");
-  EXPECT_FALSE(PlanSession(Inputs(), rule, gitshadow::GitShadowPlan{}).ok());
   PlanInputs long_rt = Inputs();
   long_rt.runtime_dir = "/" + std::string(100, 'r');
   auto plan = PlanSession(long_rt, PlainProfile(), gitshadow::GitShadowPlan{});
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("shorter LAZARET_RUNTIME_DIR"));
+}
+
+// Secrets or HTTP rules: the router gets its egress socket, the sandbox the
+// CA bundle (for the proxy's CA) even without trust_host_ca, and the
+// placeholders after the profile's env; never a value.
+TEST(PlanSessionTest, AnEgressProxySessionGetsTheSocketTheBundleAndThePlaceholders) {
+  pb::ResolvedProfile secret = PlainProfile();
+  secret.set_trust_host_ca(false);
+  pb::Secret* s = secret.add_secrets();
+  s->set_name("anthropic");
+  s->set_sandbox_env("ANTHROPIC_API_KEY");
+  PlanInputs in = Inputs();
+  in.placeholder_env = {{"ANTHROPIC_API_KEY", "lzs-00112233445566778899aabbccddeeff", true}};
+  auto plan = PlanSession(in, secret, gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->sidecar_argv, Contains("--egress-socket=/run/lazaret/router/egress.sock"));
+  EXPECT_THAT(plan->sandbox.init_args, Contains(HasSubstr("--ca-bundle=")));
+  bool placeholder = false;
+  for (const EnvSetting& e : plan->env) {
+    if (e.name == "ANTHROPIC_API_KEY") placeholder = e.value == in.placeholder_env[0].value;
+  }
+  EXPECT_TRUE(placeholder);
+
+  pb::ResolvedProfile rule = PlainProfile();
+  rule.add_http_rules()->set_host("registry.npmjs.org");
+  auto ruled = PlanSession(Inputs(), rule, gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(ruled.ok()) << ruled.status();
+  EXPECT_THAT(ruled->sidecar_argv, Contains("--egress-socket=/run/lazaret/router/egress.sock"));
+
+  auto plain = PlanSession(Inputs(), PlainProfile(), gitshadow::GitShadowPlan{});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(plain->sidecar_argv, Not(Contains(HasSubstr("--egress-socket"))));
 }
 
 // The complete plan of a rootful session with a terminal, flag by flag:

@@ -9,6 +9,7 @@
 #include "services/sessiond/gitshadow/state.h"
 #include "services/sessiond/gitshadow/sync.h"
 #include "services/sessiond/held/view.h"
+#include "clients/lazaret/net/egress_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "services/podman/host.h"
@@ -126,10 +127,14 @@ bool ReapSession(const SessionView& v, const LineSink& out) {
   for (const auto& c : v.containers) {
     out(absl::StrCat("  removed container ", c.name, " (", c.state, ")"));
   }
-  // netpolicyd forgets the session's policy once its containers are gone,
+  // egressd ends the session's proxy, netpolicyd forgets the session's
+  // policy once its containers are gone,
   // brokerd ends its escalation endpoint and the mount helper lets go of
   // its overlays (each also does on the registry's ENDED event).
   if (ok && !v.runtime_dir.empty()) {
+    if (absl::Status s = net::DetachEgressBestEffort(v.runtime_dir, v.id); !s.ok()) {
+      out(absl::StrCat("  ", s.message()));
+    }
     if (absl::Status s = net::DetachSessionBestEffort(v.runtime_dir, v.id); !s.ok()) {
       out(absl::StrCat("  ", s.message()));
     }

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "clients/lazaret/escalation/attach.h"
 #include "clients/lazaret/escalation/broker_client.h"
+#include "clients/lazaret/net/egress_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "services/spawn/subprocess.h"
@@ -60,20 +61,75 @@ absl::Status Register(LiveSession* s) {
   return absl::OkStatus();
 }
 
-// trust_host_ca: the certificates of the store the host's OpenSSL reads for
-// this user, re-encoded into the session directory, where the plan binds
-// them (PlanHostCa). A store that cannot be read or holds anything but
-// certificates ends the start: never a sandbox that silently lacks them.
+// The CA file the sandbox's bundle adds: with trust_host_ca the
+// certificates of the store the host's OpenSSL reads for this user,
+// re-encoded, and with an egress proxy its session CA; written into the
+// session directory, where the plan binds it (PlanHostCa). A store that
+// cannot be read or holds anything but certificates ends the start: never
+// a sandbox that silently lacks them.
 absl::Status WriteHostCa(LiveSession* s) {
-  if (!s->profile.trust_host_ca()) return absl::OkStatus();
-  absl::StatusOr<HostCaCertificates> certs = ReadHostCaStore(s->caller_env);
-  if (!certs.ok()) {
-    return absl::Status(certs.status().code(),
-                        absl::StrCat(certs.status().message(), "; the sandbox was not started"));
+  const bool proxy = !s->egress_ca_pem.empty();
+  if (!s->profile.trust_host_ca() && !proxy) return absl::OkStatus();
+  HostCaCertificates certs;
+  if (s->profile.trust_host_ca()) {
+    absl::StatusOr<HostCaCertificates> read = ReadHostCaStore(s->caller_env);
+    if (!read.ok()) {
+      return absl::Status(read.status().code(),
+                          absl::StrCat(read.status().message(), "; the sandbox was not started"));
+    }
+    certs = *std::move(read);
   }
-  LAZ_RETURN_IF_ERROR(WriteHostCaFile(s->dir->path(), *certs));
-  const std::string line = absl::StrCat("host CA store ", certs->source, ": ", certs->count,
+  if (proxy) {
+    absl::StatusOr<HostCaCertificates> ca =
+        ReencodeCertificates(s->egress_ca_pem, "the egress proxy's session CA");
+    if (!ca.ok() || ca->count != 1) {
+      return absl::InternalError(
+          "lazaret-egressd answered without one CA certificate; the sandbox was not started");
+    }
+    certs.pem += ca->pem;
+    certs.count += 1;
+    if (certs.source.empty()) certs.source = ca->source;
+  }
+  LAZ_RETURN_IF_ERROR(WriteHostCaFile(s->dir->path(), certs));
+  const std::string line = absl::StrCat("CA file ", certs.source, ": ", certs.count,
                                         " certificates bound at ", kSandboxHostCaFile);
+  Trace(line.c_str());
+  return absl::OkStatus();
+}
+
+// A session with secrets or HTTP rules: lazaret-egressd connects to the
+// router's egress socket and holds the secrets' values (wiped here once it
+// has them) and the rules; its answer is the CA the sandbox must trust.
+// netpolicyd already knows the session (ResolveUpstream). No proxy, no
+// sandbox: a session never starts with requests its profile meant to
+// restrict going out unrestricted - and without a proxy the intercepted
+// names lead nowhere.
+absl::Status AttachEgress(LiveSession* s) {
+  if (!s->plan.sidecar.egress_proxy) return absl::OkStatus();
+  s->egress_attached = true;  // from here on, the teardown detaches it
+  egress::v1::AttachSessionRequest req;
+  req.set_session_id(s->plan.id);
+  req.set_egress_socket(absl::StrCat(s->dir->path(), "/router/", kEgressSocketName));
+  if (s->secrets != nullptr) {
+    for (const ResolvedSecret& r : s->secrets->secrets()) {
+      egress::v1::SecretValue* v = req.add_secrets();
+      *v->mutable_spec() = r.spec;
+      v->set_placeholder(r.placeholder);
+      v->set_value(r.value);
+    }
+  }
+  for (const auto& rule : s->profile.http_rules()) *req.add_http_rules() = rule;
+  absl::StatusOr<egress::v1::AttachSessionResponse> resp =
+      net::AttachEgress(s->runtime_dir, &req);
+  if (s->secrets != nullptr) s->secrets->WipeValues();
+  if (!resp.ok()) {
+    return absl::Status(resp.status().code(),
+                        absl::StrCat("the egress proxy could not be set up: ",
+                                     resp.status().message(), "; the sandbox was not started"));
+  }
+  s->egress_ca_pem = resp->ca_pem();
+  const std::string line =
+      absl::StrCat("egress proxy attached for ", absl::StrJoin(resp->hosts(), " "));
   Trace(line.c_str());
   return absl::OkStatus();
 }
@@ -276,7 +332,6 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   LAZ_ASSIGN_OR_RETURN(std::string env_text, EnvFileText(s->plan.env));
   LAZ_RETURN_IF_ERROR(s->dir->WriteEnvFile(env_text));
   LAZ_RETURN_IF_ERROR(WriteTraceConfig(*s->dir));
-  LAZ_RETURN_IF_ERROR(WriteHostCa(s));
   // RunSession installed Lazaret's containers.conf before any thread
   // existed; no podman call of a session runs without it (podman.h).
   if (const char* c = std::getenv("CONTAINERS_CONF");
@@ -305,6 +360,8 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
   LAZ_RETURN_IF_ERROR(ApplyEgressPolicy(s));
   LAZ_RETURN_IF_ERROR(OpenInboundPorts(s));
+  LAZ_RETURN_IF_ERROR(AttachEgress(s));
+  LAZ_RETURN_IF_ERROR(WriteHostCa(s));
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
 
   // 4. Only now the agent sandbox. Its volume sources are re-checked here,

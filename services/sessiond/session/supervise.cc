@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "clients/lazaret/net/egress_client.h"
 #include "services/spawn/subprocess.h"
 #include "services/sessiond/session/attach_hub.h"
 #include "services/sessiond/session/run_args.h"
@@ -28,6 +29,10 @@ constexpr int kSidecarMaxFailures = 2;
 // Consecutive ticks on which the supervisor did not know the session (it
 // died or was restarted) that end it: a sandbox never runs without one.
 constexpr int kRegistryMaxFailures = 2;
+// Consecutive ticks on which lazaret-egressd did not serve the session (it
+// died, or was restarted without it) that end a session with an egress
+// proxy.
+constexpr int kEgressMaxFailures = 2;
 // The setuid/setgid/capability sweep of the sandbox-writable trees runs every
 // this many ticks (a walk of the whole tree; the end-of-session scan catches
 // what the last interval left), and within a duty cycle of its own
@@ -57,6 +62,7 @@ int Supervise(LiveSession* s, pid_t sandbox_pid) {
   int ticks = 0;
   int sidecar_failures = 0;
   int registry_failures = 0;
+  int egress_failures = 0;
   while (true) {
     int status = 0;
     const pid_t w = waitpid(sandbox_pid, &status, WNOHANG);
@@ -109,6 +115,14 @@ int Supervise(LiveSession* s, pid_t sandbox_pid) {
       } else if (++registry_failures >= kRegistryMaxFailures) {
         s->supervisor_lost = true;
         return kRunFailed;
+      }
+      if (s->egress_attached) {
+        if (net::EgressServes(s->runtime_dir, s->plan.id)) {
+          egress_failures = 0;
+        } else if (++egress_failures >= kEgressMaxFailures) {
+          s->egress_lost = true;
+          return kRunFailed;
+        }
       }
       next_tick = Clock::now() + kTick;
       continue;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/escalation/broker_client.h"
+#include "clients/lazaret/net/egress_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "services/sessiond/session/console.h"
@@ -59,7 +60,15 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
     }
     s->sidecar_created = false;
   }
-  // The containers are gone: netpolicyd forgets the session's policy.
+  // The containers are gone: egressd ends the session's proxy (its
+  // connections, its CA; the secrets' values are wiped) ...
+  if (s->egress_attached) {
+    if (absl::Status st = net::DetachEgressBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->egress_attached = false;
+  }
+  // ... and netpolicyd forgets the session's policy.
   if (s->policy_attached) {
     if (absl::Status st = net::DetachSessionBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
       Say(std::string(st.message()));
@@ -102,7 +111,8 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
 int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   // 5. Teardown: the sandbox (its podman client exits with it), the
   // sidecar, the session directory; then the agent's commits.
-  const bool ended_early = s->stop_signal != 0 || s->sidecar_lost || s->supervisor_lost;
+  const bool ended_early =
+      s->stop_signal != 0 || s->sidecar_lost || s->supervisor_lost || s->egress_lost;
   if (ended_early) StopSandbox(*s, sandbox_pid);
   // The sandbox's last output reaches the attached terminals before
   // Lazaret's lines.
@@ -138,6 +148,10 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   } else if (s->sidecar_lost) {
     Say("the network sidecar stopped answering; the session was ended (a sandbox never outlives "
         "its network sidecar)");
+  } else if (s->egress_lost) {
+    Say("the egress proxy (lazaret-egressd) stopped serving this session; the session was ended "
+        "(its secrets are handed over once and never re-sent; until the end, its intercepted "
+        "hosts were unreachable)");
   } else if (s->stop_signal != 0) {
     Say(absl::StrCat("session ", s->plan.id, " ", EndReason(*s)));
   } else if (never_started) {
@@ -159,6 +173,7 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
 std::string EndReason(const LiveSession& s) {
   if (s.supervisor_lost) return "ended: the supervisor (lazaret up) is gone";
   if (s.sidecar_lost) return "ended: the network sidecar stopped answering";
+  if (s.egress_lost) return "ended: the egress proxy stopped serving it";
   if (!s.stop_reason.empty()) return absl::StrCat("stopped ", s.stop_reason);
   if (s.stop_signal != 0) return absl::StrCat("stopped by ", strsignal(s.stop_signal));
   if (s.never_started) return "the sandbox never started";

@@ -211,6 +211,22 @@ absl::Status Plan(const WorkerOptions& o, const RunArgs& args, const sv1::StartR
   PlanInputs in;
   // Environment first: an unset env:VAR refuses before anything exists.
   LAZ_ASSIGN_OR_RETURN(in.profile_env, ResolveProfileEnv(s->profile, s->caller_env));
+  // Then the secrets' values (a dry run shows placeholders and never runs
+  // a secret's command).
+  if (s->profile.secrets_size() > 0) {
+    if (args.dry_run) {
+      s->secrets = std::make_unique<SessionSecrets>();
+      for (const auto& spec : s->profile.secrets()) {
+        ResolvedSecret& r = s->secrets->secrets().emplace_back();
+        r.spec = spec;
+        r.placeholder = NewPlaceholder();
+      }
+    } else {
+      LAZ_ASSIGN_OR_RETURN(s->secrets, ResolveSecrets(s->profile, s->caller_environment));
+      Trace("secrets resolved");
+    }
+    in.placeholder_env = PlaceholderEnv(*s->secrets);
+  }
 
   // Never a weaker runtime, never the host.
   absl::StatusOr<std::string> runsc = FindRunsc();
@@ -303,6 +319,7 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
   s.approver = args->approver;
   s.ports = args->ports;
   s.caller_env = CallerEnv(req);
+  s.caller_environment.insert(req.env().begin(), req.env().end());
   if (req.has_terminal()) {
     s.rows = Side(req.terminal().rows(), 24);
     s.cols = Side(req.terminal().cols(), 80);

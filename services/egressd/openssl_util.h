@@ -1,0 +1,48 @@
+// Owning pointers for OpenSSL objects and the OpenSSL error queue as a
+// Status, for the egress proxy's CA and TLS streams. Runs in
+// lazaret-egressd (host service, no capability). Trusts nothing: it only
+// wraps OpenSSL.
+#ifndef LAZARET_SERVICES_EGRESSD_OPENSSL_UTIL_H_
+#define LAZARET_SERVICES_EGRESSD_OPENSSL_UTIL_H_
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lazaret::egressd {
+
+template <auto Free>
+struct OpenSslDeleter {
+  template <typename T>
+  void operator()(T* p) const {
+    Free(p);
+  }
+};
+
+using BioPtr = std::unique_ptr<BIO, OpenSslDeleter<BIO_free_all>>;
+using BignumPtr = std::unique_ptr<BIGNUM, OpenSslDeleter<BN_free>>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, OpenSslDeleter<EVP_PKEY_free>>;
+using X509Ptr = std::unique_ptr<X509, OpenSslDeleter<X509_free>>;
+using SslCtxPtr = std::unique_ptr<SSL_CTX, OpenSslDeleter<SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, OpenSslDeleter<SSL_free>>;
+
+// `what` failed, with the reasons OpenSSL queued on this thread (the queue
+// is emptied). The reasons are OpenSSL's own texts (never request data).
+absl::Status OpenSslError(absl::string_view what);
+
+// PEM of a certificate; one PEM certificate parsed (at most 1 MiB).
+absl::StatusOr<std::string> CertificateToPem(X509* cert);
+absl::StatusOr<X509Ptr> CertificateFromPem(absl::string_view pem);
+
+}  // namespace lazaret::egressd
+
+#endif  // LAZARET_SERVICES_EGRESSD_OPENSSL_UTIL_H_
