@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/runtime_dir.h"
 #include "services/common/session_id.h"
 #include "services/common/session_watcher.h"
 #include "services/common/unix_server.h"
@@ -45,7 +46,21 @@ grpc::Status EgressServiceImpl::WatchRequests(grpc::ServerContext* ctx,
                                               const epb::WatchRequestsRequest* req,
                                               grpc::ServerWriter<epb::RequestRecord>* writer) {
   absl::StatusOr<std::shared_ptr<ProxySession>> s = sessions_->Find(req->session_id());
-  if (!s.ok()) return ToGrpcStatus(s.status());
+  if (!s.ok()) {
+    // An ended session: its file (the id is checked, the path derived from
+    // it); `follow` ends at the end of the file, as nothing will be added.
+    if (!absl::IsNotFound(s.status()) || sessions_->log_dir().empty() ||
+        !IsValidSessionId(req->session_id())) {
+      return ToGrpcStatus(s.status());
+    }
+    absl::StatusOr<std::vector<epb::RequestRecord>> records =
+        ReadRequestLogFile(sessions_->log_dir(), req->session_id());
+    if (!records.ok()) return ToGrpcStatus(records.status());
+    for (const auto& r : *records) {
+      if (!writer->Write(r)) break;
+    }
+    return grpc::Status::OK;
+  }
   RequestLog& log = (*s)->log();
   uint64_t next = 0;
   for (const auto& r : log.Read(&next, std::chrono::milliseconds(0))) {
@@ -88,6 +103,10 @@ ServiceSpec SpecWith(SessionTable::Options options) {
   };
 }
 
-ServiceSpec Spec() { return SpecWith(SessionTable::Options{}); }
+ServiceSpec Spec() {
+  SessionTable::Options options;
+  options.log_dir = UserStateDir() + "/requestlog";
+  return SpecWith(std::move(options));
+}
 
 }  // namespace lazaret::egressd

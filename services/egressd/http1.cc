@@ -1,6 +1,7 @@
 #include "services/egressd/http1.h"
 
 #include <http_parser.h>
+#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <utility>
@@ -62,6 +63,19 @@ std::string ProxyResponse(int status, absl::string_view body) {
 }
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+// Clears request text that may hold a secret's value when it goes out of
+// scope.
+struct WipeOnExit {
+  std::string* text;
+  std::vector<HeaderField>* fields;
+  ~WipeOnExit() {
+    if (!text->empty()) OPENSSL_cleanse(text->data(), text->size());
+    for (HeaderField& f : *fields) {
+      if (!f.value.empty()) OPENSSL_cleanse(f.value.data(), f.value.size());
+    }
+  }
+};
 
 // One client connection's state across its requests.
 class Http1Session {
@@ -183,7 +197,9 @@ class Http1Session {
       return false;
     }
 
-    const std::string upstream_head = UpstreamHead(req);
+    std::string upstream_head = UpstreamHead(req);
+    // The injected value lives in these two until the request ends.
+    const WipeOnExit wipe{&upstream_head, &req.fields};
     const bool has_body = req.chunked || (req.has_length && req.content_length > 0);
     for (int attempt = 0;; ++attempt) {
       const bool reused = upstream_ != nullptr;
@@ -376,7 +392,7 @@ class Http1Session {
       if (IsHopByHop(f.name, tokens)) continue;
       absl::StrAppend(&head, f.name, ": ", guard_.Redact(f.value, &decision), "\r\n");
     }
-    if (length_framed || (no_body && rp->has_length())) {
+    if (length_framed || ((head_request || status == 304) && rp->has_length())) {
       absl::StrAppend(&head, "Content-Length: ", rp->content_length(), "\r\n");
     }
     if (chunk_out) head += "Transfer-Encoding: chunked\r\n";

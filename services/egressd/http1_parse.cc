@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/vocab/domain_pattern.h"
 #include "services/vocab/escape.h"
+#include "services/vocab/http_rule.h"
 
 namespace lazaret::egressd {
 namespace {
@@ -221,6 +222,13 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
   std::string length;
   bool upgrade = p.upgrade != 0;
   for (const HeaderField& f : c.fields) {
+    // http-parser takes "Content-Length :5" as a length; the proxy would
+    // read that name otherwise. A name is a token, or nothing is read.
+    if (!vocab::IsHttpToken(f.name)) {
+      *refusal = MakeRefusal(400, absl::StrCat("a header field name that is not a token: ",
+                                               Quote(f.name)));
+      return false;
+    }
     if (absl::EqualsIgnoreCase(f.name, "upgrade")) upgrade = true;
     if (absl::EqualsIgnoreCase(f.name, "host")) {
       ++host_fields;
@@ -280,6 +288,13 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
     return false;
   }
   out->chunked = te_fields == 1;
+  // The framing the proxy forwards must be the one http-parser reads the
+  // body with, or the upstream would see another message boundary.
+  if (out->chunked != ((p.flags & F_CHUNKED) != 0) ||
+      out->has_length != ((p.flags & F_CONTENTLENGTH) != 0)) {
+    *refusal = MakeRefusal(400, "an ambiguous message framing");
+    return false;
+  }
   out->host = HostOfAuthority(out->host_field);
   if (out->host.empty()) {
     *refusal = MakeRefusal(400, absl::StrCat("the Host field is not a DNS name: ",
@@ -345,6 +360,7 @@ struct Http1ResponseParser::State {
   http_parser parser;
   Collected collected;
   uint64_t content_length = 0;  // as the head said (http-parser counts it down)
+  bool has_length = false;
 };
 
 Http1ResponseParser::Http1ResponseParser(bool head_request) : state_(std::make_unique<State>()) {
@@ -361,6 +377,10 @@ bool Http1ResponseParser::ParseHead(absl::string_view head) {
   const size_t n = http_parser_execute(&p, &Settings(), head.data(), head.size());
   TrimFields(&c.fields);
   state_->content_length = p.content_length;
+  state_->has_length = (p.flags & F_CONTENTLENGTH) != 0;
+  for (const HeaderField& f : c.fields) {
+    if (!vocab::IsHttpToken(f.name)) return false;  // see Http1RequestParser::ParseHead
+  }
   return ParserOk(p) && c.headers_done && (n == head.size() || c.message_done);
 }
 
@@ -388,12 +408,7 @@ int Http1ResponseParser::status() const { return state_->parser.status_code; }
 bool Http1ResponseParser::keep_alive() const {
   return http_should_keep_alive(&state_->parser) != 0;
 }
-bool Http1ResponseParser::has_length() const {
-  for (const HeaderField& f : state_->collected.fields) {
-    if (absl::EqualsIgnoreCase(f.name, "content-length")) return true;
-  }
-  return false;
-}
+bool Http1ResponseParser::has_length() const { return state_->has_length; }
 uint64_t Http1ResponseParser::content_length() const { return state_->content_length; }
 const std::vector<HeaderField>& Http1ResponseParser::fields() const {
   return state_->collected.fields;

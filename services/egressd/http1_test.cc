@@ -479,6 +479,13 @@ TEST_F(Http1Test, DifferingLengthsAre400) {
                 400);
 }
 
+// Found by the fuzzer: http-parser reads "Content-Length :8" as a length.
+TEST_F(Http1Test, SpaceBeforeColonIs400) {
+  ExpectRefused("POST /up HTTP/1.1\r\nHost: api.example.com\r\nContent-Length :5\r\n\r\n"
+                "GET /smuggled HTTP/1.1\r\n\r\n",
+                400, "not a token");
+}
+
 TEST_F(Http1Test, OtherTransferEncodingIs501) {
   ExpectRefused("POST / HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: gzip, chunked\r\n"
                 "\r\n0\r\n\r\n",

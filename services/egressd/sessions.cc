@@ -1,7 +1,13 @@
 #include "services/egressd/sessions.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 
 #include <chrono>
 #include <cstring>
@@ -9,8 +15,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/json_util.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
+#include "services/common/fs/file.h"
 #include "services/common/log.h"
 #include "services/common/unix_server.h"
 #include "services/egressd/connection.h"
@@ -21,6 +31,9 @@ namespace {
 
 namespace epb = ::lazaret::egress::v1;
 namespace cpb = ::lazaret::config::v1;
+
+// Request logs kept in the log directory: the most recent sessions'.
+constexpr size_t kKeptLogs = 100;
 
 absl::StatusOr<SecretSpec> ToSpec(const epb::SecretValue& v) {
   SecretSpec s;
@@ -98,9 +111,28 @@ class NetPolicyUpstreamDialer final : public UpstreamDialer {
 
 // --- RequestLog ---
 
+void RequestLog::WriteTo(fs::UniqueFd file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  file_ = std::move(file);
+  file_bytes_ = 0;
+}
+
 void RequestLog::Add(epb::RequestRecord record) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!record.refused().empty()) ++refused_;
+  if (file_.valid() && file_bytes_ < kMaxFileBytes) {
+    google::protobuf::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    std::string line;
+    if (google::protobuf::util::MessageToJsonString(record, &line, o).ok()) {
+      line.push_back('\n');
+      file_bytes_ += line.size();
+      if (file_bytes_ >= kMaxFileBytes) {
+        line = "{\"refused\":\"the request log file is full; later records were not kept\"}\n";
+      }
+      fs::WriteAll(file_.get(), line).IgnoreError();
+    }
+  }
   records_.push_back(std::move(record));
   while (records_.size() > capacity_) {
     records_.pop_front();
@@ -139,6 +171,50 @@ uint64_t RequestLog::total() const {
 uint64_t RequestLog::refused() const {
   std::lock_guard<std::mutex> lock(mu_);
   return refused_;
+}
+
+absl::StatusOr<std::vector<epb::RequestRecord>> ReadRequestLogFile(const std::string& dir,
+                                                                   const std::string& session_id) {
+  const std::string path = absl::StrCat(dir, "/", session_id, ".jsonl");
+  absl::StatusOr<std::string> text =
+      fs::ReadRegularFile(path, RequestLog::kMaxFileBytes + 4096);
+  if (!text.ok()) {
+    return absl::NotFoundError(absl::StrCat("session ", session_id,
+                                            " has no egress proxy and no request log in ", dir));
+  }
+  std::vector<epb::RequestRecord> out;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    epb::RequestRecord r;
+    if (google::protobuf::util::JsonStringToMessage(std::string(line), &r, opts).ok()) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+void PruneRequestLogs(const std::string& dir, size_t keep) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::pair<int64_t, std::string>> files;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (!absl::EndsWith(name, ".jsonl")) continue;
+    struct stat st {};
+    if (fstatat(dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    files.emplace_back(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                       name);
+  }
+  if (files.size() > keep) {
+    std::sort(files.begin(), files.end());
+    for (size_t i = 0; i + keep < files.size(); ++i) {
+      unlinkat(dirfd(d), files[i].second.c_str(), 0);
+    }
+  }
+  closedir(d);
 }
 
 epb::RequestRecord ToProto(const RequestRecord& r) {
@@ -322,6 +398,16 @@ absl::StatusOr<std::shared_ptr<ProxySession>> SessionTable::Attach(
   absl::StatusOr<std::shared_ptr<ProxySession>> s =
       ProxySession::Start(request, options_.dialers, options_.limits, options_.trust);
   if (!s.ok()) return s.status();
+  if (!options_.log_dir.empty()) {
+    // The log outlives the session (lazaret net log --requests of an ended
+    // session); a directory that cannot be made leaves it in memory only.
+    if (mkdir(options_.log_dir.c_str(), 0700) == 0 || errno == EEXIST) {
+      PruneRequestLogs(options_.log_dir, kKeptLogs - 1);
+      const std::string path = absl::StrCat(options_.log_dir, "/", request.session_id(), ".jsonl");
+      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd >= 0) (*s)->log().WriteTo(fs::UniqueFd(fd));
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = sessions_.emplace(request.session_id(), *s);
   if (!inserted) return absl::AlreadyExistsError("attached twice at once");

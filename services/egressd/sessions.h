@@ -35,6 +35,11 @@ namespace lazaret::egressd {
 class RequestLog {
  public:
   explicit RequestLog(size_t capacity) : capacity_(capacity) {}
+  // Also appends each record, one protobuf JSON mapping per line, to
+  // `path` (created 0600; its directory must exist), up to kMaxFileBytes;
+  // then one last line says the rest was not kept.
+  void WriteTo(fs::UniqueFd file) ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr uint64_t kMaxFileBytes = 16u << 20;
   void Add(lazaret::egress::v1::RequestRecord record) ABSL_LOCKS_EXCLUDED(mu_);
   // Records numbered `*next` and later (the oldest kept when those are
   // gone); waits up to `wait` when there are none. Advances `*next`.
@@ -54,7 +59,18 @@ class RequestLog {
   uint64_t first_ ABSL_GUARDED_BY(mu_) = 0;  // the number of records_.front()
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  fs::UniqueFd file_ ABSL_GUARDED_BY(mu_);
+  uint64_t file_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// The request log of a session that is no longer attached: its file in
+// `dir` (<dir>/<session>.jsonl), oldest first. NotFound without one.
+absl::StatusOr<std::vector<lazaret::egress::v1::RequestRecord>> ReadRequestLogFile(
+    const std::string& dir, const std::string& session_id);
+
+// Keeps the `keep` most recently written files of `dir` and removes the
+// rest (best effort).
+void PruneRequestLogs(const std::string& dir, size_t keep);
 
 lazaret::egress::v1::RequestRecord ToProto(const RequestRecord& r);
 
@@ -128,6 +144,9 @@ class SessionTable {
     ProxySession::Limits limits;
     UpstreamTrust trust;  // empty: the host's default store
     size_t max_sessions = 256;
+    // Where each session's request log is kept after it ends (0700);
+    // empty: nowhere (memory only). The 100 most recent are kept.
+    std::string log_dir;
   };
   explicit SessionTable(Options options);
   ~SessionTable();
@@ -138,6 +157,7 @@ class SessionTable {
   absl::StatusOr<std::shared_ptr<ProxySession>> Find(const std::string& id) const
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<ProxySession>> List() const ABSL_LOCKS_EXCLUDED(mu_);
+  const std::string& log_dir() const { return options_.log_dir; }
   void StopAll() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
