@@ -258,8 +258,10 @@ class ConnectionTest : public ::testing::Test {
     SSL* ssl = SSL_new(ctx);
     const int fd = ConnectLoopback(proxy_->port());
     SSL_set_fd(ssl, fd);
-    SSL_set_tlsext_host_name(ssl, sni.c_str());
-    SSL_set1_host(ssl, sni.c_str());
+    if (!sni.empty()) {
+      SSL_set_tlsext_host_name(ssl, sni.c_str());
+      SSL_set1_host(ssl, sni.c_str());
+    }
     static const unsigned char kAlpn[] = "\x08http/1.1";
     SSL_set_alpn_protos(ssl, kAlpn, sizeof(kAlpn) - 1);
     timeval tv{10, 0};
@@ -352,6 +354,15 @@ TEST_F(ConnectionTest, ServerNameNotInterceptedIsRefusedAndLogged) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].host, "www.example.net");
   EXPECT_THAT(records[0].refused, HasSubstr("www.example.net is not intercepted"));
+  EXPECT_TRUE(dialer_->dialed().empty());
+}
+
+TEST_F(ConnectionTest, MissingServerNameIsRefusedAndLogged) {
+  ClientResult r = Fetch("", absl::StrCat("GET / HTTP/1.1\r\nHost: ", kHost, "\r\n\r\n"));
+  EXPECT_FALSE(r.handshake_ok);
+  const std::vector<RequestRecord> records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_THAT(records[0].refused, HasSubstr("no server name"));
   EXPECT_TRUE(dialer_->dialed().empty());
 }
 

@@ -20,6 +20,10 @@ namespace {
 // parse step buffers.
 constexpr size_t kReadChunk = 16 * 1024;
 constexpr char kProtocol[] = "HTTP/1.1";
+// After the proxy ends a connection, at most this long and this much of
+// what the client still sends is read and dropped (a lingering close).
+constexpr absl::Duration kLingerTime = absl::Seconds(2);
+constexpr size_t kLingerBytes = 256 * 1024;
 
 std::string Quote(absl::string_view raw) { return QuoteRequestText(raw); }
 
@@ -94,8 +98,19 @@ class Http1Session {
   void Run() {
     while (ServeOne()) {
     }
-    client_.ShutdownWrite();
     if (upstream_ != nullptr) upstream_->ShutdownWrite();
+    client_.ShutdownWrite();
+    // A lingering close: what the client still sends (the rest of a
+    // refused body) is read and dropped for a moment, so that closing with
+    // unread bytes (a TCP reset) does not destroy the answer in flight.
+    const absl::Time until = absl::Now() + kLingerTime;
+    size_t drained = 0;
+    char tmp[kReadChunk];
+    size_t n = 0;
+    while (drained < kLingerBytes &&
+           ReadBefore(client_, tmp, sizeof(tmp), &n, until) == IoStatus::kOk) {
+      drained += n;
+    }
   }
 
  private:

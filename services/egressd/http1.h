@@ -11,8 +11,10 @@
 //
 // Behaviour, request side:
 //   - a head is at most 64 KiB and 100 fields (431), every line ends in
-//     CRLF, no NUL, no bare CR or LF, no obs-fold (400), complete within
-//     30 s of its first byte (408);
+//     CRLF, no NUL, no bare CR or LF, no obs-fold, every field name a
+//     token ("Content-Length :5" is refused), the framing http-parser
+//     reads the one the proxy forwards (400), complete within 30 s of its
+//     first byte (408);
 //   - Content-Length and Transfer-Encoding both (400), two differing
 //     Content-Length values (400), a Transfer-Encoding other than exactly
 //     "chunked" (501), CONNECT (405), any Upgrade (501), no or several Host
@@ -36,7 +38,10 @@
 // carried a secret is refused (502). Upstream failures answer 502 with the
 // reason (host and port, OpenSSL's or the dialer's text; never request
 // data) when no response byte was sent yet; else the client connection is
-// cut. Each request gives one RequestRecord.
+// cut. Each request gives one RequestRecord. When the proxy ends a
+// connection it reads and drops what the client still sends for up to
+// 2 s / 256 KiB (a lingering close), so its last answer is not lost to a
+// TCP reset.
 #ifndef LAZARET_SERVICES_EGRESSD_HTTP1_H_
 #define LAZARET_SERVICES_EGRESSD_HTTP1_H_
 

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -56,18 +57,28 @@ X509* NewCert(const char* cn, EVP_PKEY* key, long serial) {
   return x;
 }
 
-// Offers HTTP/1.1 when the client asks for it; with no ALPN in common the
-// handshake goes on without one (HTTP/1.1).
+// HTTP/2 when the client offers it, else HTTP/1.1; with no ALPN in common
+// the handshake goes on without one (HTTP/1.1).
 int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                unsigned int inlen, void*) {
-  static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  static const unsigned char kProtocols[] = {2,   'h', '2', 8,   'h', 't',
+                                             't', 'p', '/', '1', '.', '1'};
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kHttp11, sizeof(kHttp11), in, inlen) ==
+  if (SSL_select_next_proto(&selected, outlen, kProtocols, sizeof(kProtocols), in, inlen) ==
       OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
   }
   return SSL_TLSEXT_ERR_NOACK;
+}
+
+// The number of events "/sse?n=N" asks for (1 to 100), else the default.
+int SseEvents(const std::string& target, int default_events) {
+  if (const size_t q = target.find("?n="); q != std::string::npos) {
+    int n = 0;
+    if (absl::SimpleAtoi(target.substr(q + 3), &n) && n >= 1 && n <= 100) return n;
+  }
+  return default_events;
 }
 
 std::string Base64Decode(const std::string& in) {
@@ -236,8 +247,15 @@ void FakeUpstream::Serve(int fd) {
       std::lock_guard<std::mutex> l(mu_);
       handshakes_.push_back(sni);
     }
-    std::string pending;
-    while (ServeOne(ssl, sni, &pending)) {
+    const unsigned char* alpn = nullptr;
+    unsigned int alpn_len = 0;
+    SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+    if (alpn_len == 2 && std::memcmp(alpn, "h2", 2) == 0) {
+      ServeHttp2(ssl, sni);
+    } else {
+      std::string pending;
+      while (ServeOne(ssl, sni, &pending)) {
+      }
     }
     SSL_shutdown(ssl);
   }
@@ -296,39 +314,64 @@ bool FakeUpstream::ServeOne(SSL* ssl, const std::string& sni, std::string* pendi
     r.body = pending->substr(0, size);
     pending->erase(0, size);
   }
-  r.key_ok = !credentials_.api_key.empty() && Header(r, "x-api-key") == credentials_.api_key;
-  const std::string auth = Header(r, "authorization");
-  r.bearer_ok = !credentials_.bearer.empty() && auth == "Bearer " + credentials_.bearer;
+  r.protocol = "HTTP/1.1";
+  Record(&r);
+  const bool close = absl::EqualsIgnoreCase(Header(r, "connection"), "close");
+  Answer(ssl, r, close);
+  return !close;
+}
+
+void FakeUpstream::Record(UpstreamRequest* r) {
+  r->key_ok = !credentials_.api_key.empty() && Header(*r, "x-api-key") == credentials_.api_key;
+  const std::string auth = Header(*r, "authorization");
+  r->bearer_ok = !credentials_.bearer.empty() && auth == "Bearer " + credentials_.bearer;
   if (absl::StartsWith(auth, "Basic ") && !credentials_.basic_password.empty()) {
     const std::string decoded = Base64Decode(auth.substr(6));
     const size_t colon = decoded.find(':');
-    r.basic_ok =
+    r->basic_ok =
         colon != std::string::npos && decoded.substr(colon + 1) == credentials_.basic_password;
   }
-  const bool close = absl::EqualsIgnoreCase(Header(r, "connection"), "close");
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    requests_.push_back(r);
+  std::lock_guard<std::mutex> l(mu_);
+  requests_.push_back(*r);
+}
+
+FakeUpstream::Reply FakeUpstream::MakeReply(const UpstreamRequest& r) const {
+  Reply reply;
+  if (absl::StartsWith(r.target, "/sse")) {
+    reply.headers = {{"content-type", "text/event-stream"}, {"cache-control", "no-cache"}};
+    for (int i = 1; i <= SseEvents(r.target, kSseEvents); ++i) {
+      absl::StrAppend(&reply.body, "data: event ", i, "\n\n");
+    }
+  } else if (absl::StartsWith(r.target, "/echo-key")) {
+    // An upstream that echoes the credential back, in its body and in a
+    // header: the proxy must not let it reach the sandbox.
+    reply.headers = {{"content-type", "application/json"}, {"x-echo-key", credentials_.api_key}};
+    reply.body = absl::StrCat("{\"echo\":\"", JsonEscape(credentials_.api_key), "\"}\n");
+  } else {
+    reply.headers = {{"content-type", "application/json"}};
+    reply.body = absl::StrCat(
+        "{\"protocol\":\"", r.protocol, "\",\"method\":\"", JsonEscape(r.method), "\",\"path\":\"",
+        JsonEscape(r.target), "\",\"host\":\"", JsonEscape(Header(r, "host")),
+        "\",\"x_api_key\":\"", JsonEscape(Header(r, "x-api-key")), "\",\"authorization\":\"",
+        JsonEscape(Header(r, "authorization")), "\",\"key_ok\":", r.key_ok ? "true" : "false",
+        ",\"bearer_ok\":", r.bearer_ok ? "true" : "false",
+        ",\"basic_ok\":", r.basic_ok ? "true" : "false", "}\n");
   }
-  Answer(ssl, r, close);
-  return !close;
+  return reply;
 }
 
 void FakeUpstream::Answer(SSL* ssl, const UpstreamRequest& r, bool close) {
   const std::string connection = close ? "Connection: close\r\n" : "";
   if (absl::StartsWith(r.target, "/sse")) {
+    // Over HTTP/1.1 the events are streamed: one chunk each, kSseGapMs
+    // apart.
     if (!WriteAll(ssl, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                                     "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n",
                                     connection, "\r\n"))) {
       return;
     }
-    // "/sse?n=N": N events instead of kSseEvents (1 to 100).
-    int events = kSseEvents;
-    if (const size_t q = r.target.find("?n="); q != std::string::npos) {
-      int n = 0;
-      if (absl::SimpleAtoi(r.target.substr(q + 3), &n) && n >= 1 && n <= 100) events = n;
-    }
     std::vector<int64_t> sent;
+    const int events = SseEvents(r.target, kSseEvents);
     for (int i = 1; i <= events; ++i) {
       if (i > 1) std::this_thread::sleep_for(std::chrono::milliseconds(kSseGapMs));
       const std::string event = absl::StrCat("data: event ", i, "\n\n");
@@ -340,24 +383,163 @@ void FakeUpstream::Answer(SSL* ssl, const UpstreamRequest& r, bool close) {
     sse_sent_ = std::move(sent);
     return;
   }
-  std::string body;
-  std::string extra;
-  if (absl::StartsWith(r.target, "/echo-key")) {
-    // An upstream that echoes the credential back, in its body and in a
-    // header: the proxy must not let it reach the sandbox.
-    body = absl::StrCat("{\"echo\":\"", JsonEscape(credentials_.api_key), "\"}\n");
-    extra = absl::StrCat("X-Echo-Key: ", credentials_.api_key, "\r\n");
-  } else {
-    body = absl::StrCat("{\"method\":\"", JsonEscape(r.method), "\",\"path\":\"",
-                        JsonEscape(r.target), "\",\"host\":\"", JsonEscape(Header(r, "host")),
-                        "\",\"x_api_key\":\"", JsonEscape(Header(r, "x-api-key")),
-                        "\",\"authorization\":\"", JsonEscape(Header(r, "authorization")),
-                        "\",\"key_ok\":", r.key_ok ? "true" : "false",
-                        ",\"bearer_ok\":", r.bearer_ok ? "true" : "false",
-                        ",\"basic_ok\":", r.basic_ok ? "true" : "false", "}\n");
+  const Reply reply = MakeReply(r);
+  std::string head = "HTTP/1.1 200 OK\r\n";
+  for (const auto& [name, value] : reply.headers) absl::StrAppend(&head, name, ": ", value, "\r\n");
+  WriteAll(ssl, absl::StrCat(head, "Content-Length: ", reply.body.size(), "\r\n", connection,
+                             "\r\n", reply.body));
+}
+
+// HTTP/2 (nghttp2): each stream's request is recorded when it ends and
+// answered whole (the server-sent events too, at once). The connection's
+// bytes go through blocking SSL reads and writes on this thread.
+namespace {
+
+struct H2Stream {
+  UpstreamRequest request;
+  std::string response_body;
+  size_t sent = 0;
+  bool too_big = false;
+};
+
+struct H2Connection {
+  FakeUpstream* server = nullptr;
+  std::string sni;
+  std::map<int32_t, H2Stream> streams;
+};
+
+ssize_t ReadResponseBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
+                         uint32_t* data_flags, nghttp2_data_source* source, void*) {
+  auto* stream = static_cast<H2Stream*>(source->ptr);
+  const size_t n = std::min(length, stream->response_body.size() - stream->sent);
+  std::memcpy(buf, stream->response_body.data() + stream->sent, n);
+  stream->sent += n;
+  if (stream->sent == stream->response_body.size()) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  return static_cast<ssize_t>(n);
+}
+
+}  // namespace
+
+int FakeUpstream::OnH2Header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                             size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
+                             void* user_data) {
+  auto* c = static_cast<H2Connection*>(user_data);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  auto it = c->streams.find(frame->hd.stream_id);
+  if (it == c->streams.end()) return 0;
+  UpstreamRequest& r = it->second.request;
+  const std::string n(reinterpret_cast<const char*>(name), namelen);
+  const std::string v(reinterpret_cast<const char*>(value), valuelen);
+  if (n == ":method") {
+    r.method = v;
+  } else if (n == ":path") {
+    r.target = v;
+  } else if (n == ":authority") {
+    r.headers["host"] = v;
+  } else if (!n.empty() && n[0] != ':' && r.headers.size() < 256) {
+    r.headers[n] = v;
   }
-  WriteAll(ssl, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n", extra,
-                             "Content-Length: ", body.size(), "\r\n", connection, "\r\n", body));
+  return 0;
+}
+
+int FakeUpstream::OnH2FrameRecv(nghttp2_session* session, const nghttp2_frame* frame,
+                                void* user_data) {
+  auto* c = static_cast<H2Connection*>(user_data);
+  if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+    return 0;
+  }
+  auto it = c->streams.find(frame->hd.stream_id);
+  if (it == c->streams.end()) return 0;
+  H2Stream& stream = it->second;
+  if (stream.too_big) {
+    return nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                     NGHTTP2_REFUSED_STREAM);
+  }
+  stream.request.protocol = "HTTP/2";
+  c->server->Record(&stream.request);
+  const Reply reply = c->server->MakeReply(stream.request);
+  stream.response_body = reply.body;
+  std::vector<std::string> storage = {":status", "200", "content-length",
+                                      std::to_string(reply.body.size())};
+  for (const auto& [name, value] : reply.headers) {
+    storage.push_back(name);
+    storage.push_back(value);
+  }
+  std::vector<nghttp2_nv> nva;
+  for (size_t i = 0; i + 1 < storage.size(); i += 2) {
+    nva.push_back({reinterpret_cast<uint8_t*>(storage[i].data()),
+                   reinterpret_cast<uint8_t*>(storage[i + 1].data()), storage[i].size(),
+                   storage[i + 1].size(), NGHTTP2_NV_FLAG_NONE});
+  }
+  nghttp2_data_provider provider;
+  provider.source.ptr = &stream;
+  provider.read_callback = ReadResponseBody;
+  return nghttp2_submit_response(session, frame->hd.stream_id, nva.data(), nva.size(), &provider);
+}
+
+void FakeUpstream::ServeHttp2(SSL* ssl, const std::string& sni) {
+  H2Connection c;
+  c.server = this;
+  c.sni = sni;
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(
+      callbacks, [](nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+        auto* conn = static_cast<H2Connection*>(user_data);
+        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+          H2Stream& stream = conn->streams[frame->hd.stream_id];
+          stream.request.sni = conn->sni;
+          stream.request.realtime_ns = RealtimeNs();
+        }
+        return 0;
+      });
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &FakeUpstream::OnH2Header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &FakeUpstream::OnH2FrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+      callbacks, [](nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                    void* user_data) {
+        auto* conn = static_cast<H2Connection*>(user_data);
+        auto it = conn->streams.find(stream_id);
+        if (it == conn->streams.end()) return 0;
+        if (it->second.request.body.size() + len > kMaxBody) {
+          it->second.too_big = true;
+        } else {
+          it->second.request.body.append(reinterpret_cast<const char*>(data), len);
+        }
+        return 0;
+      });
+  nghttp2_session_callbacks_set_on_stream_close_callback(
+      callbacks, [](nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
+        static_cast<H2Connection*>(user_data)->streams.erase(stream_id);
+        return 0;
+      });
+  nghttp2_session* session = nullptr;
+  nghttp2_session_server_new(&session, callbacks, &c);
+  nghttp2_session_callbacks_del(callbacks);
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
+  nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, 1);
+  for (;;) {
+    while (nghttp2_session_want_write(session) != 0) {
+      const uint8_t* data = nullptr;
+      const ssize_t n = nghttp2_session_mem_send(session, &data);
+      if (n <= 0) break;
+      if (!WriteAll(ssl,
+                    std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(n)))) {
+        nghttp2_session_del(session);
+        return;
+      }
+    }
+    if (nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0) break;
+    char buf[16384];
+    const int n = SSL_read(ssl, buf, sizeof(buf));
+    if (n <= 0) break;
+    if (nghttp2_session_mem_recv(session, reinterpret_cast<const uint8_t*>(buf),
+                                 static_cast<size_t>(n)) < 0) {
+      break;
+    }
+  }
+  nghttp2_session_del(session);
 }
 
 std::vector<UpstreamRequest> FakeUpstream::Requests() const {
@@ -417,6 +599,12 @@ HttpResponse ParseHttpResponse(const std::string& text) {
   std::string rest = text.substr(head_end + 4);
   auto te = out.headers.find("transfer-encoding");
   if (te == out.headers.end() || !absl::EqualsIgnoreCase(te->second, "chunked")) {
+    // What Content-Length frames (the client may print more after it).
+    size_t length = 0;
+    auto cl = out.headers.find("content-length");
+    if (cl != out.headers.end() && absl::SimpleAtoi(cl->second, &length) && length < rest.size()) {
+      rest.resize(length);
+    }
     out.body = std::move(rest);
     return out;
   }

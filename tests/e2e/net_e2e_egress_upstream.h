@@ -1,9 +1,9 @@
 // The fake vendor API behind the egress proxy in the network end-to-end
 // tests (net_e2e_egress_test.cc): a CA of the test's own, and an HTTPS
-// server (HTTP/1.1) on one address of a test host whose certificate that CA
-// signed for the test's names. It checks the credentials each request
-// carries against the real values and says so in its answer, records every
-// request and TLS handshake it saw, streams server-sent events on /sse
+// server (HTTP/1.1, and HTTP/2 when ALPN offers h2) on one address of a test host whose certificate
+// that CA signed for the test's names. It checks the credentials each request carries against the
+// real values and says so in its answer, records every request and TLS handshake it saw, streams
+// server-sent events on /sse
 // (/sse?n=N: N of them) and echoes a real value on /echo-key (for the
 // proxy to redact). Runs in the
 // test process as root; its sockets live in the test host's network
@@ -13,6 +13,7 @@
 #ifndef LAZARET_TESTS_E2E_NET_E2E_EGRESS_UPSTREAM_H_
 #define LAZARET_TESTS_E2E_NET_E2E_EGRESS_UPSTREAM_H_
 
+#include <nghttp2/nghttp2.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -67,6 +68,7 @@ struct UpstreamCredentials {
 // One request as the upstream received it. Header names lower case; a
 // repeated header keeps its last value.
 struct UpstreamRequest {
+  std::string protocol;  // "HTTP/1.1" or "HTTP/2"
   std::string sni;
   std::string method;
   std::string target;
@@ -105,12 +107,28 @@ class FakeUpstream {
   static constexpr int kSseGapMs = 200;
 
  private:
+  // A response's headers (lower-case names) and whole body.
+  struct Reply {
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+  };
+
   FakeUpstream() = default;
   void Accept();
   void Serve(int fd);
-  // One request read from `ssl`, answered; false when the connection ends.
+  // One HTTP/1.1 request read from `ssl`, answered; false when the
+  // connection ends.
   bool ServeOne(SSL* ssl, const std::string& sni, std::string* pending);
   void Answer(SSL* ssl, const UpstreamRequest& r, bool close);
+  // An HTTP/2 connection (ALPN h2) served to its end.
+  void ServeHttp2(SSL* ssl, const std::string& sni);
+  static int OnH2Header(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t* name,
+                        size_t namelen, const uint8_t* value, size_t valuelen, uint8_t flags,
+                        void* user_data);
+  static int OnH2FrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data);
+  // Judges a request's credentials and records it.
+  void Record(UpstreamRequest* r) ABSL_LOCKS_EXCLUDED(mu_);
+  Reply MakeReply(const UpstreamRequest& r) const;
 
   SSL_CTX* ctx_ = nullptr;
   UpstreamCredentials credentials_;
