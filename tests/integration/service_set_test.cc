@@ -605,7 +605,7 @@ TEST(CapabilityManifestTest, DeployManifestMatchesTheConstantsInCode) {
             sorted(code(sessiond::kGrantedByExec)));
   EXPECT_EQ(t["lazaret-sessiond"]["no_new_privs"].value_or(true), false);
   // Every binary in the manifest is one we know about, and vice versa.
-  EXPECT_EQ(t.size(), 8u);
+  EXPECT_EQ(t.size(), 9u);
 }
 
 }  // namespace

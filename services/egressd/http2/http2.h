@@ -38,8 +38,11 @@ struct Http2Limits {
   // Per-second budgets of frames that cost the proxy work without moving
   // a request forward. Beyond one, the client's connection ends with
   // GOAWAY ENHANCE_YOUR_CALM (an upstream's: it is dropped, its streams
-  // get 502). Rapid reset (CVE-2023-44487) meets the first two.
-  uint32_t max_new_streams_per_second = 500;
+  // get 502). Rapid reset (CVE-2023-44487) meets the resets' budget; the
+  // new streams' budget is wide enough for a busy client whose requests
+  // complete (a package manager's burst: 400 requests a second on one
+  // connection ended it at 500), and bounds the rest.
+  uint32_t max_new_streams_per_second = 5000;
   uint32_t max_resets_per_second = 100;
   uint32_t max_control_frames_per_second = 100;  // SETTINGS, PING, PRIORITY
   uint32_t max_empty_data_frames_per_second = 100;
