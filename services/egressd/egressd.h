@@ -6,10 +6,10 @@
 #ifndef LAZARET_SERVICES_EGRESSD_EGRESSD_H_
 #define LAZARET_SERVICES_EGRESSD_EGRESSD_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "lazaret/egress/v1/egress.grpc.pb.h"
 #include "services/common/service_catalog.h"
@@ -35,9 +35,9 @@ class EgressServiceImpl final : public lazaret::egress::v1::EgressService::Servi
   grpc::Status ListSessions(grpc::ServerContext* ctx,
                             const lazaret::egress::v1::ListSessionsRequest* req,
                             lazaret::egress::v1::ListSessionsResponse* resp) override;
-  grpc::Status WatchRequests(grpc::ServerContext* ctx,
-                             const lazaret::egress::v1::WatchRequestsRequest* req,
-                             grpc::ServerWriter<lazaret::egress::v1::RequestRecord>* writer) override;
+  grpc::Status WatchRequests(
+      grpc::ServerContext* ctx, const lazaret::egress::v1::WatchRequestsRequest* req,
+      grpc::ServerWriter<lazaret::egress::v1::RequestRecord>* writer) override;
 
  private:
   std::shared_ptr<SessionTable> sessions_;

@@ -8,14 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
-
 #include <chrono>
 #include <cstring>
 #include <thread>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
@@ -60,7 +59,8 @@ absl::StatusOr<SecretSpec> ToSpec(const epb::SecretValue& v) {
         absl::StrCat("secret ", s.name, ": a name, a placeholder, a value and hosts are needed"));
   }
   if (s.value.find(s.placeholder) != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("secret ", s.name, ": the value holds its placeholder"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("secret ", s.name, ": the value holds its placeholder"));
   }
   return s;
 }
@@ -86,8 +86,8 @@ class NetPolicyUpstreamDialer final : public UpstreamDialer {
           absl::StrCat(host, " was not resolved for the proxy: ", st.error_message()));
     }
     if (!resp.refused().empty() || resp.addresses().empty()) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          host, ": ", resp.refused().empty() ? "no address" : resp.refused()));
+      return absl::PermissionDeniedError(
+          absl::StrCat(host, ": ", resp.refused().empty() ? "no address" : resp.refused()));
     }
     std::vector<std::string> errors;
     for (const std::string& address : resp.addresses()) {
@@ -176,11 +176,10 @@ uint64_t RequestLog::refused() const {
 absl::StatusOr<std::vector<epb::RequestRecord>> ReadRequestLogFile(const std::string& dir,
                                                                    const std::string& session_id) {
   const std::string path = absl::StrCat(dir, "/", session_id, ".jsonl");
-  absl::StatusOr<std::string> text =
-      fs::ReadRegularFile(path, RequestLog::kMaxFileBytes + 4096);
+  absl::StatusOr<std::string> text = fs::ReadRegularFile(path, RequestLog::kMaxFileBytes + 4096);
   if (!text.ok()) {
-    return absl::NotFoundError(absl::StrCat("session ", session_id,
-                                            " has no egress proxy and no request log in ", dir));
+    return absl::NotFoundError(
+        absl::StrCat("session ", session_id, " has no egress proxy and no request log in ", dir));
   }
   std::vector<epb::RequestRecord> out;
   google::protobuf::util::JsonParseOptions opts;

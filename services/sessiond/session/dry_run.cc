@@ -7,6 +7,7 @@
 #include "clients/lazaret/escalation/broker_client.h"
 #include "clients/lazaret/escalation/endpoint.h"
 #include "services/sessiond/gitshadow/sandbox_paths.h"
+#include "clients/lazaret/net/egress_client.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "services/spawn/subprocess.h"
@@ -79,6 +80,15 @@ std::string DryRunText(const SessionPlan& plan, const std::string& runtime_dir,
                   plan.session_path, "/trace.json says; without it runsc does not start the "
                   "sandbox) and returns the applied generation; on any error the sandbox is not "
                   "started\n");
+  if (plan.sidecar.egress_proxy) {
+    absl::StrAppend(&out, "# egress proxy: EgressService.AttachSession{", plan.id, "} on ",
+                    net::EgressSocket(runtime_dir),
+                    ": lazaret-egressd connects to the router's ", plan.session_path,
+                    "/router/egress.sock, takes the secrets' values (resolved on the host as the session starts; "
+                    "the sandbox holds only placeholders) and the HTTP rules, and answers with the "
+                    "session's CA, which is added to the sandbox's CA file (",
+                    plan.session_path, "/ca/host.pem); on any error the sandbox is not started\n");
+  }
   absl::StrAppend(&out, "# held views: every path host programs act on in ",
                   plan.workspace_host_dir, " is copied into ", plan.session_path,
                   "/held/view/ and bound read-write over /workspace/<path> (added after the Git "

@@ -1,12 +1,11 @@
 #include "services/sessiond/session/secrets.h"
 
+#include <openssl/crypto.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-
-#include <openssl/crypto.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -67,16 +66,16 @@ absl::StatusOr<std::string> FindOnCallerPath(const std::string& program,
   return absl::NotFoundError(absl::StrCat(program, " is not on the PATH of lazaret run"));
 }
 
-absl::Status ResolveOne(const pb::Secret& spec, const CallerEnvironment& env,
-                        std::string* value) {
+absl::Status ResolveOne(const pb::Secret& spec, const CallerEnvironment& env, std::string* value) {
   const std::string& name = spec.name();
   switch (spec.source_case()) {
     case pb::Secret::kFromEnv: {
       auto it = env.find(spec.from_env());
       if (it == env.end() || it->second.empty()) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "secret ", name, ": $", spec.from_env(), " is not set in the environment of lazaret run ",
-            "(from = \"env:", spec.from_env(), "\"); export it, or take the value from a file or ",
+            "secret ", name, ": $", spec.from_env(),
+            " is not set in the environment of lazaret run ", "(from = \"env:", spec.from_env(),
+            "\"); export it, or take the value from a file or ",
             "a command; the session was not started"));
       }
       *value = it->second;
@@ -85,10 +84,10 @@ absl::Status ResolveOne(const pb::Secret& spec, const CallerEnvironment& env,
     case pb::Secret::kFromFile: {
       absl::StatusOr<std::string> data = fs::ReadHostFile(spec.from_file(), kMaxSecretBytes + 2);
       if (!data.ok()) {
-        return absl::Status(data.status().code(),
-                            absl::StrCat("secret ", name, ": ", spec.from_file(),
-                                         " could not be read (", data.status().message(),
-                                         "); the session was not started"));
+        return absl::Status(
+            data.status().code(),
+            absl::StrCat("secret ", name, ": ", spec.from_file(), " could not be read (",
+                         data.status().message(), "); the session was not started"));
       }
       *value = *std::move(data);
       if (value->size() > kMaxSecretBytes + 2) {
@@ -128,18 +127,18 @@ absl::Status ResolveOne(const pb::Secret& spec, const CallerEnvironment& env,
       // Neither its output nor its error output is shown: either may hold
       // the value.
       if (!run.ok()) {
-        return absl::Status(run.status().code(),
-                            absl::StrCat("secret ", name, ": command ", argv_pb[0],
-                                         " did not finish within ", kSecretCommandSeconds,
-                                         " s or printed more than ", kMaxSecretBytes,
-                                         " bytes; the session was not started"));
+        return absl::Status(
+            run.status().code(),
+            absl::StrCat("secret ", name, ": command ", argv_pb[0], " did not finish within ",
+                         kSecretCommandSeconds, " s or printed more than ", kMaxSecretBytes,
+                         " bytes; the session was not started"));
       }
       Wipe(&run->err);
       if (run->exit_code != 0) {
         Wipe(&run->out);
-        return absl::FailedPreconditionError(
-            absl::StrCat("secret ", name, ": command ", argv_pb[0], " exited with status ",
-                         run->exit_code, "; the session was not started"));
+        return absl::FailedPreconditionError(absl::StrCat("secret ", name, ": command ", argv_pb[0],
+                                                          " exited with status ", run->exit_code,
+                                                          "; the session was not started"));
       }
       *value = std::move(run->out);
       return Normalize(name, absl::StrCat("the output of ", argv_pb[0]), value);
