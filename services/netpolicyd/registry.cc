@@ -185,6 +185,9 @@ absl::StatusOr<pb::PolicyApplied> Registry::Attach(const std::string& id) {
   }
   absl::StatusOr<SessionInputs> inputs = Gather(id, *session);
   if (!inputs.ok()) return inputs.status();
+  // The intercepted names are the egress proxy's, which took the session's
+  // secrets and rules once, at its start: a re-attach keeps them.
+  if (!fresh) inputs->intercepted = session->Intercepted();
   absl::StatusOr<pb::PolicyApplied> applied = session->Configure(*std::move(inputs));
   if (!applied.ok() || !fresh) return applied;
   auto relay = std::make_unique<DnsRelay>(session, &pool_);
@@ -207,6 +210,8 @@ absl::StatusOr<pb::PolicyApplied> Registry::Reload(const std::string& id) {
   LAZ_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Find(id));
   std::lock_guard<std::mutex> attach_lock(attach_mu_);
   LAZ_ASSIGN_OR_RETURN(SessionInputs inputs, Gather(id, *session));
+  // As at a re-attach: the egress proxy's names stay those of the start.
+  inputs.intercepted = session->Intercepted();
   return session->Configure(std::move(inputs));
 }
 

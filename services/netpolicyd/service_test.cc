@@ -356,6 +356,27 @@ TEST_F(ServiceTest, InterceptedNameIsAnsweredWithTheProxyAddressWithoutAskingUps
   EXPECT_EQ(router_->Table(), table_before) << "no name route for an intercepted answer";
 }
 
+// The proxy took the session's secrets and rules at its start: a reload
+// (an edited configuration) changes the policy but never which names go to
+// the proxy, which would refuse or not know a name added later.
+TEST_F(ServiceTest, AReloadKeepsTheInterceptedNamesOfTheStart) {
+  InterceptForSecret("api.example.test");
+  Start();
+  AttachOk();
+  profile_.clear_secrets();
+  InterceptForSecret("mixed.example.test");
+  configd_.SetProfile(profile_);
+  ASSERT_TRUE(registry_->Reload(kId).ok());
+  auto kept = Ask("api.example.test");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->answers.size(), 1u);
+  EXPECT_EQ(RecordAddress(kept->answers[0]).Address(), "127.0.80.1");
+  auto added = Ask("mixed.example.test");
+  ASSERT_TRUE(added.ok()) << added.status();
+  ASSERT_EQ(added->answers.size(), 1u);
+  EXPECT_EQ(RecordAddress(added->answers[0]).Address(), "198.51.100.9");
+}
+
 TEST_F(ServiceTest, NameNotInterceptedIsAnsweredAsBefore) {
   InterceptForSecret("api.example.test");
   Start();

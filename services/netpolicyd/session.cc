@@ -338,4 +338,9 @@ pb::SessionSummary Session::Summary() {
   return out;
 }
 
+std::vector<std::string> Session::Intercepted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inputs_.intercepted;
+}
+
 }  // namespace lazaret::netpolicyd

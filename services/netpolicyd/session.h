@@ -89,6 +89,8 @@ class Session {
   // Takes the inputs (attach, reload) and applies; live changes and name
   // routes that have not expired are kept.
   absl::StatusOr<lazaret::netpolicy::v1::PolicyApplied> Configure(SessionInputs inputs);
+  // The names the session's egress proxy intercepts, as configured.
+  std::vector<std::string> Intercepted() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<lazaret::netpolicy::v1::PolicyApplied> Change(
       const lazaret::netpolicy::v1::ChangeSessionRequest& request);
   // Re-applies when a live rule or a name route of the applied table has
