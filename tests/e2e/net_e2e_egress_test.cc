@@ -9,7 +9,9 @@
 // are refused with a 403 that says why and are in `lazaret net log
 // --requests`, server-sent events stream through, an echoed value is
 // redacted, names without a secret or rule are not intercepted, hostile
-// requests are refused, and a killed proxy fails closed.
+// requests are refused, the vendor's own SDK (installed inside from the
+// real Debian mirror and npm registry) gets its answer with a key it never
+// sees, and a killed proxy fails closed.
 //
 // lazaret-egressd verifies upstreams against the store of `lazaret up`'s
 // environment: this file's environment restarts the service set with
@@ -35,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -72,6 +75,19 @@ constexpr char kValuePattern[] = "sk-lzt-[e]2e-";
 constexpr char kPlaceholderPattern[] = "lz[s]-[0-9a-f]{32}";
 // The basic secret's value comes from `lazaret run`'s environment.
 constexpr char kBasicEnvVar[] = "LZT_EGRESS_REGISTRY_PASSWORD";
+// The profile the vendor's SDK runs in: its one secret's value also comes
+// from `lazaret run`'s environment.
+constexpr char kAgentProfile[] = "netegagent";
+constexpr char kAgentKeyEnvVar[] = "LZT_EGRESS_AGENT_KEY";
+// npm itself (trixie's nodejs has none; Debian's npm package pulls in
+// hundreds of packages) and the SDK, releases that run on trixie's node
+// (20).
+constexpr char kNpmTarball[] = "https://registry.npmjs.org/npm/-/npm-10.9.2.tgz";
+constexpr char kSdkPackage[] = "@anthropic-ai/sdk@0.65.0";
+// What the install reaches on the real network, checked from the host
+// first.
+constexpr char kDebianMirror[] = "deb.debian.org";
+constexpr char kNpmRegistry[] = "registry.npmjs.org";
 
 std::string RandomHex(size_t bytes) {
   std::string raw(bytes, '\0');
@@ -97,6 +113,25 @@ std::string ProfileBody(const std::string& name, const std::string& secret_dir) 
   absl::StrAppend(&body, p, ".http.\"", kNameEgressApi, "\"]\n",
                   "allow = [\"POST /v1/messages\", \"GET /v1/models\", \"GET /sse\", "
                   "\"GET /echo-key\"]\n\n");
+  absl::StrAppend(&body, p, ".http.\"", kNameEgressOther, "\"]\nallow = [\"* /\"]\n\n");
+  return body;
+}
+
+// The agent's profile: the SDK's key as a header secret for api only, the
+// Messages API's one call as api's rule, anything to other (so that only
+// the placeholder refuses a request there), and /usr and /root persistent
+// (nodejs from apt, npm and the SDK's packages). The host's CAs too: a
+// build machine's network may intercept TLS to the registries with a CA
+// only the host trusts.
+std::string AgentProfileBody(const std::string& name) {
+  const std::string p = absl::StrCat("[profiles.", name);
+  std::string body =
+      "egress = \"open\"\ntrust_host_ca = true\n"
+      "persistent_dirs = [\"/usr\", \"/root\"]\npersistent_cap = \"1GiB\"\n\n";
+  absl::StrAppend(&body, p, ".secrets.anthropic]\n", "from = \"env:", kAgentKeyEnvVar, "\"\n",
+                  "hosts = [\"", kNameEgressApi, "\"]\n",
+                  "inject = \"header:x-api-key\"\nsandbox_env = \"ANTHROPIC_API_KEY\"\n\n");
+  absl::StrAppend(&body, p, ".http.\"", kNameEgressApi, "\"]\nallow = [\"POST /v1/messages\"]\n\n");
   absl::StrAppend(&body, p, ".http.\"", kNameEgressOther, "\"]\nallow = [\"* /\"]\n\n");
   return body;
 }
@@ -375,6 +410,10 @@ class NetEgressTest : public NetE2eTest {
         state->world_error = s.ToString();
         return;
       }
+    }
+    if (absl::Status s = W().AddProfile(kAgentProfile, AgentProfileBody(kAgentProfile)); !s.ok()) {
+      state->world_error = s.ToString();
+      return;
     }
     state->world_ready = true;
   }
@@ -876,6 +915,274 @@ TEST_F(NetEgressTest, HostileRequestsAreRefused) {
   for (size_t i = handshakes_before; i < handshakes.size(); ++i) {
     EXPECT_NE(handshakes[i], kNameEgressPlain) << "the proxy connected for a name it refused";
   }
+}
+
+// "" when `url` answers from the host within a bounded time, else why not.
+std::string Unreachable(const std::string& url) {
+  // Straight, as the sandbox connects (no host proxy).
+  CommandResult r = test::Run({"timeout", "30", "curl", "--silent", "--show-error", "--noproxy",
+                               "*", "--max-time", "20", "--output", "/dev/null", url});
+  if (r.exit_code == 0) return "";
+  return absl::StrCat(url, " cannot be reached from this machine (curl exit ", r.exit_code, ": ",
+                      Trim(r.err), ")");
+}
+
+// The first IPv4 address of `name` as the host resolves it; "" if none.
+std::string HostIpv4(const std::string& name) {
+  CommandResult r = test::Run({"timeout", "20", "getent", "ahostsv4", name});
+  std::vector<std::string> t =
+      absl::StrSplit(Trim(r.out), absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
+  return r.exit_code == 0 && !t.empty() ? t[0] : "";
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The vendor's own SDK (@anthropic-ai/sdk on Debian's node, both installed
+// inside from the real Debian mirror and npm registry) calls the Messages
+// API on the fake upstream with the placeholder it read from
+// ANTHROPIC_API_KEY, whole and streamed; the proxy puts the real key in,
+// the SDK gets "key ok", the request log has both calls; a key of its own
+// passes unchanged (the upstream says 401); the same SDK pointed at another
+// intercepted name is refused with 403 and logged. The install needs the
+// real network (deb.debian.org, registry.npmjs.org): without it the test
+// fails saying which.
+TEST_F(NetEgressTest, VendorSdkCallsItsApiWithAKeyItNeverSees) {
+  ASSERT_EQ(test::Run({"sh", "-c", "command -v curl"}).exit_code, 0)
+      << "curl is not installed on the host (deploy/setup-host.sh installs it)";
+  for (const std::string& url :
+       {absl::StrCat("http://", kDebianMirror, "/debian/dists/trixie/InRelease"),
+        std::string(kNpmTarball), absl::StrCat("https://", kNpmRegistry, "/@anthropic-ai%2fsdk")}) {
+    const std::string why = Unreachable(url);
+    ASSERT_EQ(why, "") << "the install needs the real network: " << why;
+  }
+  // The test DNS server is the session's only resolver and knows neither
+  // name: the sandbox gets the host's answers in its /etc/hosts. egress =
+  // "open" lets it reach them.
+  std::string hosts;
+  for (const char* name : {kDebianMirror, kNpmRegistry}) {
+    const std::string address = HostIpv4(name);
+    ASSERT_NE(address, "") << "the host cannot resolve " << name << " to an IPv4 address";
+    absl::StrAppend(&hosts, address, " ", name, "\n");
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<EgressSession>> started =
+      EgressSession::Start(kAgentProfile, {{kAgentKeyEnvVar, state->values.api_key}},
+                           state->log_dir->path() + "/" + kAgentProfile + ".log");
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<EgressSession> s = *std::move(started);
+  const double session_seconds = SecondsSince(start);
+  // The profile's persistent directories go with the test, whatever it
+  // found: the next run installs from the network again, as CI does.
+  absl::Cleanup reset = [&] {
+    s.reset();
+    CommandResult r =
+        Lazaret(NetWorld::Get().Workspace(kAgentProfile),
+                {"state", "reset", kAgentProfile, "--yes", "--config", NetWorld::Get().config()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  };
+  CommandResult named = s->Shell(absl::StrCat("printf %s ", ShellQuote(hosts), " >> /etc/hosts"));
+  ASSERT_EQ(named.exit_code, 0) << "the sandbox's /etc/hosts: " << named.err;
+
+  // Debian's nodejs with apt into the persistent /usr (apt's signature check
+  // as root: the upper layer's root shows mode 0700 inside, which _apt
+  // cannot enter, issue 22); npm, a pinned release, fetched by node; the
+  // SDK into /root/lzt-sdk.
+  const std::string install = absl::StrCat(
+      "set -e\nexport DEBIAN_FRONTEND=noninteractive\n"
+      "if ! command -v node >/dev/null; then\n"
+      "  timeout 600 apt-get -o APT::Sandbox::User=root update -q >/tmp/apt.log 2>&1 || "
+      "{ tail -20 /tmp/apt.log; exit 71; }\n"
+      "  timeout 900 apt-get -o APT::Sandbox::User=root install -y -q --no-install-recommends "
+      "nodejs >>/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 72; }\n"
+      "  echo 'step: nodejs installed with apt'\n"
+      "fi\n"
+      "echo \"node $(node --version)\"\n"
+      "if ! command -v npm >/dev/null; then\n"
+      "  timeout 300 node -e ",
+      ShellQuote(absl::StrCat(
+          "(async () => { const r = await fetch('", kNpmTarball, "'); ",
+          "if (!r.ok) throw new Error('HTTP ' + r.status); ",
+          "require('fs').writeFileSync('/tmp/npm.tgz', Buffer.from(await r.arrayBuffer())); ",
+          "})().catch(e => { console.error(String(e), e.cause); process.exit(74); })")),
+      " || { getent hosts ", kNpmRegistry,
+      "; exit 74; }\n"
+      "  mkdir -p /usr/local/lib/npm\n"
+      "  tar -xzf /tmp/npm.tgz -C /usr/local/lib/npm --strip-components=1 --no-same-owner\n"
+      "  ln -s ../lib/npm/bin/npm-cli.js /usr/local/bin/npm\n"
+      "  echo 'step: npm fetched'\n"
+      "fi\n"
+      "if [ ! -d /root/lzt-sdk/node_modules/@anthropic-ai/sdk ]; then\n"
+      "  mkdir -p /root/lzt-sdk && cd /root/lzt-sdk\n"
+      "  timeout 600 npm install --no-fund --no-audit --no-save ",
+      kSdkPackage,
+      " >/tmp/npm.log 2>&1 || { tail -20 /tmp/npm.log; exit 73; }\n"
+      "  echo 'step: SDK installed with npm'\n"
+      "fi\n"
+      "echo \"sdk $(node -p \"require('/root/lzt-sdk/node_modules/@anthropic-ai/sdk/package.json')"
+      ".version\")\"\n");
+  const auto install_start = std::chrono::steady_clock::now();
+  CommandResult installed = s->Shell(install);
+  const double install_seconds = SecondsSince(install_start);
+  ASSERT_EQ(installed.exit_code, 0)
+      << "exit 71/72: apt, 74: npm's tarball, 73: npm install of the SDK\n"
+      << installed.out << installed.err;
+  EXPECT_THAT(installed.out, HasSubstr("sdk 0.65.0")) << installed.out;
+
+  // The SDK reads ANTHROPIC_API_KEY (the placeholder) itself and trusts the
+  // session CA through NODE_EXTRA_CA_CERTS; no retries, so that each call
+  // is one request.
+  const std::string script = absl::StrCat(
+      "const sdk = require('/root/lzt-sdk/node_modules/@anthropic-ai/sdk');\n"
+      "const Anthropic = sdk.Anthropic || sdk.default;\n"
+      "const key = process.env.ANTHROPIC_API_KEY || '';\n"
+      "console.log('key-form ' + /^lzs-[0-9a-f]{32}$/.test(key));\n"
+      "const model = 'claude-lzt-e2e';\n"
+      "const messages = [{ role: 'user', content: 'Is the key right?' }];\n"
+      "const options = { maxRetries: 0, timeout: 60000 };\n"
+      "(async () => {\n"
+      "  const api = new Anthropic({ ...options, baseURL: 'https://",
+      kNameEgressApi,
+      "' });\n"
+      "  const m = await api.messages.create({ model, max_tokens: 16, messages });\n"
+      "  console.log('create-text ' + m.content.map(b => b.text).join(''));\n"
+      "  const stream = await api.messages.create({ model, max_tokens: 16, messages, "
+      "stream: true });\n"
+      "  const types = [];\n"
+      "  let text = '';\n"
+      "  for await (const e of stream) {\n"
+      "    types.push(e.type);\n"
+      "    if (e.type === 'content_block_delta') text += e.delta.text;\n"
+      "  }\n"
+      "  console.log('stream-events ' + types.join(','));\n"
+      "  console.log('stream-text ' + text);\n"
+      "  const wrong = new Anthropic({ ...options, apiKey: 'sk-ant-not-the-key', baseURL: "
+      "'https://",
+      kNameEgressApi,
+      "' });\n"
+      "  try {\n"
+      "    await wrong.messages.create({ model, max_tokens: 16, messages });\n"
+      "    console.log('wrong-key-status 200');\n"
+      "  } catch (e) {\n"
+      "    console.log('wrong-key-status ' + e.status);\n"
+      "  }\n"
+      "  const other = new Anthropic({ ...options, baseURL: 'https://",
+      kNameEgressOther,
+      "' });\n"
+      "  try {\n"
+      "    await other.messages.create({ model, max_tokens: 16, messages });\n"
+      "    console.log('other-status 200');\n"
+      "  } catch (e) {\n"
+      "    console.log('other-status ' + e.status);\n"
+      "    console.log('other-message ' + String(e.message).replace(/\\s+/g, ' '));\n"
+      "  }\n"
+      "})().catch(e => { console.log('sdk-error ' + String(e)); process.exit(75); });\n");
+  const size_t before = Upstream().RequestCount();
+  const auto call_start = std::chrono::steady_clock::now();
+  CommandResult run = s->Shell(absl::StrCat("cat > /tmp/lzt-agent.js << 'LZT_EOF'\n", script,
+                                            "LZT_EOF\ncd /tmp && timeout 120 node lzt-agent.js"));
+  const double call_seconds = SecondsSince(call_start);
+  std::cout << "[ egress  ] vendor SDK: session up in " << session_seconds
+            << " s, install (apt nodejs, npm, the SDK) " << install_seconds << " s, the calls "
+            << call_seconds << " s\n"
+            << installed.out;
+  RecordProperty("sdk_install_seconds", static_cast<int>(install_seconds));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("key-form true")) << run.out;
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("create-text ", FakeUpstream::kMessagesText)))
+      << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("stream-events message_start,content_block_start,"
+                                 "content_block_delta,content_block_delta,content_block_stop,"
+                                 "message_delta,message_stop"))
+      << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("stream-text ", FakeUpstream::kMessagesText)))
+      << run.out;
+  // A key that is not the placeholder passes unchanged, and the upstream
+  // turns it away: its "key ok" is no default.
+  EXPECT_THAT(run.out, HasSubstr("wrong-key-status 401")) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("other-status 403")) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("secret \"anthropic\"")) << run.out;
+  EXPECT_TRUE(HoldsNoValue(run.out + run.err));
+
+  // The upstream got the three API calls, the two with the placeholder
+  // carrying the real key, all with the SDK's own headers; nothing from the
+  // call to other.
+  std::vector<UpstreamRequest> seen = NewRequests(before);
+  ASSERT_EQ(seen.size(), 3u) << run.out << run.err;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    const UpstreamRequest& u = seen[i];
+    EXPECT_EQ(u.method, "POST");
+    EXPECT_EQ(u.target, "/v1/messages");
+    EXPECT_EQ(u.sni, kNameEgressApi);
+    EXPECT_EQ(u.key_ok, i < 2) << "request " << i + 1;
+    EXPECT_NE(u.headers.count("anthropic-version"), 0u);
+    EXPECT_THAT(u.body, HasSubstr("claude-lzt-e2e"));
+  }
+  EXPECT_EQ(seen[2].headers["x-api-key"], "sk-ant-not-the-key");
+
+  // The request log (a record is written when its response ends: polled):
+  // the two calls with the secret injected and 200, the wrong key's without
+  // and 401, the call to other refused.
+  std::string raw;
+  std::vector<epb::RequestRecord> calls;
+  test::WaitFor(
+      [&] {
+        calls.clear();
+        for (epb::RequestRecord& e : RequestLog(s->id(), &raw)) {
+          if (e.host() == kNameEgressApi && e.path() == "/v1/messages") {
+            calls.push_back(std::move(e));
+          }
+        }
+        return calls.size() >= 3;
+      },
+      std::chrono::seconds(15));
+  ASSERT_EQ(calls.size(), 3u) << raw.substr(0, 4000);
+  std::sort(calls.begin(), calls.end(),
+            [](const epb::RequestRecord& a, const epb::RequestRecord& b) {
+              return a.status() < b.status();
+            });
+  EXPECT_EQ(calls[2].status(), 401);
+  EXPECT_TRUE(calls[2].secrets().empty());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const epb::RequestRecord& rec = calls[i];
+    EXPECT_EQ(rec.method(), "POST");
+    if (i < 2) {
+      EXPECT_EQ(rec.status(), 200);
+      EXPECT_THAT(rec.secrets(), testing::ElementsAre("anthropic"));
+    }
+    EXPECT_EQ(rec.rule(), absl::StrCat("http \"", kNameEgressApi, "\": POST /v1/messages"));
+    EXPECT_EQ(rec.refused(), "");
+    EXPECT_GT(rec.response_bytes(), 0u);
+  }
+  std::optional<epb::RequestRecord> refused = FindRecord(
+      s->id(), kNameEgressOther, "/v1/messages",
+      [](const epb::RequestRecord& e) { return !e.refused().empty(); }, &raw);
+  ASSERT_TRUE(refused.has_value()) << raw.substr(0, 4000);
+  EXPECT_EQ(refused->status(), 403);
+  EXPECT_EQ(refused->method(), "POST");
+  EXPECT_TRUE(refused->secrets().empty()) << "nothing was injected";
+  EXPECT_THAT(refused->rule(), HasSubstr("secret \"anthropic\""));
+  EXPECT_TRUE(HoldsNoValue(raw));
+
+  // Inside: the environment and every process's show only the placeholder,
+  // and so does the sandbox's memory (read from the host, as in
+  // RealValuesAreNowhereInsideTheSandbox).
+  CommandResult env = s->Shell(
+      "env; echo ---; for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; echo; done "
+      "2>/dev/null");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_THAT(env.out, HasSubstr("ANTHROPIC_API_KEY=lzs-"));
+  EXPECT_TRUE(HoldsNoValue(env.out));
+  EXPECT_THAT(env.out, Not(HasSubstr(kValuePrefix)));
+  const std::string runsc = Inspect(s->sandbox(), "{{.State.Pid}}");
+  pid_t pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(runsc, &pid) && pid > 0) << runsc;
+  MemoryScan mem = ScanProcessMemory(pid, {state->values.api_key});
+  ASSERT_EQ(mem.error, "");
+  EXPECT_GT(mem.file_bytes, 0u) << "no sandbox memory file found";
+  EXPECT_EQ(mem.hits[state->values.api_key], 0u) << "the real key is in the sandbox's memory";
 }
 
 // The pid of lazaret-egressd in this mode's service set, as `lazaret

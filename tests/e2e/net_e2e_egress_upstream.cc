@@ -335,8 +335,63 @@ void FakeUpstream::Record(UpstreamRequest* r) {
   requests_.push_back(*r);
 }
 
+// The Messages API as the vendor's SDK expects it: an authentication error
+// without the right x-api-key; else one message whose text is "key ok",
+// whole or (a body with "stream":true) as the server-sent events of a
+// streamed message. The model is the test's, not read from the request.
+FakeUpstream::Reply FakeUpstream::MessagesReply(const UpstreamRequest& r) const {
+  Reply reply;
+  reply.headers = {{"content-type", "application/json"}, {"request-id", "req_lzt_e2e"}};
+  if (!r.key_ok) {
+    reply.status = 401;
+    reply.body =
+        "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\","
+        "\"message\":\"invalid x-api-key\"}}\n";
+    return reply;
+  }
+  constexpr char kMessage[] =
+      "\"id\":\"msg_lzt_e2e\",\"type\":\"message\",\"role\":\"assistant\","
+      "\"model\":\"claude-lzt-e2e\"";
+  std::string body = r.body;
+  body.erase(std::remove_if(body.begin(), body.end(), absl::ascii_isspace), body.end());
+  if (!absl::StrContains(body, "\"stream\":true")) {
+    reply.body =
+        absl::StrCat("{", kMessage, ",\"content\":[{\"type\":\"text\",\"text\":\"", kMessagesText,
+                     "\"}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null,"
+                     "\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}\n");
+    return reply;
+  }
+  reply.headers = {{"content-type", "text/event-stream"},
+                   {"cache-control", "no-cache"},
+                   {"request-id", "req_lzt_e2e"}};
+  auto event = [&](const char* type, const std::string& data) {
+    absl::StrAppend(&reply.body, "event: ", type, "\ndata: {\"type\":\"", type, "\"", data,
+                    "}\n\n");
+  };
+  event("message_start", absl::StrCat(",\"message\":{", kMessage,
+                                      ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
+                                      "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}"));
+  event("content_block_start", ",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}");
+  // The text in two deltas, as a real stream splits it.
+  const std::string text = kMessagesText;
+  const size_t half = text.size() / 2;
+  for (const std::string& part : {text.substr(0, half), text.substr(half)}) {
+    event("content_block_delta",
+          absl::StrCat(",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"", part, "\"}"));
+  }
+  event("content_block_stop", ",\"index\":0");
+  event("message_delta",
+        ",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},"
+        "\"usage\":{\"output_tokens\":2}");
+  event("message_stop", "");
+  return reply;
+}
+
 FakeUpstream::Reply FakeUpstream::MakeReply(const UpstreamRequest& r) const {
   Reply reply;
+  if (r.method == "POST" && r.target == "/v1/messages" && !Header(r, "anthropic-version").empty()) {
+    return MessagesReply(r);
+  }
   if (absl::StartsWith(r.target, "/sse")) {
     reply.headers = {{"content-type", "text/event-stream"}, {"cache-control", "no-cache"}};
     for (int i = 1; i <= SseEvents(r.target, kSseEvents); ++i) {
@@ -384,7 +439,8 @@ void FakeUpstream::Answer(SSL* ssl, const UpstreamRequest& r, bool close) {
     return;
   }
   const Reply reply = MakeReply(r);
-  std::string head = "HTTP/1.1 200 OK\r\n";
+  std::string head = absl::StrCat("HTTP/1.1 ", reply.status,
+                                  reply.status == 200 ? " OK" : " Unauthorized", "\r\n");
   for (const auto& [name, value] : reply.headers) absl::StrAppend(&head, name, ": ", value, "\r\n");
   WriteAll(ssl, absl::StrCat(head, "Content-Length: ", reply.body.size(), "\r\n", connection,
                              "\r\n", reply.body));
@@ -460,7 +516,7 @@ int FakeUpstream::OnH2FrameRecv(nghttp2_session* session, const nghttp2_frame* f
   c->server->Record(&stream.request);
   const Reply reply = c->server->MakeReply(stream.request);
   stream.response_body = reply.body;
-  std::vector<std::string> storage = {":status", "200", "content-length",
+  std::vector<std::string> storage = {":status", std::to_string(reply.status), "content-length",
                                       std::to_string(reply.body.size())};
   for (const auto& [name, value] : reply.headers) {
     storage.push_back(name);

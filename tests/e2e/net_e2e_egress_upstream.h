@@ -4,8 +4,9 @@
 // that CA signed for the test's names. It checks the credentials each request carries against the
 // real values and says so in its answer, records every request and TLS handshake it saw, streams
 // server-sent events on /sse
-// (/sse?n=N: N of them) and echoes a real value on /echo-key (for the
-// proxy to redact). Runs in the
+// (/sse?n=N: N of them), echoes a real value on /echo-key (for the
+// proxy to redact) and answers the vendor SDK's POST /v1/messages in the
+// Messages API's shape. Runs in the
 // test process as root; its sockets live in the test host's network
 // namespace. What it reads came through the proxy, which the test does not
 // trust: every size is bounded and a malformed request ends its
@@ -105,10 +106,16 @@ class FakeUpstream {
   // Server-sent events of /sse (unless ?n= says): how many, how far apart.
   static constexpr int kSseEvents = 5;
   static constexpr int kSseGapMs = 200;
+  // The text of the message POST /v1/messages answers when the key was
+  // right (a request with an anthropic-version header, as the vendor's SDK
+  // sends: the Messages API's shape, JSON or, for "stream": true, its
+  // server-sent events; 401 with the API's error body otherwise).
+  static constexpr char kMessagesText[] = "key ok";
 
  private:
   // A response's headers (lower-case names) and whole body.
   struct Reply {
+    int status = 200;  // 200 or 401
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
   };
@@ -129,6 +136,8 @@ class FakeUpstream {
   // Judges a request's credentials and records it.
   void Record(UpstreamRequest* r) ABSL_LOCKS_EXCLUDED(mu_);
   Reply MakeReply(const UpstreamRequest& r) const;
+  // POST /v1/messages from the vendor's SDK (it sends anthropic-version).
+  Reply MessagesReply(const UpstreamRequest& r) const;
 
   SSL_CTX* ctx_ = nullptr;
   UpstreamCredentials credentials_;
