@@ -19,7 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/egressd/openssl_util.h"
+#include "services/common/openssl_util.h"
 
 namespace lazaret::egressd {
 

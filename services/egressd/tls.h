@@ -17,7 +17,7 @@
 #include "services/common/fs/fd.h"
 #include "services/egressd/byte_stream.h"
 #include "services/egressd/ca.h"
-#include "services/egressd/openssl_util.h"
+#include "services/common/openssl_util.h"
 
 namespace lazaret::egressd {
 

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "services/brokerd/tls/ca.h"
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 #include "services/brokerd/tls/peer_check.h"
 #include "services/brokerd/tls/tls_stream.h"
 #include "services/common/fs/fd.h"

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 #include "services/brokerd/tls/session_identity.h"
 
 namespace lazaret::brokerd::tls {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 #include "services/brokerd/tls/session_identity.h"
 
 namespace lazaret::brokerd::tls {

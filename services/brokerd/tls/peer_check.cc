@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/brokerd/tls/ca.h"
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::brokerd::tls {

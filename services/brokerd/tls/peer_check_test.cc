@@ -9,7 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "services/brokerd/tls/ca.h"
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 
 namespace lazaret::brokerd::tls {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 
 namespace lazaret::brokerd::tls::testing {
 

@@ -10,7 +10,7 @@
 #include <openssl/x509.h>
 
 #include "absl/status/statusor.h"
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 
 namespace lazaret::brokerd::tls {
 

@@ -1,9 +1,10 @@
-// Owning pointers for OpenSSL objects and the OpenSSL error queue as a
-// Status. Runs in lazaret-brokerd (host, the user's uid or root, no
-// capabilities) and in the tests of this folder. Trusts nothing: it only
-// wraps OpenSSL.
-#ifndef LAZARET_SERVICES_BROKERD_TLS_OPENSSL_UTIL_H_
-#define LAZARET_SERVICES_BROKERD_TLS_OPENSSL_UTIL_H_
+// Owning pointers for OpenSSL objects, the OpenSSL error queue as a
+// Status, and PEM of certificates and keys. Linked by lazaret-brokerd (its
+// ephemeral CA and mTLS endpoints) and lazaret-egressd (the session CAs
+// and TLS streams of the egress proxy), both host services without
+// capabilities. Trusts nothing: it only wraps OpenSSL.
+#ifndef LAZARET_SERVICES_COMMON_OPENSSL_UTIL_H_
+#define LAZARET_SERVICES_COMMON_OPENSSL_UTIL_H_
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -18,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace lazaret::brokerd::tls {
+namespace lazaret {
 
 template <auto Free>
 struct OpenSslDeleter {
@@ -37,7 +38,8 @@ using SslPtr = std::unique_ptr<SSL, OpenSslDeleter<SSL_free>>;
 using SslSessionPtr = std::unique_ptr<SSL_SESSION, OpenSslDeleter<SSL_SESSION_free>>;
 
 // `what` failed, with the reasons OpenSSL queued on this thread (the queue
-// is emptied).
+// is emptied). The reasons are OpenSSL's own texts, the first four of the
+// queue (never request data).
 absl::Status OpenSslError(absl::string_view what);
 
 // Drops whatever OpenSSL queued on this thread.
@@ -51,6 +53,6 @@ absl::StatusOr<std::string> PrivateKeyToPem(EVP_PKEY* key);
 absl::StatusOr<X509Ptr> CertificateFromPem(absl::string_view pem);
 absl::StatusOr<PkeyPtr> PrivateKeyFromPem(absl::string_view pem);
 
-}  // namespace lazaret::brokerd::tls
+}  // namespace lazaret
 
-#endif  // LAZARET_SERVICES_BROKERD_TLS_OPENSSL_UTIL_H_
+#endif  // LAZARET_SERVICES_COMMON_OPENSSL_UTIL_H_

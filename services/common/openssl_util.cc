@@ -1,11 +1,11 @@
-#include "services/brokerd/tls/openssl_util.h"
+#include "services/common/openssl_util.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
 #include "absl/strings/str_cat.h"
 
-namespace lazaret::brokerd::tls {
+namespace lazaret {
 namespace {
 
 std::string BioContents(BIO* bio) {
@@ -22,7 +22,9 @@ BioPtr ReadOnlyBio(absl::string_view pem) {
 
 absl::Status OpenSslError(absl::string_view what) {
   std::string reasons;
+  int n = 0;
   for (unsigned long e = ERR_get_error(); e != 0; e = ERR_get_error()) {
+    if (++n > 4) continue;  // keep the message short; drain the rest
     char buf[256];
     ERR_error_string_n(e, buf, sizeof(buf));
     absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", buf);
@@ -66,4 +68,4 @@ absl::StatusOr<PkeyPtr> PrivateKeyFromPem(absl::string_view pem) {
   return key;
 }
 
-}  // namespace lazaret::brokerd::tls
+}  // namespace lazaret
