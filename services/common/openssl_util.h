@@ -14,10 +14,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace lazaret {
 
@@ -52,6 +54,30 @@ absl::StatusOr<std::string> PrivateKeyToPem(EVP_PKEY* key);
 // Parses one PEM certificate or private key.
 absl::StatusOr<X509Ptr> CertificateFromPem(absl::string_view pem);
 absl::StatusOr<PkeyPtr> PrivateKeyFromPem(absl::string_view pem);
+
+// A fresh EC P-256 key.
+absl::StatusOr<PkeyPtr> NewP256Key();
+
+// An X.509 v3 certificate: a random positive 128-bit serial, the subject CN
+// (none when empty), the issuer's name (the subject's own when
+// self-signed), the validity, the subject key and the extensions (OpenSSL's
+// configuration syntax per NID), signed with SHA-256 by `issuer_key`.
+struct CertificateSpec {
+  struct Extension {
+    int nid;
+    std::string value;
+  };
+  std::string common_name;
+  EVP_PKEY* subject_key = nullptr;
+  X509* issuer_cert = nullptr;  // nullptr: self-signed
+  EVP_PKEY* issuer_key = nullptr;
+  absl::Time not_before;
+  absl::Time not_after;
+  std::vector<Extension> extensions;
+};
+// `serial_hex`, when given, gets the serial as 32 lower-case hex digits.
+absl::StatusOr<X509Ptr> BuildCertificate(const CertificateSpec& spec,
+                                         std::string* serial_hex = nullptr);
 
 }  // namespace lazaret
 
