@@ -59,7 +59,7 @@ const Fixture& GetFixture() {
     f->texts[1] =
         "[escalation]\nauto_approve = [\"gh pr view\"]\n"
         "[profiles.claude-code]\nallow_egress = [\"160.79.104.0/23\"]\n"
-        "env = { ANTHROPIC_API_KEY = \"env:ANTHROPIC_API_KEY\", RUST_BACKTRACE = \"1\" }\n"
+        "env = { RUST_BACKTRACE = \"1\" }\n"
         "volumes = [{ host = \"{profile_dir}/npm-cache\", container = \"/cache/npm\", "
         "mode = \"ro\" }]\n";
     f->texts[2] =
