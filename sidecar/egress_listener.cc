@@ -33,11 +33,11 @@ constexpr uint64_t kHttpsTag = ~uint64_t{0};
 constexpr uint64_t kHttpTag = ~uint64_t{0} - 1;
 constexpr uint64_t kChannelTag = ~uint64_t{0} - 2;
 constexpr uint64_t kPeerTag = ~uint64_t{0} - 3;
-constexpr uint64_t kWakeTag = ~uint64_t{0} - 4;
+constexpr uint64_t kEgressWakeTag = ~uint64_t{0} - 4;
 
 // Closes with a reset: the sandbox's client sees ECONNRESET at once,
 // never a connection that hangs or a clean end it could take for a reply.
-void Reset(fs::UniqueFd fd) {
+void ResetFd(fs::UniqueFd fd) {
   linger l{1, 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
@@ -140,8 +140,9 @@ absl::StatusOr<std::unique_ptr<EgressListener>> EgressListener::Start(
   if (!ep.valid()) return ErrnoStatus("epoll_create1", errno);
   fs::UniqueFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return ErrnoStatus("eventfd", errno);
-  for (auto [fd, tag] : {std::pair{https.get(), kHttpsTag}, std::pair{http.get(), kHttpTag},
-                         std::pair{channel.get(), kChannelTag}, std::pair{wake.get(), kWakeTag}}) {
+  for (auto [fd, tag] :
+       {std::pair{https.get(), kHttpsTag}, std::pair{http.get(), kHttpTag},
+        std::pair{channel.get(), kChannelTag}, std::pair{wake.get(), kEgressWakeTag}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
@@ -219,7 +220,7 @@ void EgressListener::Loop() {
         OnChannelAccept();
       } else if (tag == kPeerTag) {
         OnPeer(events[i].events);
-      } else if (tag == kWakeTag) {
+      } else if (tag == kEgressWakeTag) {
         uint64_t count;
         (void)!read(wake_.get(), &count, sizeof(count));
       } else {
@@ -241,7 +242,7 @@ void EgressListener::OnTcpAccept(int listen_fd, uint16_t port) {
     fs::UniqueFd c(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
     if (!c.valid()) break;  // EAGAIN: drained; anything else: the next wake retries
     if (!peer_.valid()) {
-      Reset(std::move(c));
+      ResetFd(std::move(c));
       if (WorthLogging(++counters_.reset_no_proxy)) {
         LAZ_LOG_WARNING << "egress listener: no egress proxy attached; " << counters_.reset_no_proxy
                         << " sandbox connection(s) reset";
@@ -249,7 +250,7 @@ void EgressListener::OnTcpAccept(int listen_fd, uint16_t port) {
       continue;
     }
     if (queue_.size() >= options_.max_queued) {
-      Reset(std::move(c));
+      ResetFd(std::move(c));
       if (WorthLogging(++counters_.reset_queue_full)) {
         LAZ_LOG_WARNING << "egress listener: the egress proxy is not reading; "
                         << counters_.reset_queue_full << " sandbox connection(s) reset";
@@ -461,7 +462,7 @@ void EgressListener::DropPeer(const std::string& why) {
   // What the proxy never received: sandbox connections are reset (fail
   // closed), upstream sockets closed; connects under way are abandoned.
   for (Outgoing& out : queue_) {
-    if (out.message.type == egress::MessageType::kAccepted) Reset(std::move(out.fd));
+    if (out.message.type == egress::MessageType::kAccepted) ResetFd(std::move(out.fd));
   }
   queue_.clear();
   for (auto& [tag, p] : connects_) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p.fd.get(), nullptr);

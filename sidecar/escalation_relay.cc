@@ -24,22 +24,22 @@ using Clock = std::chrono::steady_clock;
 
 // epoll tags: a pipe's side is (id << 1) | side, ids start at 1; the two
 // reserved values cannot be one of those.
-constexpr uint64_t kListenTag = ~uint64_t{0};
-constexpr uint64_t kWakeTag = ~uint64_t{0} - 1;
+constexpr uint64_t kRelayListenTag = ~uint64_t{0};
+constexpr uint64_t kRelayWakeTag = ~uint64_t{0} - 1;
 constexpr uint64_t kClientSide = 0;
 constexpr uint64_t kBrokerSide = 1;
 
 // Closes with a reset: a client that is refused before the broker said
 // anything reads ECONNRESET, which lazaret-escalate reports as "broker
 // unreachable" (exit 242), not as a protocol error.
-void Reset(int fd) {
+void ResetConnection(int fd) {
   linger l{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
   close(fd);
 }
 
 // Logged at counts 1, 2, 4, 8, ...: a flood of refusals cannot flood the log.
-bool WorthLogging(uint64_t count) { return (count & (count - 1)) == 0; }
+bool RelayWorthLogging(uint64_t count) { return (count & (count - 1)) == 0; }
 
 }  // namespace
 
@@ -111,9 +111,9 @@ absl::StatusOr<std::unique_ptr<EscalationRelay>> EscalationRelay::Start(
       new EscalationRelay(options, broker, listen_fd, ep, wake, ntohs(bound.sin_port)));
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.u64 = kListenTag;
+  ev.data.u64 = kRelayListenTag;
   epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd, &ev);
-  ev.data.u64 = kWakeTag;
+  ev.data.u64 = kRelayWakeTag;
   epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev);
   relay->thread_ = std::thread([raw = relay.get()] { raw->Loop(); });
   return relay;
@@ -175,9 +175,9 @@ void EscalationRelay::Loop() {
     }
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
-      if (tag == kListenTag) {
+      if (tag == kRelayListenTag) {
         OnAccept();
-      } else if (tag == kWakeTag) {
+      } else if (tag == kRelayWakeTag) {
         uint64_t count;
         (void)!read(wake_fd_, &count, sizeof(count));
       } else {
@@ -198,8 +198,8 @@ void EscalationRelay::OnAccept() {
     const int c = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) return;  // EAGAIN: drained; anything else: the next wake retries
     if (pipes_.size() >= options_.max_connections) {
-      Reset(c);
-      if (WorthLogging(++counters_.over_limit)) {
+      ResetConnection(c);
+      if (RelayWorthLogging(++counters_.over_limit)) {
         LAZ_LOG_WARNING << "escalation relay: " << counters_.over_limit
                         << " connection(s) refused at the limit of " << options_.max_connections;
       }
@@ -211,8 +211,8 @@ void EscalationRelay::OnAccept() {
     if (b < 0 || connect(b, reinterpret_cast<const sockaddr*>(&broker_), sizeof(broker_)) != 0) {
       const int e = errno;
       if (b >= 0) close(b);
-      Reset(c);
-      if (WorthLogging(++counters_.unreachable)) {
+      ResetConnection(c);
+      if (RelayWorthLogging(++counters_.unreachable)) {
         LAZ_LOG_WARNING << "escalation relay: the broker at " << options_.broker_socket
                         << " is unreachable (" << std::strerror(e) << "); " << counters_.unreachable
                         << " connection(s) refused so far";

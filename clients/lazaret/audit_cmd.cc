@@ -17,7 +17,7 @@
 namespace lazaret::cli {
 namespace {
 
-void Write(std::FILE* f, absl::string_view s) {
+void WriteText(std::FILE* f, absl::string_view s) {
   std::fwrite(s.data(), 1, s.size(), f);
   std::fflush(f);
 }
@@ -42,8 +42,8 @@ int CmdAudit(const Context& ctx, const std::vector<std::string>& args) {
     return escalation::kAuditExitOk;
   }
   escalation::BrokerClient broker(escalation::BrokerSocket(ctx.runtime_dir));
-  escalation::AuditOutput output{.out = [](absl::string_view s) { Write(stdout, s); },
-                                 .err = [](absl::string_view s) { Write(stderr, s); }};
+  escalation::AuditOutput output{.out = [](absl::string_view s) { WriteText(stdout, s); },
+                                 .err = [](absl::string_view s) { WriteText(stderr, s); }};
   return escalation::RunAudit(*parsed, broker, escalation::AuditLogPath(Getenv), output);
 }
 

@@ -10,14 +10,14 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "clients/lazaret/net/port_args.h"
-#include "services/sessiond/session/session_dir.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
 #include "services/common/unix_server.h"
+#include "services/sessiond/session/session_dir.h"
 
 namespace lazaret::cli {
 namespace {
 
-namespace pb = ::lazaret::netpolicy::v1;
+namespace netpb = ::lazaret::netpolicy::v1;
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
@@ -48,28 +48,28 @@ int CmdPort(const Context& ctx, const std::vector<std::string>& args) {
     return kExitFailed;
   }
   const std::string socket = net::NetPolicySocket(ctx.runtime_dir);
-  auto stub = pb::NetPolicyService::NewStub(DialUnix(socket));
+  auto stub = netpb::NetPolicyService::NewStub(DialUnix(socket));
   grpc::ClientContext cc;
   cc.set_deadline(std::chrono::system_clock::now() + net::kCallTimeout);
-  pb::PortList list;
+  netpb::PortList list;
   grpc::Status st;
   if (parsed->verb == net::PortVerb::kList) {
-    pb::ListPortsRequest req;
+    netpb::ListPortsRequest req;
     req.mutable_session()->set_id(*id);
     st = stub->ListPorts(&cc, req, &list);
   } else {
-    pb::PortRequest req;
+    netpb::PortRequest req;
     req.mutable_session()->set_id(*id);
     *req.mutable_port() = parsed->port;
     st = parsed->verb == net::PortVerb::kAdd ? stub->AddPort(&cc, req, &list)
                                              : stub->RemovePort(&cc, req, &list);
   }
   if (!st.ok()) {
-    std::fprintf(stderr, "lazaret port: %s%s\n", st.error_message().c_str(),
-                 st.error_code() == grpc::StatusCode::UNAVAILABLE
-                     ? (" (" + socket + " does not answer; is the service set up? lazaret up)")
-                           .c_str()
-                     : "");
+    std::fprintf(
+        stderr, "lazaret port: %s%s\n", st.error_message().c_str(),
+        st.error_code() == grpc::StatusCode::UNAVAILABLE
+            ? (" (" + socket + " does not answer; is the service set up? lazaret up)").c_str()
+            : "");
     return kExitFailed;
   }
   const std::vector<lazaret::common::v1::PortForward> ports(list.ports().begin(),

@@ -30,8 +30,8 @@
 namespace lazaret::mounthelper {
 namespace {
 
-constexpr auto kMountTimeout = std::chrono::seconds(30);
-constexpr auto kExitTimeout = std::chrono::seconds(60);
+constexpr auto kCappedMountTimeout = std::chrono::seconds(30);
+constexpr auto kCappedExitTimeout = std::chrono::seconds(60);
 constexpr char kNewImageName[] = "persist.img.new";
 
 std::string ImageName(const std::string& profile_dir) {
@@ -52,9 +52,8 @@ absl::Status CheckImageFile(int fd, const std::string& path, uid_t owner) {
 
 // Free space for non-root users (f_bavail: root's reserve is never taken)
 // on the file system holding `fd`, against what must still be allocated.
-absl::Status CheckFreeSpace(int fd, const std::string& profile_dir,
-                            const std::string& profile_name, uint64_t cap_bytes,
-                            uint64_t allocated) {
+absl::Status CheckFreeSpace(int fd, const std::string& profile_dir, const std::string& profile_name,
+                            uint64_t cap_bytes, uint64_t allocated) {
   if (allocated >= cap_bytes) return absl::OkStatus();
   struct statvfs vfs {};
   if (fstatvfs(fd, &vfs) != 0) return ErrnoStatus(absl::StrCat("statvfs ", profile_dir), errno);
@@ -63,8 +62,8 @@ absl::Status CheckFreeSpace(int fd, const std::string& profile_dir,
   if (free_bytes >= needed) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "profile '", profile_name, "' keeps its persistent data in ", profile_dir,
-      " preallocated to persistent_cap ", CapText(cap_bytes), ", which needs ",
-      CapText(needed), " more, but that file system has only ", CapText(free_bytes),
+      " preallocated to persistent_cap ", CapText(cap_bytes), ", which needs ", CapText(needed),
+      " more, but that file system has only ", CapText(free_bytes),
       " free for non-root users. Free space there, or lower persistent_cap in [profiles.",
       profile_name, "]"));
 }
@@ -93,10 +92,10 @@ absl::Status CheckFileSystem(int fd, const std::string& path) {
   LAZ_ASSIGN_OR_RETURN(std::string e2fsck, FindProgram("e2fsck"));
   LAZ_ASSIGN_OR_RETURN(ChildResult r, RunChild({e2fsck, "-f", "-p", FdPath(fd)}, {fd}));
   if (r.exit_code == 0 || r.exit_code == 1) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      "e2fsck found errors in ", path, " it cannot fix by itself (exit ", r.exit_code, ": ",
-      absl::StripAsciiWhitespace(r.output),
-      "). Run `e2fsck -f ", path, "` on it, or drop the data with `lazaret state reset`"));
+  return absl::DataLossError(
+      absl::StrCat("e2fsck found errors in ", path, " it cannot fix by itself (exit ", r.exit_code,
+                   ": ", absl::StripAsciiWhitespace(r.output), "). Run `e2fsck -f ", path,
+                   "` on it, or drop the data with `lazaret state reset`"));
 }
 
 absl::Status MakeFileSystem(int fd, const std::string& path) {
@@ -185,9 +184,8 @@ CappedKind DefaultCappedKind() {
   std::ifstream in("/proc/self/uid_map");
   std::stringstream ss;
   ss << in.rdbuf();
-  std::vector<std::string> f =
-      absl::StrSplit(absl::StripAsciiWhitespace(ss.str()), absl::ByAnyChar(" \t\n"),
-                     absl::SkipEmpty());
+  std::vector<std::string> f = absl::StrSplit(absl::StripAsciiWhitespace(ss.str()),
+                                              absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
   const bool initial = f.size() == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295";
   return initial ? CappedKind::kLoop : CappedKind::kFuse2fs;
 }
@@ -216,8 +214,9 @@ absl::StatusOr<fs::UniqueFd> OpenCappedImage(const fs::DirFd& profile,
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
     if (errno == ELOOP) {
       return absl::FailedPreconditionError(
-          absl::StrCat(path, " is a symlink; Lazaret never follows one in profile state. "
-                             "Remove it"));
+          absl::StrCat(path,
+                       " is a symlink; Lazaret never follows one in profile state. "
+                       "Remove it"));
     }
     return ErrnoStatus(absl::StrCat("open ", path), errno);
   }
@@ -227,13 +226,11 @@ absl::StatusOr<fs::UniqueFd> OpenCappedImage(const fs::DirFd& profile,
 }
 
 absl::Status PrepareCappedImage(const fs::DirFd& profile, const std::string& profile_dir,
-                                const std::string& profile_name, uint64_t cap_bytes,
-                                uid_t owner) {
+                                const std::string& profile_name, uint64_t cap_bytes, uid_t owner) {
   if (cap_bytes < kMinPersistentCap || cap_bytes > kMaxPersistentCap) {
     return absl::InvalidArgumentError(absl::StrCat(
         "persistent_cap of profile '", profile_name, "' is ", CapText(cap_bytes),
-        "; it must be between ", CapText(kMinPersistentCap), " and ",
-        CapText(kMaxPersistentCap)));
+        "; it must be between ", CapText(kMinPersistentCap), " and ", CapText(kMaxPersistentCap)));
   }
   cap_bytes -= cap_bytes % kCappedBlockSize;
   absl::StatusOr<fs::UniqueFd> image = OpenCappedImage(profile, profile_dir, owner, true);
@@ -257,10 +254,10 @@ absl::Status PrepareCappedImage(const fs::DirFd& profile, const std::string& pro
   }
   LAZ_RETURN_IF_ERROR(CheckFileSystem(image->get(), path));
   LAZ_ASSIGN_OR_RETURN(uint64_t minimum, MinimumSize(image->get(), path));
-  const std::string too_big = absl::StrCat(
-      "profile '", profile_name, "''s persistent data uses ", CapText(minimum),
-      ", more than persistent_cap ", CapText(cap_bytes), ": raise persistent_cap or `lazaret state reset ",
-      profile_name, "`");
+  const std::string too_big =
+      absl::StrCat("profile '", profile_name, "''s persistent data uses ", CapText(minimum),
+                   ", more than persistent_cap ", CapText(cap_bytes),
+                   ": raise persistent_cap or `lazaret state reset ", profile_name, "`");
   if (minimum > cap_bytes) return absl::FailedPreconditionError(too_big);
   absl::Status resized = Resize(image->get(), path, cap_bytes);
   if (!resized.ok()) {
@@ -325,9 +322,9 @@ absl::Status MountLoop(const fs::UniqueFd& image, const fs::DirFd& mount_point,
   if (fsconfig(fs_fd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
     return fail(absl::StrCat("mounting ext4 from ", loop.second, " for ", mount_path));
   }
-  const int mnt = fsmount(fs_fd.get(), FSMOUNT_CLOEXEC,
-                          MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID |
-                              (read_only ? MOUNT_ATTR_RDONLY : 0));
+  const int mnt =
+      fsmount(fs_fd.get(), FSMOUNT_CLOEXEC,
+              MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | (read_only ? MOUNT_ATTR_RDONLY : 0));
   if (mnt < 0) return fail("fsmount ext4");
   fs::UniqueFd mount_fd(mnt);
   if (move_mount(mount_fd.get(), "", mount_point.get(), "",
@@ -339,7 +336,7 @@ absl::Status MountLoop(const fs::UniqueFd& image, const fs::DirFd& mount_point,
   return absl::OkStatus();
 }
 
-dev_t DevOf(const std::string& path) {
+dev_t CappedDevOf(const std::string& path) {
   struct stat st {};
   return lstat(path.c_str(), &st) == 0 ? st.st_dev : 0;
 }
@@ -351,27 +348,32 @@ absl::StatusOr<CappedMount> MountFuse2fs(const fs::UniqueFd& image, const fs::Di
   // image; the only caller is fuse-overlayfs (the mount is the helper's
   // user's, without allow_other), which applies the sandbox's owners.
   const std::vector<std::string> argv = {
-      fuse2fs, FdPath(image.get()), FdPath(mount_point.get()), "-f", "-o",
+      fuse2fs,
+      FdPath(image.get()),
+      FdPath(mount_point.get()),
+      "-f",
+      "-o",
       read_only ? "fakeroot,nodev,nosuid,ro" : "fakeroot,nodev,nosuid"};
-  const dev_t before = DevOf(mount_path);
+  const dev_t before = CappedDevOf(mount_path);
   LAZ_ASSIGN_OR_RETURN(Child c, Spawn(argv, false, {image.get(), mount_point.get()}));
   const CappedMount m{CappedKind::kFuse2fs, c.pid, ProcessStartTime(c.pid)};
-  const auto deadline = std::chrono::steady_clock::now() + kMountTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + kCappedMountTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    const dev_t now = DevOf(mount_path);
+    const dev_t now = CappedDevOf(mount_path);
     if (now != 0 && now != before) return m;
     int ws = 0;
     if (waitpid(c.pid, &ws, WNOHANG) == c.pid) {
-      return absl::InternalError(absl::StrCat(
-          "fuse2fs exited before mounting ", mount_path, " (",
-          WIFEXITED(ws) ? absl::StrCat("status ", WEXITSTATUS(ws)) : "killed",
-          "; its messages are in the supervisor's log)"));
+      return absl::InternalError(
+          absl::StrCat("fuse2fs exited before mounting ", mount_path, " (",
+                       WIFEXITED(ws) ? absl::StrCat("status ", WEXITSTATUS(ws)) : "killed",
+                       "; its messages are in the supervisor's log)"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(c.pid, SIGKILL);
   WaitGone(c.pid, m.start_time, std::chrono::seconds(10));
-  return absl::DeadlineExceededError(absl::StrCat("fuse2fs did not mount ", mount_path, " in time"));
+  return absl::DeadlineExceededError(
+      absl::StrCat("fuse2fs did not mount ", mount_path, " in time"));
 }
 
 }  // namespace
@@ -404,7 +406,7 @@ absl::Status UnmountCappedImage(const std::string& mount_path, CappedMount m,
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (m.pid > 0 && m.start_time != 0 && ProcessStartTime(m.pid) == m.start_time &&
-      !WaitGone(m.pid, m.start_time, kExitTimeout)) {
+      !WaitGone(m.pid, m.start_time, kCappedExitTimeout)) {
     LAZ_LOG_WARNING << "fuse2fs " << m.pid << " still runs after unmounting " << mount_path
                     << "; killing it";
     kill(m.pid, SIGKILL);

@@ -23,7 +23,7 @@ namespace cfg = ::lazaret::config::v1;
 
 using Record = pb::AuditRecord;
 
-bool NoControl(const std::string& s) {
+bool HasNoControlChar(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
     unsigned char u = static_cast<unsigned char>(c);
     return u >= 0x20 && u != 0x7f;
@@ -77,7 +77,7 @@ absl::Status CheckAskRequest(const na::AskRequest& request) {
     if (!IsAddressText(a.address())) {
       return absl::InvalidArgumentError("an address is not an IPv4 or IPv6 address");
     }
-    if (a.rule_text().size() > kMaxRuleTextBytes || !NoControl(a.rule_text())) {
+    if (a.rule_text().size() > kMaxRuleTextBytes || !HasNoControlChar(a.rule_text())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "an address's rule_text is over ", kMaxRuleTextBytes, " bytes or holds a control"));
     }
@@ -94,7 +94,8 @@ NetworkApprovalDeps ConfigdNetworkApprovalDeps(const std::string& runtime_dir, A
   deps.look_up = [runtime_dir](const std::string& id) { return LookUpSession(runtime_dir, id); };
   auto call = [runtime_dir](const SessionFacts& facts, const std::string& name,
                             const std::string* before) -> absl::StatusOr<cfg::NameAllowPreview> {
-    auto stub = cfg::ConfigService::NewStub(DialUnix(ServiceSocketPath(runtime_dir, kConfigdService)));
+    auto stub =
+        cfg::ConfigService::NewStub(DialUnix(ServiceSocketPath(runtime_dir, kConfigdService)));
     grpc::ClientContext ctx;
     cfg::NameAllowRequest req = NameAllowFor(facts, name);
     cfg::NameAllowPreview out;

@@ -20,7 +20,7 @@ namespace sv = ::lazaret::supervisor::v1;
 
 using testing::kSession;
 
-pb::Approver Script() {
+pb::Approver NetScriptApprover() {
   pb::Approver a;
   a.set_kind(pb::Approver::KIND_SCRIPT);
   a.set_name("ci");
@@ -31,7 +31,7 @@ pb::DecideRequest AllowName(const std::string& id, pb::AllowName::Scope scope,
                             const std::string& before = "") {
   pb::DecideRequest d;
   d.set_id(id);
-  *d.mutable_approver() = Script();
+  *d.mutable_approver() = NetScriptApprover();
   d.mutable_allow_name()->set_scope(scope);
   d.mutable_allow_name()->set_before_sha256(before);
   return d;
@@ -40,7 +40,7 @@ pb::DecideRequest AllowName(const std::string& id, pb::AllowName::Scope scope,
 pb::DecideRequest DenyId(const std::string& id) {
   pb::DecideRequest d;
   d.set_id(id);
-  *d.mutable_approver() = Script();
+  *d.mutable_approver() = NetScriptApprover();
   d.mutable_deny()->set_reason("no");
   return d;
 }
@@ -56,7 +56,7 @@ pb::PendingRequest NetworkRequest(const std::string& request_id, bool profile_of
   return r;
 }
 
-RequestBookOptions Fast() {
+RequestBookOptions FastNetBook() {
   RequestBookOptions o;
   o.decide_wait = absl::Milliseconds(50);
   return o;
@@ -64,7 +64,7 @@ RequestBookOptions Fast() {
 
 TEST(NetworkRequestBookTest, FirstDecisionWinsAndNothingRuns) {
   for (int round = 0; round < 10; ++round) {
-    RequestBook book(Fast(), nullptr, nullptr);
+    RequestBook book(FastNetBook(), nullptr, nullptr);
     absl::StatusOr<RequestHandle> handle = book.Add(NetworkRequest("net-1"));
     ASSERT_TRUE(handle.ok()) << handle.status();
     std::atomic<int> won{0};
@@ -88,12 +88,12 @@ TEST(NetworkRequestBookTest, FirstDecisionWinsAndNothingRuns) {
 }
 
 TEST(NetworkRequestBookTest, ApproveAndEditOnANetworkRequestAreRefused) {
-  RequestBook book(Fast(), nullptr, nullptr);
+  RequestBook book(FastNetBook(), nullptr, nullptr);
   absl::StatusOr<RequestHandle> handle = book.Add(NetworkRequest("net-1"));
   ASSERT_TRUE(handle.ok());
   pb::DecideRequest approve;
   approve.set_id(handle->id());
-  *approve.mutable_approver() = Script();
+  *approve.mutable_approver() = NetScriptApprover();
   approve.mutable_approve();
   auto r = book.Decide(approve);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
@@ -106,7 +106,7 @@ TEST(NetworkRequestBookTest, ApproveAndEditOnANetworkRequestAreRefused) {
 }
 
 TEST(NetworkRequestBookTest, AllowNameOnACommandRequestIsRefused) {
-  RequestBook book(Fast(), nullptr, nullptr);
+  RequestBook book(FastNetBook(), nullptr, nullptr);
   absl::StatusOr<RequestHandle> handle = book.Add(testing::Request("cmd-1"));
   ASSERT_TRUE(handle.ok());
   auto r = book.Decide(AllowName(handle->id(), pb::AllowName::SCOPE_SESSION));
@@ -114,7 +114,7 @@ TEST(NetworkRequestBookTest, AllowNameOnACommandRequestIsRefused) {
 }
 
 TEST(NetworkRequestBookTest, ProfileScopeOnlyWhenOffered) {
-  RequestBook book(Fast(), nullptr, nullptr);
+  RequestBook book(FastNetBook(), nullptr, nullptr);
   absl::StatusOr<RequestHandle> handle = book.Add(NetworkRequest("net-1"));
   ASSERT_TRUE(handle.ok());
   auto r = book.Decide(AllowName(handle->id(), pb::AllowName::SCOPE_PROFILE, "abc"));
@@ -126,7 +126,7 @@ TEST(NetworkRequestBookTest, ProfileScopeOnlyWhenOffered) {
 // The service with a fake supervisor/configd and a scripted approver.
 class NetworkApprovalServiceTest : public ::testing::Test {
  protected:
-  NetworkApprovalServiceTest() : book_(Fast(), nullptr, nullptr) {
+  NetworkApprovalServiceTest() : book_(FastNetBook(), nullptr, nullptr) {
     deps_.look_up = [this](const std::string& id) -> absl::StatusOr<SessionFacts> {
       if (id != kSession) return absl::NotFoundError("no such session");
       SessionFacts f;

@@ -10,8 +10,19 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace lazaret::config {
+
+// `s` in double quotes, as it is: a key or value the schema already checked,
+// in a diagnostic's message.
+inline std::string InQuotes(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+// A std::string as the absl::string_view the checks take.
+inline absl::string_view ViewOf(const std::string& s) {
+  return absl::string_view(s.data(), s.size());
+}
 
 // The configuration layers, lowest precedence first.
 enum class Layer { kEmbeddedDefault, kUser, kWorkspace, kExplicit };

@@ -15,39 +15,17 @@
 namespace lazaret::config {
 namespace {
 
+using testing::AllErrors;
 using ::testing::ElementsAre;
 using testing::Errors;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::Load;
 using ::testing::Not;
+using testing::Parsed;
+using testing::ParseText;
 using testing::Scratch;
-
-constexpr char kFile[] = "/home/u/.config/lazaret/config.toml";
-
-struct Parsed {
-  LayerConfig layer;
-  Diagnostics diags;
-};
-
-Parsed ParseText(const std::string& text) {
-  Parsed p;
-  p.layer = ParseLayer(Layer::kUser, kFile, text, p.diags);
-  return p;
-}
-
-std::string AllErrors(const Diagnostics& d) {
-  std::string out;
-  for (const Diagnostic& e : d.errors()) absl::StrAppend(&out, FormatDiagnostic(e), "\n");
-  return out;
-}
-
-const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key) {
-  for (const KeySource& k : p.sources) {
-    if (k.key_path == key) return &k;
-  }
-  return nullptr;
-}
+using testing::SourceOf;
 
 TEST(EscalationSchemaTest, AutoApproveTakesStringsPrefixTablesAndExactTables) {
   Parsed p = ParseText(R"([escalation]
@@ -256,7 +234,7 @@ TEST(EscalationLoaderTest, ApproverRemoteFromAnyLayer) {
   EXPECT_EQ(pb.escalation().approver(), v1::EscalationPolicy::APPROVER_REMOTE);
 }
 
-constexpr char kUser[] = R"(
+constexpr char kEscalationUser[] = R"(
 [escalation]
 auto_approve = ["gh pr view", { exact = "cat /etc/os-release" }]
 command_timeout = 120
@@ -270,7 +248,7 @@ image = "docker.io/library/node:22.11.0"
 
 TEST(EscalationLoaderTest, AProfileCommandTimeoutOverridesTheGlobalOne) {
   Scratch s;
-  LoadedConfig c = Load(s, kUser);
+  LoadedConfig c = Load(s, kEscalationUser);
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   ResolvedProfile cc = *c.Profile("claude-code");
   EXPECT_EQ(cc.command_timeout_seconds, 30u);
@@ -296,14 +274,14 @@ TEST(EscalationLoaderTest, AProfileCommandTimeoutOverridesTheGlobalOne) {
   EXPECT_EQ(pb.escalation().auto_approve(1).source(), common::v1::CONFIG_LAYER_USER);
 }
 
-struct NarrowCase {
+struct EscalationNarrowCase {
   const char* name;
   const char* workspace;
   const char* refusal;  // nullptr: accepted without trust
 };
 
 TEST(EscalationLoaderTest, AnUntrustedWorkspaceMayOnlyLowerTimeoutsAndNarrowEntries) {
-  const NarrowCase cases[] = {
+  const EscalationNarrowCase cases[] = {
       {"lower global timeouts", "[escalation]\ncommand_timeout = 5\napproval_timeout = 60\n",
        nullptr},
       {"same timeouts", "[escalation]\ncommand_timeout = 120\napproval_timeout = 600\n", nullptr},
@@ -341,8 +319,8 @@ TEST(EscalationLoaderTest, AnUntrustedWorkspaceMayOnlyLowerTimeoutsAndNarrowEntr
        "auto-approves exactly \"cat /etc/os-release /etc/shadow\""},
   };
   Scratch s;
-  for (const NarrowCase& c : cases) {
-    LoadedConfig loaded = Load(s, kUser, c.workspace);
+  for (const EscalationNarrowCase& c : cases) {
+    LoadedConfig loaded = Load(s, kEscalationUser, c.workspace);
     if (c.refusal == nullptr) {
       EXPECT_TRUE(loaded.status().ok()) << c.name << "\n" << Errors(loaded);
       continue;
@@ -355,11 +333,11 @@ TEST(EscalationLoaderTest, AnUntrustedWorkspaceMayOnlyLowerTimeoutsAndNarrowEntr
     EXPECT_THAT(Errors(loaded), HasSubstr(expected)) << c.name;
     EXPECT_THAT(loaded.profiles, IsEmpty()) << c.name;
     // Trusted, the same file is accepted.
-    EXPECT_TRUE(Load(s, kUser, c.workspace, "", /*workspace_trusted=*/true).status().ok())
+    EXPECT_TRUE(Load(s, kEscalationUser, c.workspace, "", /*workspace_trusted=*/true).status().ok())
         << c.name;
   }
   // A lowered value is what the profile gets.
-  LoadedConfig lowered = Load(s, kUser, "[profiles.claude-code]\ncommand_timeout = 3\n");
+  LoadedConfig lowered = Load(s, kEscalationUser, "[profiles.claude-code]\ncommand_timeout = 3\n");
   ASSERT_TRUE(lowered.status().ok()) << Errors(lowered);
   EXPECT_EQ(lowered.Profile("claude-code")->command_timeout_seconds, 3u);
   EXPECT_EQ(lowered.Profile("other")->command_timeout_seconds, 120u);
@@ -370,7 +348,7 @@ TEST(EscalationLoaderTest, AWorkspaceEntryMayNotAllowAnOptionTheUsersDoesNot) {
   constexpr char kUserWithOptions[] =
       "[escalation]\nauto_approve = [{ prefix = \"gh pr view\", options = [\"--json\", "
       "\"--comments\"] }]\n";
-  const NarrowCase cases[] = {
+  const EscalationNarrowCase cases[] = {
       {"fewer options",
        "[escalation]\nauto_approve = [{ prefix = \"gh pr view\", options = [\"--json\"] }]\n",
        nullptr},
@@ -391,7 +369,7 @@ TEST(EscalationLoaderTest, AWorkspaceEntryMayNotAllowAnOptionTheUsersDoesNot) {
        "auto-approves exactly \"gh pr view /etc/passwd\""},
   };
   Scratch s;
-  for (const NarrowCase& c : cases) {
+  for (const EscalationNarrowCase& c : cases) {
     LoadedConfig loaded = Load(s, kUserWithOptions, c.workspace);
     if (c.refusal == nullptr) {
       EXPECT_TRUE(loaded.status().ok()) << c.name << "\n" << Errors(loaded);

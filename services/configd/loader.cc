@@ -15,10 +15,6 @@
 namespace lazaret::config {
 namespace {
 
-std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
-
-absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
-
 template <typename T>
 void Take(std::optional<T>& into, const std::optional<T>& from) {
   if (from) into = from;
@@ -91,8 +87,8 @@ absl::StatusOr<ResolvedProfile> LoadedConfig::Profile(absl::string_view name) co
   if (absl::Status st = status(); !st.ok()) return st;
   const std::string wanted = name.empty() ? default_profile : std::string(name);
   if (!vocab::IsValidProfileName(wanted)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Q(wanted), " is not a valid profile name (names match ^[a-z0-9_-]{2,32}$)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        InQuotes(wanted), " is not a valid profile name (names match ^[a-z0-9_-]{2,32}$)"));
   }
   auto it = profiles.find(wanted);
   if (it == profiles.end()) {
@@ -100,8 +96,8 @@ absl::StatusOr<ResolvedProfile> LoadedConfig::Profile(absl::string_view name) co
     for (const auto& [n, p] : profiles) names.push_back(n);
     const std::string close = SuggestKey(wanted, names);
     return absl::NotFoundError(
-        absl::StrCat("no profile named ", Q(wanted),
-                     close.empty() ? "" : absl::StrCat("; did you mean ", Q(close), "?"),
+        absl::StrCat("no profile named ", InQuotes(wanted),
+                     close.empty() ? "" : absl::StrCat("; did you mean ", InQuotes(close), "?"),
                      " (profiles: ", absl::StrJoin(names, ", "), ")"));
   }
   return it->second;
@@ -115,12 +111,12 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
   parsed.reserve(sources.size() + 1);
   out.layers.push_back({Layer::kEmbeddedDefault, kEmbeddedFileName, "", true});
   parsed.push_back(
-      ParseLayer(Layer::kEmbeddedDefault, kEmbeddedFileName, View(EmbeddedDefaultToml()), diags));
+      ParseLayer(Layer::kEmbeddedDefault, kEmbeddedFileName, ViewOf(EmbeddedDefaultToml()), diags));
   const LayerConfig* workspace = nullptr;
   bool workspace_trusted = true;
   for (const LayerSource& s : sources) {
     out.layers.push_back({s.layer, s.path, s.sha256, s.trusted});
-    parsed.push_back(ParseLayer(s.layer, s.path, View(s.text), diags));
+    parsed.push_back(ParseLayer(s.layer, s.path, ViewOf(s.text), diags));
     if (s.layer == Layer::kWorkspace) {
       workspace = &parsed.back();
       workspace_trusted = s.trusted;
@@ -158,9 +154,10 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
 
   out.default_profile = merged.default_profile->value;
   if (merged.profiles.find(out.default_profile) == merged.profiles.end()) {
-    diags.Error(merged.default_profile->origin,
-                absl::StrCat("names profile ", Q(out.default_profile), ", which is not defined"),
-                "define [profiles." + out.default_profile + "] or name an existing profile");
+    diags.Error(
+        merged.default_profile->origin,
+        absl::StrCat("names profile ", InQuotes(out.default_profile), ", which is not defined"),
+        "define [profiles." + out.default_profile + "] or name an existing profile");
   }
   std::optional<std::string> socket_dir = ResolveSocketDir(*merged.socket_dir, g, diags);
   if (merged.auto_approve) CheckAutoApprovePaths(*merged.auto_approve, g, diags);
@@ -170,7 +167,7 @@ LoadedConfig LoadLayers(const HostContext& host, const std::string& workspace_di
     for (const Setting<vocab::Cidr>& n : parsed.front().default_deny->value) {
       if (!CoveredBy(n.value, merged.default_deny->value)) {
         diags.Warning(merged.default_deny->origin,
-                      absl::StrCat("no longer denies ", Q(n.value.ToString()),
+                      absl::StrCat("no longer denies ", InQuotes(n.value.ToString()),
                                    ", which the built-in default denies"),
                       "keep the built-in entries unless you mean to open that range");
       }

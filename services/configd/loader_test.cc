@@ -28,6 +28,7 @@ using ::testing::IsEmpty;
 using testing::Load;
 using ::testing::Not;
 using testing::Scratch;
+using testing::SourceOf;
 using testing::Warnings;
 
 std::string Q(const std::string& s) { return "\"" + s + "\""; }
@@ -36,13 +37,6 @@ std::vector<std::string> Texts(const std::vector<Setting<vocab::Cidr>>& cidrs) {
   std::vector<std::string> out;
   for (const Setting<vocab::Cidr>& c : cidrs) out.push_back(c.value.ToString());
   return out;
-}
-
-const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key) {
-  for (const KeySource& k : p.sources) {
-    if (k.key_path == key) return &k;
-  }
-  return nullptr;
 }
 
 // The user's own grant used by the narrowing tests.

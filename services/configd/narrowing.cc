@@ -11,8 +11,6 @@
 namespace lazaret::config {
 namespace {
 
-std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
-
 // The hint attached to every refused widening.
 std::string TrustHint(const std::string& file) {
   return absl::StrCat(
@@ -98,8 +96,8 @@ void CheckSessionAndTerminal(const SessionConfig& ws, const TerminalConfig& wt,
     if (ws.detached_limit->value > limit) {
       diags.Widening(ws.detached_limit->origin,
                      absl::StrCat("raises ", at, "session.detached_limit to ",
-                                  Q(FormatDuration(ws.detached_limit->value)),
-                                  "; your configuration has ", Q(FormatDuration(limit)),
+                                  InQuotes(FormatDuration(ws.detached_limit->value)),
+                                  "; your configuration has ", InQuotes(FormatDuration(limit)),
                                   " (a workspace may only lower it)"),
                      hint);
     }
@@ -129,10 +127,11 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
   const std::string hint = TrustHint(w.file);
   if (w.default_profile && c.default_profile &&
       w.default_profile->value != c.default_profile->value) {
-    diags.Widening(w.default_profile->origin,
-                   absl::StrCat("changes the default profile from ", Q(c.default_profile->value),
-                                " to ", Q(w.default_profile->value)),
-                   hint);
+    diags.Widening(
+        w.default_profile->origin,
+        absl::StrCat("changes the default profile from ", InQuotes(c.default_profile->value),
+                     " to ", InQuotes(w.default_profile->value)),
+        hint);
   }
   auto same_path = [&](const Setting<std::string>& a, const Setting<std::string>& b,
                        unsigned tokens) {
@@ -142,15 +141,16 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
   };
   if (w.data_root && c.data_root && !same_path(*w.data_root, *c.data_root, kDataRootTokens)) {
     diags.Widening(w.data_root->origin,
-                   absl::StrCat("changes data_root from ", Q(c.data_root->value), " to ",
-                                Q(w.data_root->value)),
+                   absl::StrCat("changes data_root from ", InQuotes(c.data_root->value), " to ",
+                                InQuotes(w.data_root->value)),
                    hint);
   }
   if (w.socket_dir && c.socket_dir && !same_path(*w.socket_dir, *c.socket_dir, kSocketDirTokens)) {
-    diags.Widening(w.socket_dir->origin,
-                   absl::StrCat("changes escalation.socket_dir from ", Q(c.socket_dir->value),
-                                " to ", Q(w.socket_dir->value)),
-                   hint);
+    diags.Widening(
+        w.socket_dir->origin,
+        absl::StrCat("changes escalation.socket_dir from ", InQuotes(c.socket_dir->value), " to ",
+                     InQuotes(w.socket_dir->value)),
+        hint);
   }
   if (w.escalation_enabled && c.escalation_enabled && w.escalation_enabled->value &&
       !c.escalation_enabled->value) {
@@ -168,7 +168,7 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
       if (!covered) {
         diags.Widening(
             e.origin,
-            absl::StrCat("auto-approves ", e.value.exact ? "exactly " : "", Q(e.value.text),
+            absl::StrCat("auto-approves ", e.value.exact ? "exactly " : "", InQuotes(e.value.text),
                          ", which no escalation.auto_approve entry of your "
                          "configuration covers"),
             hint);
@@ -189,10 +189,10 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
   for (const auto& [name, wp] : w.profiles) {
     auto it = c.profiles.find(name);
     if (it == c.profiles.end()) {
-      diags.Widening(
-          wp.origin,
-          absl::StrCat("defines profile ", Q(name), ", which your configuration does not have"),
-          hint);
+      diags.Widening(wp.origin,
+                     absl::StrCat("defines profile ", InQuotes(name),
+                                  ", which your configuration does not have"),
+                     hint);
       continue;
     }
     const ProfileLayer& cp = it->second;
@@ -202,9 +202,10 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
     if (wp.image && (!cp.image || wp.image->value != cp.image->value)) {
       diags.Widening(
           wp.image->origin,
-          absl::StrCat("changes the image to ", Q(wp.image->value),
-                       cp.image ? absl::StrCat(" (your configuration: ", Q(cp.image->value), ")")
-                                : std::string()),
+          absl::StrCat("changes the image to ", InQuotes(wp.image->value),
+                       cp.image
+                           ? absl::StrCat(" (your configuration: ", InQuotes(cp.image->value), ")")
+                           : std::string()),
           hint);
     }
     if (wp.keep_planted_repositories && wp.keep_planted_repositories->value &&
@@ -224,12 +225,12 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
         diags.Widening(
             wp.persistent_cap->origin,
             absl::StrCat("raises the persistent data cap to ",
-                         Q(FormatByteSize(wp.persistent_cap->value)), "; ",
+                         InQuotes(FormatByteSize(wp.persistent_cap->value)), "; ",
                          cp.persistent_cap
                              ? absl::StrCat(base, ".persistent_cap of your configuration is ")
                              : absl::StrCat("your configuration leaves ", base,
                                             ".persistent_cap at its default, "),
-                         Q(FormatByteSize(granted)), " (a workspace may only lower it)"),
+                         InQuotes(FormatByteSize(granted)), " (a workspace may only lower it)"),
             hint);
       }
     }
@@ -241,7 +242,7 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
                         [&](const Setting<std::string>& u) { return u.value == d.value; });
         if (!granted) {
           diags.Widening(d.origin,
-                         absl::StrCat("persists ", Q(d.value), ", which ", base,
+                         absl::StrCat("persists ", InQuotes(d.value), ", which ", base,
                                       ".persistent_dirs of your configuration does not"),
                          hint);
         }
@@ -294,23 +295,25 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
         const Granted* match = MostSpecificVolume(granted, h, /*ties_to_read_only=*/true);
         if (match == nullptr) {
           diags.Widening(v.value.host.origin,
-                         absl::StrCat("mounts ", Q(h), ", which no volume of ", base,
+                         absl::StrCat("mounts ", InQuotes(h), ", which no volume of ", base,
                                       " in your configuration grants"),
                          hint);
           continue;
         }
         if (v.value.access == Access::kReadWrite && match->spec->access == Access::kReadOnly) {
-          diags.Widening(v.origin,
-                         absl::StrCat("mounts ", Q(h), " read-write; your configuration grants ",
-                                      match->host == h ? "it" : Q(match->host), " read-only"),
-                         hint);
+          diags.Widening(
+              v.origin,
+              absl::StrCat("mounts ", InQuotes(h), " read-write; your configuration grants ",
+                           match->host == h ? "it" : InQuotes(match->host), " read-only"),
+              hint);
           continue;
         }
         if (v.value.selinux != SelinuxLabel::kNone && v.value.selinux != match->spec->selinux) {
-          diags.Widening(v.origin,
-                         absl::StrCat("relabels ", Q(h), " with mode ", Q(v.value.mode_text),
-                                      ", which your configuration does not"),
-                         hint);
+          diags.Widening(
+              v.origin,
+              absl::StrCat("relabels ", InQuotes(h), " with mode ", InQuotes(v.value.mode_text),
+                           ", which your configuration does not"),
+              hint);
         }
         if (v.value.access != Access::kReadWrite) continue;
         // A read-write mount also exposes everything below it: a read-only
@@ -323,10 +326,11 @@ void CheckNarrowing(const LayerConfig& w, const LayerConfig& c, const LoadContex
           }
           const Granted* inner = MostSpecificVolume(asked, u.host, /*ties_to_read_only=*/false);
           if (inner != nullptr && inner->spec->access == Access::kReadOnly) continue;
-          diags.Widening(v.origin,
-                         absl::StrCat("mounts ", Q(h), " read-write, which includes ", Q(u.host),
-                                      " that your configuration grants read-only"),
-                         hint);
+          diags.Widening(
+              v.origin,
+              absl::StrCat("mounts ", InQuotes(h), " read-write, which includes ", InQuotes(u.host),
+                           " that your configuration grants read-only"),
+              hint);
         }
       }
     }

@@ -22,6 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::Load;
 using testing::Scratch;
+using testing::SourceOf;
 
 // "value@layer:line" for each entry, so order, de-duplication and sources
 // are checked at once.
@@ -42,14 +43,7 @@ std::vector<std::string> Entries(const std::vector<Setting<std::string>>& l) {
   return out;
 }
 
-const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key) {
-  for (const KeySource& k : p.sources) {
-    if (k.key_path == key) return &k;
-  }
-  return nullptr;
-}
-
-constexpr char kUser[] = R"(
+constexpr char kNetworkUser[] = R"(
 [network]
 default_allow = ["192.0.2.0/24", "2001:db8::/32"]
 default_allow_domains = [
@@ -73,7 +67,7 @@ default_allow = ["203.0.113.0/24"]
 
 TEST(NetworkLoaderTest, AllowIsTheDefaultAllowThenAllowEgressEachWithItsLine) {
   Scratch s;
-  LoadedConfig c = Load(s, kUser);
+  LoadedConfig c = Load(s, kNetworkUser);
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> ab = c.Profile("ab");
   ASSERT_TRUE(ab.ok()) << ab.status();
@@ -106,7 +100,7 @@ TEST(NetworkLoaderTest, AllowIsTheDefaultAllowThenAllowEgressEachWithItsLine) {
 
 TEST(NetworkLoaderTest, AProfilesDefaultAllowReplacesTheNetworkOne) {
   Scratch s;
-  LoadedConfig c = Load(s, kUser);
+  LoadedConfig c = Load(s, kNetworkUser);
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> names = c.Profile("names");
   ASSERT_TRUE(names.ok()) << names.status();
@@ -141,14 +135,13 @@ TEST(NetworkLoaderTest, DefaultProfileIsAskWithTheBuiltInList) {
   EXPECT_THAT(p->allow, IsEmpty());
   std::vector<std::string> names;
   for (const Setting<std::string>& d : p->allow_domains) names.push_back(d.value);
-  EXPECT_THAT(names, ElementsAre("deb.debian.org", "security.debian.org", "registry.npmjs.org",
-                                 "pypi.org", "files.pythonhosted.org", "crates.io",
-                                 "index.crates.io", "static.crates.io", "proxy.golang.org",
-                                 "sum.golang.org", "github.com", "api.github.com",
-                                 "codeload.github.com", "*.githubusercontent.com",
-                                 "api.anthropic.com", "api.openai.com", "auth.openai.com",
-                                 "chatgpt.com", "generativelanguage.googleapis.com",
-                                 "oauth2.googleapis.com"));
+  EXPECT_THAT(names,
+              ElementsAre("deb.debian.org", "security.debian.org", "registry.npmjs.org", "pypi.org",
+                          "files.pythonhosted.org", "crates.io", "index.crates.io",
+                          "static.crates.io", "proxy.golang.org", "sum.golang.org", "github.com",
+                          "api.github.com", "codeload.github.com", "*.githubusercontent.com",
+                          "api.anthropic.com", "api.openai.com", "auth.openai.com", "chatgpt.com",
+                          "generativelanguage.googleapis.com", "oauth2.googleapis.com"));
   EXPECT_THAT(p->dns_upstream, IsEmpty());
   EXPECT_EQ(SourceOf(*p, "network.egress")->layer, Layer::kEmbeddedDefault);
   EXPECT_EQ(SourceOf(*p, "network.default_allow"), nullptr);
@@ -188,15 +181,18 @@ allow_egress = ["203.0.113.0/24"]
   absl::StatusOr<ResolvedProfile> nm = c.Profile("nm");
   ASSERT_TRUE(nm.ok());
   EXPECT_EQ(nm->egress.value, EgressMode::kNames);
-  EXPECT_THAT(Entries(nm->allow), ElementsAre("198.51.100.0/24@user:7:profiles.nm.allow_egress[0]"));
+  EXPECT_THAT(Entries(nm->allow),
+              ElementsAre("198.51.100.0/24@user:7:profiles.nm.allow_egress[0]"));
   absl::StatusOr<ResolvedProfile> ak = c.Profile("ak");
   ASSERT_TRUE(ak.ok());
   EXPECT_EQ(ak->egress.value, EgressMode::kAsk);
-  EXPECT_THAT(Entries(ak->allow), ElementsAre("203.0.113.0/24@user:10:profiles.ak.allow_egress[0]"));
+  EXPECT_THAT(Entries(ak->allow),
+              ElementsAre("203.0.113.0/24@user:10:profiles.ak.allow_egress[0]"));
   absl::StatusOr<ResolvedProfile> op = c.Profile("op");
   ASSERT_TRUE(op.ok());
-  EXPECT_THAT(Entries(op->allow), ElementsAre("192.0.2.0/24@user:3:network.default_allow[0]",
-                                              "203.0.113.0/24@user:14:profiles.op.allow_egress[0]"));
+  EXPECT_THAT(Entries(op->allow),
+              ElementsAre("192.0.2.0/24@user:3:network.default_allow[0]",
+                          "203.0.113.0/24@user:14:profiles.op.allow_egress[0]"));
   // The user's default_allow does nothing for nm, ak and the built-in
   // default profile (ask): config check says so for each.
   size_t ignored = 0;
@@ -228,8 +224,10 @@ ports = ["3000", "8080:3000", "127.0.0.1:1455", "[::1]:5173:5173"]
   EXPECT_TRUE(dev->ask_unattended_wait);
   EXPECT_FALSE(dev->trust_host_ca);
   std::vector<std::string> ports;
-  for (const Setting<vocab::PortSpec>& f : dev->ports) ports.push_back(vocab::FormatPortSpec(f.value));
-  EXPECT_THAT(ports, ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:5173:5173"));
+  for (const Setting<vocab::PortSpec>& f : dev->ports)
+    ports.push_back(vocab::FormatPortSpec(f.value));
+  EXPECT_THAT(ports,
+              ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:5173:5173"));
   EXPECT_EQ(SourceOf(*dev, "profiles.dev.ask_timeout")->layer, Layer::kUser);
   EXPECT_EQ(SourceOf(*dev, "network.ask_unattended")->layer, Layer::kUser);
   absl::StatusOr<ResolvedProfile> def = c.Profile("default");
@@ -243,7 +241,7 @@ TEST(NetworkLoaderTest, EachEntryNamesTheLayerThatWroteIt) {
   const std::string workspace = "[profiles.ab]\nallow_domains = [\"api.example.com\"]\n";
   const std::string explicit_config =
       "[network]\ndefault_allow_domains = [\"files.example.com\"]\n";
-  LoadedConfig c = Load(s, kUser, workspace, explicit_config);
+  LoadedConfig c = Load(s, kNetworkUser, workspace, explicit_config);
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> ab = c.Profile("ab");
   ASSERT_TRUE(ab.ok());
@@ -258,14 +256,14 @@ TEST(NetworkLoaderTest, EachEntryNamesTheLayerThatWroteIt) {
   EXPECT_EQ(ab->allow_domains[1].origin.line, 2u);
 }
 
-struct NarrowCase {
+struct NetworkNarrowCase {
   const char* name;
   const char* workspace;
   const char* refusal;  // substring of the errors; null: accepted
 };
 
 TEST(NetworkLoaderTest, AnUntrustedWorkspaceMayOnlyNarrowTheNetworkKeys) {
-  const NarrowCase cases[] = {
+  const NetworkNarrowCase cases[] = {
       // Names.
       {"a name of the profile", "[profiles.ab]\nallow_domains = [\"api.example.com\"]\n", nullptr},
       {"fewer names", "[profiles.ab]\nallow_domains = []\n", nullptr},
@@ -327,8 +325,8 @@ TEST(NetworkLoaderTest, AnUntrustedWorkspaceMayOnlyNarrowTheNetworkKeys) {
        "network.dns_upstream: sets the resolvers"},
   };
   Scratch s;
-  for (const NarrowCase& c : cases) {
-    LoadedConfig loaded = Load(s, kUser, c.workspace);
+  for (const NetworkNarrowCase& c : cases) {
+    LoadedConfig loaded = Load(s, kNetworkUser, c.workspace);
     if (c.refusal == nullptr) {
       EXPECT_TRUE(loaded.status().ok()) << c.name << "\n" << Errors(loaded);
       continue;
@@ -343,7 +341,7 @@ TEST(NetworkLoaderTest, AnUntrustedWorkspaceMayOnlyNarrowTheNetworkKeys) {
     for (const Diagnostic& d : loaded.diagnostics.errors()) marked |= d.widening;
     EXPECT_TRUE(marked) << c.name;
     // Trusted, the same file may widen.
-    LoadedConfig trusted = Load(s, kUser, c.workspace, "", /*workspace_trusted=*/true);
+    LoadedConfig trusted = Load(s, kNetworkUser, c.workspace, "", /*workspace_trusted=*/true);
     EXPECT_TRUE(trusted.status().ok()) << c.name << "\n" << Errors(trusted);
   }
 }
@@ -384,9 +382,9 @@ egress = "names"
 
 // Each case: refused by an untrusted workspace (and accepted once trusted),
 // or accepted as a narrowing.
-void ExpectNarrowing(const char* user, const std::vector<NarrowCase>& cases) {
+void ExpectNarrowing(const char* user, const std::vector<NetworkNarrowCase>& cases) {
   Scratch s;
-  for (const NarrowCase& c : cases) {
+  for (const NetworkNarrowCase& c : cases) {
     LoadedConfig loaded = Load(s, user, c.workspace);
     if (c.refusal == nullptr) {
       EXPECT_TRUE(loaded.status().ok()) << c.name << "\n" << Errors(loaded);
@@ -400,21 +398,20 @@ void ExpectNarrowing(const char* user, const std::vector<NarrowCase>& cases) {
 }
 
 TEST(NetworkNarrowingTest, WorkspaceMayMoveEgressOnlyTowardNames) {
-  ExpectNarrowing(
-      kEgressUser,
-      {
-          {"network ask to names", "[network]\negress = \"names\"\n", nullptr},
-          {"network ask kept", "[network]\negress = \"ask\"\n", nullptr},
-          {"network ask to open", "[network]\negress = \"open\"\n",
-           "lazaret.toml:2:10: network.egress: sets network.egress to \"open\"; your "
-           "configuration has \"ask\" (a workspace may only move it toward \"names\""},
-          {"open profile to ask", "[profiles.op]\negress = \"ask\"\n", nullptr},
-          {"names profile to ask", "[profiles.nm]\negress = \"ask\"\n",
-           "sets profiles.nm.egress to \"ask\"; your configuration has \"names\""},
-          {"a profile without its own follows the network one",
-           "[profiles.default]\negress = \"open\"\n",
-           "sets profiles.default.egress to \"open\"; your configuration has \"ask\""},
-      });
+  ExpectNarrowing(kEgressUser,
+                  {
+                      {"network ask to names", "[network]\negress = \"names\"\n", nullptr},
+                      {"network ask kept", "[network]\negress = \"ask\"\n", nullptr},
+                      {"network ask to open", "[network]\negress = \"open\"\n",
+                       "lazaret.toml:2:10: network.egress: sets network.egress to \"open\"; your "
+                       "configuration has \"ask\" (a workspace may only move it toward \"names\""},
+                      {"open profile to ask", "[profiles.op]\negress = \"ask\"\n", nullptr},
+                      {"names profile to ask", "[profiles.nm]\negress = \"ask\"\n",
+                       "sets profiles.nm.egress to \"ask\"; your configuration has \"names\""},
+                      {"a profile without its own follows the network one",
+                       "[profiles.default]\negress = \"open\"\n",
+                       "sets profiles.default.egress to \"open\"; your configuration has \"ask\""},
+                  });
 }
 
 TEST(NetworkNarrowingTest, AskTimeoutOnlyLower) {

@@ -12,8 +12,6 @@
 namespace lazaret::config {
 namespace {
 
-std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
-
 std::vector<std::string> Values(const std::optional<SettingList<std::string>>& l) {
   std::vector<std::string> out;
   if (l) {
@@ -24,7 +22,7 @@ std::vector<std::string> Values(const std::optional<SettingList<std::string>>& l
 
 std::string ListText(const std::vector<std::string>& v) {
   std::vector<std::string> quoted;
-  for (const std::string& s : v) quoted.push_back(Q(s));
+  for (const std::string& s : v) quoted.push_back(InQuotes(s));
   return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
 }
 
@@ -63,9 +61,9 @@ void CheckHttpNarrowing(const ProfileLayer& wp, const ProfileLayer& cp, const st
       if (covered) continue;
       diags.Widening(
           a.origin,
-          absl::StrCat("allows ", Q(absl::StrCat(a.value.method, " ", a.value.path_prefix)), " to ",
-                       Q(host), ", which no entry of ", base, ".http.", Q(rule->host),
-                       " in your configuration admits"),
+          absl::StrCat("allows ", InQuotes(absl::StrCat(a.value.method, " ", a.value.path_prefix)),
+                       " to ", InQuotes(host), ", which no entry of ", base, ".http.",
+                       InQuotes(rule->host), " in your configuration admits"),
           hint);
     }
   }
@@ -86,12 +84,13 @@ void CheckEgressSettings(const EgressSettings& w, const EgressSettings& c, const
     const auto g = granted(&EgressSettings::egress);
     const EgressMode limit = g ? g->value : EgressMode::kAsk;
     if (static_cast<int>(w.egress->value) > static_cast<int>(limit)) {
-      diags.Widening(w.egress->origin,
-                     absl::StrCat("sets ", at, ".egress to ", Q(EgressModeName(w.egress->value)),
-                                  "; your configuration has ", Q(EgressModeName(limit)),
-                                  " (a workspace may only move it toward \"names\": names < "
-                                  "ask < open)"),
-                     hint);
+      diags.Widening(
+          w.egress->origin,
+          absl::StrCat("sets ", at, ".egress to ", InQuotes(EgressModeName(w.egress->value)),
+                       "; your configuration has ", InQuotes(EgressModeName(limit)),
+                       " (a workspace may only move it toward \"names\": names < "
+                       "ask < open)"),
+          hint);
     }
   }
   if (w.ask_timeout) {
@@ -159,7 +158,7 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
     for (const Setting<vocab::Cidr>& n : w.default_allow->value) {
       if (!allow_is_narrower(n.value, c.default_allow->value)) {
         diags.Widening(n.origin,
-                       absl::StrCat("allows ", Q(n.value.ToString()),
+                       absl::StrCat("allows ", InQuotes(n.value.ToString()),
                                     ", which is neither an entry of network.default_allow in "
                                     "your configuration nor a part of one that avoids every "
                                     "denied range"),
@@ -173,13 +172,13 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
           std::any_of(w.default_deny->value.begin(), w.default_deny->value.end(),
                       [&](const Setting<vocab::Cidr>& d) { return d.value == n.value; });
       if (!kept) {
-        diags.Widening(
-            w.default_deny->origin,
-            absl::StrCat("drops ", Q(n.value.ToString()), " from network.default_deny (denied by ",
-                         LayerName(n.origin.layer), " ", n.origin.file,
-                         "); a workspace file may add deny entries, not remove or "
-                         "replace them"),
-            hint);
+        diags.Widening(w.default_deny->origin,
+                       absl::StrCat("drops ", InQuotes(n.value.ToString()),
+                                    " from network.default_deny (denied by ",
+                                    LayerName(n.origin.layer), " ", n.origin.file,
+                                    "); a workspace file may add deny entries, not remove or "
+                                    "replace them"),
+                       hint);
       }
     }
   }
@@ -196,7 +195,7 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
       }
       if (missing.empty()) continue;
       diags.Widening(d.origin,
-                     absl::StrCat("allows the name ", Q(d.value),
+                     absl::StrCat("allows the name ", InQuotes(d.value),
                                   ", which no name of network.default_allow_domains in your "
                                   "configuration covers, nor the allow_domains of profile ",
                                   absl::StrJoin(missing, ", ")),
@@ -229,13 +228,13 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
           own ? cp.default_allow->value : c.default_allow->value;
       for (const Setting<vocab::Cidr>& n : wp.default_allow->value) {
         if (!allow_is_narrower(n.value, granted)) {
-          diags.Widening(
-              n.origin,
-              absl::StrCat("allows ", Q(n.value.ToString()), ", which is neither an entry of ",
-                           own ? base + ".default_allow" : "network.default_allow",
-                           " (this profile's default_allow) in your configuration nor "
-                           "a part of one that avoids every denied range"),
-              hint);
+          diags.Widening(n.origin,
+                         absl::StrCat("allows ", InQuotes(n.value.ToString()),
+                                      ", which is neither an entry of ",
+                                      own ? base + ".default_allow" : "network.default_allow",
+                                      " (this profile's default_allow) in your configuration nor "
+                                      "a part of one that avoids every denied range"),
+                         hint);
         }
       }
     }
@@ -243,7 +242,7 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
       for (const Setting<vocab::Cidr>& n : wp.allow_egress->value) {
         if (!cp.allow_egress || !allow_is_narrower(n.value, cp.allow_egress->value)) {
           diags.Widening(n.origin,
-                         absl::StrCat("allows egress to ", Q(n.value.ToString()),
+                         absl::StrCat("allows egress to ", InQuotes(n.value.ToString()),
                                       ", which is neither an entry of ", base,
                                       ".allow_egress in your configuration nor a part of one "
                                       "that avoids every denied range"),
@@ -255,11 +254,12 @@ void CheckNetworkNarrowing(const LayerConfig& w, const LayerConfig& c, const std
       const std::vector<Setting<std::string>> granted = GrantedNames(c, cp);
       for (const Setting<std::string>& d : wp.allow_domains->value) {
         if (!NameCoveredBy(d.value, granted)) {
-          diags.Widening(d.origin,
-                         absl::StrCat("allows the name ", Q(d.value), ", which no name of ", base,
-                                      ".allow_domains or network.default_allow_domains in your "
-                                      "configuration covers"),
-                         hint);
+          diags.Widening(
+              d.origin,
+              absl::StrCat("allows the name ", InQuotes(d.value), ", which no name of ", base,
+                           ".allow_domains or network.default_allow_domains in your "
+                           "configuration covers"),
+              hint);
         }
       }
     }

@@ -9,34 +9,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/configd/schema.h"
+#include "services/configd/test_util.h"
 
 namespace lazaret::config {
 namespace {
 
+using testing::AllErrors;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::Parsed;
+using testing::ParseText;
 
-constexpr char kFile[] = "/home/u/.config/lazaret/config.toml";
-
-struct Parsed {
-  LayerConfig layer;
-  Diagnostics diags;
-};
-
-Parsed ParseText(const std::string& text) {
-  Parsed p;
-  p.layer = ParseLayer(Layer::kUser, kFile, text, p.diags);
-  return p;
-}
-
-std::string AllErrors(const Diagnostics& d) {
-  std::string out;
-  for (const Diagnostic& e : d.errors()) absl::StrAppend(&out, FormatDiagnostic(e), "\n");
-  return out;
-}
-
-std::vector<std::string> Values(const SettingList<std::string>& l) {
+std::vector<std::string> SettingValues(const SettingList<std::string>& l) {
   std::vector<std::string> out;
   for (const Setting<std::string>& s : l.value) out.push_back(s.value);
   return out;
@@ -62,24 +47,26 @@ default_allow = ["198.51.100.0/24"]
   EXPECT_THAT(p.diags.warnings(), IsEmpty());
   const LayerConfig& l = p.layer;
   ASSERT_TRUE(l.default_allow_domains);
-  EXPECT_THAT(Values(*l.default_allow_domains), ElementsAre("registry.npmjs.org", "*.example.org"));
+  EXPECT_THAT(SettingValues(*l.default_allow_domains),
+              ElementsAre("registry.npmjs.org", "*.example.org"));
   // Each entry keeps the line of its array element.
   EXPECT_EQ(l.default_allow_domains->origin.line, 3u);
   EXPECT_EQ(l.default_allow_domains->value[0].origin.line, 4u);
   EXPECT_EQ(l.default_allow_domains->value[1].origin.line, 5u);
   EXPECT_EQ(l.default_allow_domains->value[1].origin.key_path, "network.default_allow_domains[1]");
-  EXPECT_EQ(l.default_allow_domains->value[1].origin.file, kFile);
+  EXPECT_EQ(l.default_allow_domains->value[1].origin.file, testing::kUserConfigFile);
   EXPECT_EQ(l.default_allow_domains->value[1].origin.layer, Layer::kUser);
   ASSERT_TRUE(l.dns_upstream);
-  EXPECT_THAT(Values(*l.dns_upstream), ElementsAre("192.0.2.53:53", "192.0.2.54:5353",
-                                                   "[2001:db8::53]:53", "[2001:db8::54]:53"));
+  EXPECT_THAT(
+      SettingValues(*l.dns_upstream),
+      ElementsAre("192.0.2.53:53", "192.0.2.54:5353", "[2001:db8::53]:53", "[2001:db8::54]:53"));
   EXPECT_EQ(l.dns_upstream->origin.key_path, "network.dns_upstream");
   const ProfileLayer& names = l.profiles.at("names-only");
   ASSERT_TRUE(names.default_allow);
   EXPECT_THAT(names.default_allow->value, IsEmpty());
   EXPECT_EQ(names.default_allow->origin.key_path, "profiles.names-only.default_allow");
   ASSERT_TRUE(names.allow_domains);
-  EXPECT_THAT(Values(*names.allow_domains),
+  EXPECT_THAT(SettingValues(*names.allow_domains),
               ElementsAre("api.example.com", "*.githubusercontent.com"));
   EXPECT_EQ(names.allow_domains->value[1].origin.key_path, "profiles.names-only.allow_domains[1]");
   EXPECT_EQ(names.allow_domains->value[1].origin.line, 11u);
@@ -156,7 +143,7 @@ TEST(NetworkSchemaTest, BadValuesAreErrorsWithPositionAndFix) {
     Parsed p = ParseText(c.text);
     EXPECT_THAT(AllErrors(p.diags), HasSubstr(c.expected)) << c.name;
     for (const Diagnostic& d : p.diags.errors()) {
-      EXPECT_EQ(d.file, kFile) << c.name;
+      EXPECT_EQ(d.file, testing::kUserConfigFile) << c.name;
       EXPECT_GT(d.line, 0u) << c.name << ": " << FormatDiagnostic(d);
     }
   }
@@ -193,7 +180,8 @@ ports = ["3000", "8080:3000", "127.0.0.1:1455", "[::1]:3001", "0.0.0.0:9000:9000
   const ProfileLayer& dev = p.layer.profiles.at("dev");
   EXPECT_EQ(dev.net.egress->value, EgressMode::kOpen);
   std::vector<std::string> ports;
-  for (const Setting<vocab::PortSpec>& f : dev.ports->value) ports.push_back(vocab::FormatPortSpec(f.value));
+  for (const Setting<vocab::PortSpec>& f : dev.ports->value)
+    ports.push_back(vocab::FormatPortSpec(f.value));
   EXPECT_THAT(ports, ElementsAre("3000:3000", "8080:3000", "127.0.0.1:1455:1455", "[::1]:3001:3001",
                                  "0.0.0.0:9000:9000"));
 

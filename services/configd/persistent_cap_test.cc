@@ -21,16 +21,10 @@ using ::testing::IsEmpty;
 using testing::Load;
 using ::testing::Not;
 using testing::Scratch;
+using testing::SourceOf;
 using testing::Warnings;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
-
-const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key) {
-  for (const KeySource& k : p.sources) {
-    if (k.key_path == key) return &k;
-  }
-  return nullptr;
-}
 
 std::string Profile(const std::string& cap_line) {
   return absl::StrCat("[profiles.dev]\nimage = \"localhost/lazaret-sandbox:trixie\"\n", cap_line,

@@ -10,10 +10,6 @@
 namespace lazaret::config {
 namespace {
 
-std::string Q(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
-
-absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
-
 // What differs between the two global host directories.
 struct GlobalDirRules {
   unsigned tokens;             // expansion tokens allowed (schema.h)
@@ -27,7 +23,7 @@ std::optional<std::string> ResolveGlobalDir(const Setting<std::string>& s, const
                                             const GlobalDirRules& rules, Diagnostics& diags) {
   absl::StatusOr<std::string> expanded = ExpandGlobal(s, rules.tokens, *g.host);
   if (!expanded.ok()) {
-    diags.Error(s.origin, absl::StrCat(Q(s.value), " ", expanded.status().message()),
+    diags.Error(s.origin, absl::StrCat(InQuotes(s.value), " ", expanded.status().message()),
                 rules.expand_hint);
     return std::nullopt;
   }
@@ -38,8 +34,8 @@ std::optional<std::string> ResolveGlobalDir(const Setting<std::string>& s, const
   }
   if (!g.workspace_dir.empty() && vocab::IsAtOrUnder(*canon, g.workspace_dir)) {
     diags.Error(s.origin,
-                absl::StrCat("resolves to ", Q(*canon), ", inside the workspace ",
-                             Q(g.workspace_dir), ", which the agent can write"),
+                absl::StrCat("resolves to ", InQuotes(*canon), ", inside the workspace ",
+                             InQuotes(g.workspace_dir), ", which the agent can write"),
                 rules.workspace_hint);
     return std::nullopt;
   }
@@ -63,8 +59,8 @@ void AddSource(ResolvedProfile& p, const std::string& key, const Origin& o) {
 // The profile's own setting, else the network-wide one, else `fallback`.
 template <typename T>
 Setting<T> Pick(ResolvedProfile& p, const std::optional<Setting<T>>& own,
-                const std::optional<Setting<T>>& global, const std::string& base,
-                const char* key, T fallback) {
+                const std::optional<Setting<T>>& global, const std::string& base, const char* key,
+                T fallback) {
   if (own) {
     AddSource(p, absl::StrCat(base, ".", key), own->origin);
     return *own;
@@ -116,15 +112,15 @@ std::optional<ResolvedSecret> ResolveSecret(const SecretSpec& s, const ResolvedP
                               [&](const ResolvedSecret& o) { return o.sandbox_env == var; });
     if (in_env) {
       diags.Error(s.sandbox_env->origin,
-                  absl::StrCat("secret ", Q(s.name), " puts its placeholder in ", var, ", which ",
-                               base, ".env also sets: the sandbox gets one value"),
+                  absl::StrCat("secret ", InQuotes(s.name), " puts its placeholder in ", var,
+                               ", which ", base, ".env also sets: the sandbox gets one value"),
                   absl::StrCat("remove ", var, " from ", base,
                                ".env (the secret replaces it), or name another variable"));
       ok = false;
     } else if (other != p.secrets.end()) {
       diags.Error(s.sandbox_env->origin,
-                  absl::StrCat("secret ", Q(s.name), " puts its placeholder in ", var,
-                               ", as secret ", Q(other->name), " does"),
+                  absl::StrCat("secret ", InQuotes(s.name), " puts its placeholder in ", var,
+                               ", as secret ", InQuotes(other->name), " does"),
                   "give each secret its own sandbox_env");
       ok = false;
     } else {
@@ -135,14 +131,14 @@ std::optional<ResolvedSecret> ResolveSecret(const SecretSpec& s, const ResolvedP
     ExpansionValues values;
     values.home = g.host->home;
     absl::StatusOr<std::string> expanded =
-        ExpandHostPath(View(s.from.value), kSecretFileTokens, values);
+        ExpandHostPath(ViewOf(s.from.value), kSecretFileTokens, values);
     absl::StatusOr<std::string> canon = expanded;
     if (expanded.ok()) canon = CanonicalizeHostPath(*expanded);
     if (!canon.ok()) {
-      diags.Error(
-          s.from.origin,
-          absl::StrCat("secret ", Q(s.name), ": ", Q(s.from.value), " ", canon.status().message()),
-          "write \"file:PATH\" with an absolute path or one starting with ~/");
+      diags.Error(s.from.origin,
+                  absl::StrCat("secret ", InQuotes(s.name), ": ", InQuotes(s.from.value), " ",
+                               canon.status().message()),
+                  "write \"file:PATH\" with an absolute path or one starting with ~/");
       return std::nullopt;
     }
     // The directories the agent can read: a secret file there is no
@@ -163,13 +159,14 @@ std::optional<ResolvedSecret> ResolveSecret(const SecretSpec& s, const ResolvedP
     }
     for (const AgentWritableDir& d : readable) {
       if (!vocab::IsAtOrUnder(*canon, d.canonical)) continue;
-      diags.Error(s.from.origin,
-                  absl::StrCat("secret ", Q(s.name), " is read from ", Q(*canon),
-                               *canon == *expanded ? "" : absl::StrCat(" (", Q(*expanded), ")"),
-                               ", inside ", d.what, " ", Q(d.canonical),
-                               ", which the agent can read: the value would not stay secret"),
-                  "keep the file outside the workspace, data_root and the profile's volumes, "
-                  "e.g. in ~/.config/<service>/");
+      diags.Error(
+          s.from.origin,
+          absl::StrCat("secret ", InQuotes(s.name), " is read from ", InQuotes(*canon),
+                       *canon == *expanded ? "" : absl::StrCat(" (", InQuotes(*expanded), ")"),
+                       ", inside ", d.what, " ", InQuotes(d.canonical),
+                       ", which the agent can read: the value would not stay secret"),
+          "keep the file outside the workspace, data_root and the profile's volumes, "
+          "e.g. in ~/.config/<service>/");
       return std::nullopt;
     }
     out.from = *std::move(canon);
@@ -185,7 +182,7 @@ absl::StatusOr<std::string> ExpandGlobal(const Setting<std::string>& s, unsigned
   ExpansionValues v;
   v.home = host.home;
   v.runtime_dir = host.runtime_dir;
-  return ExpandHostPath(View(s.value), tokens, v);
+  return ExpandHostPath(ViewOf(s.value), tokens, v);
 }
 
 std::optional<std::string> ResolveDataRoot(const Setting<std::string>& s, const LoadContext& g,
@@ -216,7 +213,7 @@ std::optional<std::string> ResolveSocketDir(const Setting<std::string>& s, const
   if (!canon) return std::nullopt;
   if (!g.data_root.empty() && vocab::IsAtOrUnder(*canon, g.data_root)) {
     diags.Error(s.origin,
-                absl::StrCat("resolves to ", Q(*canon),
+                absl::StrCat("resolves to ", InQuotes(*canon),
                              ", inside data_root, whose directories are mounted into sandboxes"),
                 "use a private host directory such as \"{runtime_dir}/escalation\"");
     return std::nullopt;
@@ -234,7 +231,7 @@ std::optional<std::string> ResolveProfileDir(const std::string& name, const Orig
   if (!vocab::IsAtOrUnder(*canon, g.data_root) || *canon == g.data_root) {
     diags.Error(at,
                 absl::StrCat("profile directory ", g.data_root, "/", name, " resolves to ",
-                             Q(*canon), ", outside data_root ", Q(g.data_root)),
+                             InQuotes(*canon), ", outside data_root ", InQuotes(g.data_root)),
                 absl::StrCat("remove the symlink at ", g.data_root, "/", name));
     return std::nullopt;
   }
@@ -259,18 +256,19 @@ std::optional<std::string> ResolveVolumeHost(const VolumeSpec& v, const std::str
     return std::nullopt;
   };
   absl::StatusOr<std::string> expanded =
-      ExpandHostPath(View(v.host.value), kVolumeHostTokens, values);
+      ExpandHostPath(ViewOf(v.host.value), kVolumeHostTokens, values);
   if (!expanded.ok()) {
-    return fail(absl::StrCat(Q(v.host.value), " ", expanded.status().message()),
+    return fail(absl::StrCat(InQuotes(v.host.value), " ", expanded.status().message()),
                 "volume hosts are absolute, or start with ~/, {profile_dir} or {workspace_dir}");
   }
   absl::StatusOr<std::string> canon = CanonicalizeHostPath(*expanded);
   if (!canon.ok()) return fail(std::string(canon.status().message()), "");
-  const std::string shown =
-      *canon == *expanded ? Q(*canon) : absl::StrCat(Q(*expanded), " (canonical ", Q(*canon), ")");
+  const std::string shown = *canon == *expanded ? InQuotes(*canon)
+                                                : absl::StrCat(InQuotes(*expanded), " (canonical ",
+                                                               InQuotes(*canon), ")");
   if (absl::Status st = CheckNotSensitive(*canon, g.sensitive, /*refuse_ancestors=*/true);
       !st.ok()) {
-    return fail(absl::StrCat("volume ", Q(v.host.value), " ", st.message()),
+    return fail(absl::StrCat("volume ", InQuotes(v.host.value), " ", st.message()),
                 "volumes may not expose credentials, Lazaret's own files or the workspace's "
                 "git directory; mount a narrower directory");
   }
@@ -305,9 +303,9 @@ void CheckAutoApprovePaths(const SettingList<vocab::CommandPrefix>& entries, con
       }
       if (where == nullptr) continue;
       diags.Error(e.origin,
-                  absl::StrCat(Q(e.value.text), " names ", Q(a),
-                               path == a ? "" : absl::StrCat(" (canonical ", Q(path), ")"),
-                               ", inside ", where, " ", Q(dir),
+                  absl::StrCat(InQuotes(e.value.text), " names ", InQuotes(a),
+                               path == a ? "" : absl::StrCat(" (canonical ", InQuotes(path), ")"),
+                               ", inside ", where, " ", InQuotes(dir),
                                ", which the agent can write: by the time the command runs the "
                                "file may be a symlink to any of yours"),
                   "name a file outside the workspace and data_root, or let the agent ask");
@@ -325,7 +323,7 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
   if (!pl.image) {
     Origin at = pl.origin;
     at.key_path = base;
-    diags.Error(at, absl::StrCat("profile ", Q(name), " has no image"),
+    diags.Error(at, absl::StrCat("profile ", InQuotes(name), " has no image"),
                 absl::StrCat("add image = \"<registry>/<name>:<tag>\" to [", base, "]"));
     ok = false;
   } else {
@@ -383,11 +381,12 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     // Only the CIDRs the user listed for the profile open addresses when
     // names decide; a default_allow written for open egress would
     // otherwise silently do nothing.
-    diags.Warning(default_allow.origin,
-                  absl::StrCat("default_allow is ignored when egress is not open (profile ",
-                               Q(name), " has egress = ", Q(EgressModeName(p.egress.value)), ")"),
-                  absl::StrCat("list the networks this profile needs in ", base,
-                               ".allow_egress, or set egress = \"open\""));
+    diags.Warning(
+        default_allow.origin,
+        absl::StrCat("default_allow is ignored when egress is not open (profile ", InQuotes(name),
+                     " has egress = ", InQuotes(EgressModeName(p.egress.value)), ")"),
+        absl::StrCat("list the networks this profile needs in ", base,
+                     ".allow_egress, or set egress = \"open\""));
   }
   if (pl.allow_egress) {
     AppendNew(p.allow, pl.allow_egress->value);
@@ -454,9 +453,8 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
   }
   p.on_detach_stop = PickTable(p, pl.session.on_detach_stop, m.session.on_detach_stop, base,
                                "session", "on_detach", false);
-  p.detached_limit_seconds =
-      PickTable(p, pl.session.detached_limit, m.session.detached_limit, base, "session",
-                "detached_limit", kDefaultDetachedLimitSeconds);
+  p.detached_limit_seconds = PickTable(p, pl.session.detached_limit, m.session.detached_limit, base,
+                                       "session", "detached_limit", kDefaultDetachedLimitSeconds);
   p.clipboard_write = PickTable(p, pl.terminal.clipboard_write, m.terminal.clipboard_write, base,
                                 "terminal", "clipboard_write", false);
   // After env and volumes: a secret's variable and file are checked
@@ -474,7 +472,7 @@ std::optional<ResolvedProfile> ResolveProfile(const LayerConfig& m, const std::s
     vocab::HttpRule r{host, {}};
     for (const Setting<vocab::HttpAllow>& a : rule.allow) r.allow.push_back(a.value);
     p.http_rules.push_back(std::move(r));
-    AddSource(p, absl::StrCat(base, ".http.", Q(host)), rule.origin);
+    AddSource(p, absl::StrCat(base, ".http.", InQuotes(host)), rule.origin);
   }
   if (!ok) return std::nullopt;
   return p;

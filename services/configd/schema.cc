@@ -21,24 +21,33 @@ namespace {
 
 using KeyList = std::vector<absl::string_view>;
 
-const KeyList kTopKeys = {"default_profile", "storage", "network", "escalation",
+const KeyList kTopKeys = {"default_profile", "storage",  "network", "escalation",
                           "session",         "terminal", "profiles"};
 const KeyList kStorageKeys = {"data_root"};
-const KeyList kNetworkKeys = {"default_allow", "default_deny", "default_allow_domains",
-                              "dns_upstream",  "egress",       "ask_timeout",
+const KeyList kNetworkKeys = {"default_allow",  "default_deny", "default_allow_domains",
+                              "dns_upstream",   "egress",       "ask_timeout",
                               "ask_unattended", "trust_host_ca"};
 const KeyList kEscalationKeys = {"enabled",         "socket_dir",       "auto_approve",
                                  "command_timeout", "approval_timeout", "rate_limit",
                                  "approver"};
-const KeyList kProfileKeys = {"image",           "persistent_dirs",
-                              "allow_egress",    "default_allow",
-                              "allow_domains",   "env",
-                              "volumes",         "keep_planted_repositories",
-                              "command_timeout", "persistent_cap",
-                              "egress",          "ask_timeout",
-                              "ask_unattended",  "trust_host_ca",
-                              "ports",           "session",
-                              "terminal",        "secrets",
+const KeyList kProfileKeys = {"image",
+                              "persistent_dirs",
+                              "allow_egress",
+                              "default_allow",
+                              "allow_domains",
+                              "env",
+                              "volumes",
+                              "keep_planted_repositories",
+                              "command_timeout",
+                              "persistent_cap",
+                              "egress",
+                              "ask_timeout",
+                              "ask_unattended",
+                              "trust_host_ca",
+                              "ports",
+                              "session",
+                              "terminal",
+                              "secrets",
                               "http"};
 const KeyList kVolumeKeys = {"host", "container", "mode"};
 const KeyList kSessionKeys = {"on_detach", "detached_limit"};
@@ -48,14 +57,17 @@ const KeyList kHttpKeys = {"allow"};
 
 // Where each known key lives, for "belongs in [section]" hints.
 const std::vector<std::pair<const KeyList*, const char*>> kSections = {
-    {&kTopKeys, "the top level"},         {&kStorageKeys, "[storage]"},
-    {&kNetworkKeys, "[network]"},         {&kEscalationKeys, "[escalation]"},
-    {&kProfileKeys, "[profiles.<name>]"}, {&kVolumeKeys, "[[profiles.<name>.volumes]]"},
-    {&kSessionKeys, "[session]"},         {&kTerminalKeys, "[terminal]"},
+    {&kTopKeys, "the top level"},
+    {&kStorageKeys, "[storage]"},
+    {&kNetworkKeys, "[network]"},
+    {&kEscalationKeys, "[escalation]"},
+    {&kProfileKeys, "[profiles.<name>]"},
+    {&kVolumeKeys, "[[profiles.<name>.volumes]]"},
+    {&kSessionKeys, "[session]"},
+    {&kTerminalKeys, "[terminal]"},
     {&kSecretKeys, "[profiles.<name>.secrets.<secret>]"},
     {&kHttpKeys, "[profiles.<name>.http.\"<host>\"]"},
 };
-absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
 
 class LayerParser {
  public:
@@ -219,7 +231,7 @@ class LayerParser {
       const std::string kp = absl::StrCat(path, ".image");
       if (auto s = r_.String(*n, kp)) {
         std::string warning;
-        if (absl::Status st = CheckImageReference(View(s->value), &warning); !st.ok()) {
+        if (absl::Status st = CheckImageReference(ViewOf(s->value), &warning); !st.ok()) {
           diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), ": ", st.message()),
                        "write a full reference such as "
                        "\"docker.io/library/debian:trixie-20250101\" or "
@@ -246,7 +258,7 @@ class LayerParser {
             ok = false;
             continue;
           }
-          absl::StatusOr<std::string> clean = CheckContainerPath(View(s->value));
+          absl::StatusOr<std::string> clean = CheckContainerPath(ViewOf(s->value));
           if (!clean.ok()) {
             diags_.Error(s->origin,
                          absl::StrCat(QuoteValue(s->value), " ", clean.status().message()),
@@ -530,7 +542,7 @@ class LayerParser {
   bool SecretFrom(const toml::node& n, const std::string& path, SecretSpec& out) {
     std::optional<Setting<std::string>> v = r_.String(n, path);
     if (!v) return false;
-    const absl::string_view text = View(v->value);
+    const absl::string_view text = ViewOf(v->value);
     if (absl::StartsWith(text, "env:")) {
       const absl::string_view var = text.substr(4);
       if (!IsValidEnvName(var)) {
@@ -611,7 +623,7 @@ class LayerParser {
       return true;
     }
     if (absl::StartsWith(v->value, "header:")) {
-      absl::StatusOr<std::string> header = vocab::CheckInjectHeaderName(View(v->value).substr(7));
+      absl::StatusOr<std::string> header = vocab::CheckInjectHeaderName(ViewOf(v->value).substr(7));
       if (!header.ok()) {
         diags_.Error(v->origin, std::string(header.status().message()),
                      "name the header the service reads the key from, e.g. "
@@ -639,7 +651,7 @@ class LayerParser {
       const std::string written(key.str());
       const std::string hp = absl::StrCat(path, ".", QuoteValue(written));
       const Origin at = r_.At(hp, key.source().begin.line, key.source().begin.column);
-      absl::StatusOr<std::string> host = vocab::CheckDomainPattern(View(written));
+      absl::StatusOr<std::string> host = vocab::CheckDomainPattern(ViewOf(written));
       if (!host.ok()) {
         diags_.Error(at, std::string(host.status().message()),
                      "write a host name such as \"api.example.com\", or \"*.example.com\" for "
@@ -688,7 +700,7 @@ class LayerParser {
     if (const toml::node* n = t.get("egress")) {
       const std::string kp = absl::StrCat(path, ".egress");
       if (auto s = r_.String(*n, kp)) {
-        absl::StatusOr<EgressMode> mode = ParseEgressMode(View(s->value));
+        absl::StatusOr<EgressMode> mode = ParseEgressMode(ViewOf(s->value));
         if (mode.ok()) {
           out.egress = Setting<EgressMode>{*mode, s->origin};
         } else {
@@ -788,7 +800,7 @@ class LayerParser {
       ok = false;
     }
     if (auto c = r_.String(*container, absl::StrCat(path, ".container"))) {
-      absl::StatusOr<std::string> clean = CheckContainerPath(View(c->value));
+      absl::StatusOr<std::string> clean = CheckContainerPath(ViewOf(c->value));
       if (clean.ok()) {
         v.container = {*clean, c->origin};
       } else {
@@ -802,7 +814,7 @@ class LayerParser {
     v.mode_text = "ro";
     if (const toml::node* m = t->get("mode")) {
       if (auto s = r_.String(*m, absl::StrCat(path, ".mode"))) {
-        if (absl::Status st = ParseVolumeMode(View(s->value), &v.access, &v.selinux); !st.ok()) {
+        if (absl::Status st = ParseVolumeMode(ViewOf(s->value), &v.access, &v.selinux); !st.ok()) {
           diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), ": ", st.message()),
                        "mode is a comma-separated subset of ro|rw and z|Z, e.g. \"ro\", \"rw\", "
                        "\"ro,z\", \"rw,Z\"");

@@ -4,30 +4,17 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "services/configd/test_util.h"
 #include "services/vocab/profile_name.h"
 
 namespace lazaret::config {
 namespace {
 
+using testing::AllErrors;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-struct Parsed {
-  LayerConfig layer;
-  Diagnostics diags;
-};
-
-Parsed ParseText(const std::string& text) {
-  Parsed p;
-  p.layer = ParseLayer(Layer::kUser, "/home/u/.config/lazaret/config.toml", text, p.diags);
-  return p;
-}
-
-std::string AllErrors(const Diagnostics& d) {
-  std::string out;
-  for (const Diagnostic& e : d.errors()) absl::StrAppend(&out, FormatDiagnostic(e), "\n");
-  return out;
-}
+using testing::Parsed;
+using testing::ParseText;
 
 TEST(SchemaTest, PersistsSystemDirectories) {
   Parsed p = ParseText(

@@ -24,7 +24,7 @@ using ::testing::IsEmpty;
 using testing::Load;
 using testing::Scratch;
 
-constexpr char kUser[] = R"(
+constexpr char kSecretsUser[] = R"(
 [profiles.claude]
 image = "localhost/x:1"
 env = { OTHER = "literal" }
@@ -63,7 +63,7 @@ std::vector<std::string> AllowTexts(const vocab::HttpRule& r) {
 TEST(SecretsLoaderTest, EveryKeyIsResolvedInNameAndHostOrder) {
   Scratch s;
   s.Dir("home/src");
-  LoadedConfig c = Load(s, kUser);
+  LoadedConfig c = Load(s, kSecretsUser);
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> p = c.Profile("claude");
   ASSERT_TRUE(p.ok()) << p.status();

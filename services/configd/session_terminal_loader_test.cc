@@ -15,17 +15,11 @@
 namespace lazaret::config {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Errors;
+using ::testing::HasSubstr;
 using testing::Load;
 using testing::Scratch;
-
-const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key) {
-  for (const KeySource& k : p.sources) {
-    if (k.key_path == key) return &k;
-  }
-  return nullptr;
-}
+using testing::SourceOf;
 
 TEST(SessionTerminalLoaderTest, DefaultsKeepTwelveHoursAndBlockTheClipboard) {
   Scratch s;
@@ -109,7 +103,8 @@ TEST(SessionTerminalLoaderTest, BadValuesSayWhatIsAllowed) {
            {"session = 1\n", "session"},
            {"[profiles.dev]\nimage = \"localhost/x:1\"\nsession = \"keep\"\n",
             "profiles.dev.session"},
-           {"[profiles.dev]\nimage = \"localhost/x:1\"\n[profiles.dev.session]\ndetached_limt = \"1h\"\n",
+           {"[profiles.dev]\nimage = \"localhost/x:1\"\n[profiles.dev.session]\ndetached_limt = "
+            "\"1h\"\n",
             "did you mean 'detached_limit'?"},
        }) {
     LoadedConfig c = Load(s, k.text);
@@ -117,15 +112,15 @@ TEST(SessionTerminalLoaderTest, BadValuesSayWhatIsAllowed) {
     EXPECT_THAT(Errors(c), HasSubstr(k.error)) << k.text;
   }
   // The bounds themselves are fine.
-  for (const char* ok : {"[session]\ndetached_limit = \"1m\"\n",
-                         "[session]\ndetached_limit = \"30d\"\n",
-                         "[session]\ndetached_limit = \"720h\"\n"}) {
+  for (const char* ok :
+       {"[session]\ndetached_limit = \"1m\"\n", "[session]\ndetached_limit = \"30d\"\n",
+        "[session]\ndetached_limit = \"720h\"\n"}) {
     LoadedConfig c = Load(s, ok);
     EXPECT_TRUE(c.status().ok()) << ok << Errors(c);
   }
 }
 
-constexpr char kUser[] = R"(
+constexpr char kSessionUser[] = R"(
 [session]
 detached_limit = "4h"
 [profiles.st]
@@ -168,28 +163,29 @@ TEST(SessionTerminalNarrowingTest, AWorkspaceMayOnlyStopSoonerAndBlockTheClipboa
             "[profiles.st.terminal]\nclipboard_write = true\n",
             "sets profiles.st.terminal.clipboard_write"},
        }) {
-    LoadedConfig loaded = Load(s, kUser, k.workspace);
+    LoadedConfig loaded = Load(s, kSessionUser, k.workspace);
     if (k.refusal == nullptr) {
       EXPECT_TRUE(loaded.status().ok()) << k.name << "\n" << Errors(loaded);
       continue;
     }
     EXPECT_EQ(loaded.status().code(), absl::StatusCode::kPermissionDenied) << k.name;
     EXPECT_THAT(Errors(loaded), HasSubstr(k.refusal)) << k.name;
-    LoadedConfig trusted = Load(s, kUser, k.workspace, "", /*workspace_trusted=*/true);
+    LoadedConfig trusted = Load(s, kSessionUser, k.workspace, "", /*workspace_trusted=*/true);
     EXPECT_TRUE(trusted.status().ok()) << k.name << "\n" << Errors(trusted);
   }
 }
 
 TEST(SessionTerminalNarrowingTest, ANarrowingWorkspaceWinsAndAnExplicitFileMayWiden) {
   Scratch s;
-  LoadedConfig c = Load(s, kUser, "[profiles.cb.terminal]\nclipboard_write = false\n");
+  LoadedConfig c = Load(s, kSessionUser, "[profiles.cb.terminal]\nclipboard_write = false\n");
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> cb = c.Profile("cb");
   ASSERT_TRUE(cb.ok());
   EXPECT_FALSE(cb->clipboard_write);
   EXPECT_EQ(SourceOf(*cb, "profiles.cb.terminal.clipboard_write")->layer, Layer::kWorkspace);
   // --config is the user's own: it may turn clipboard writes on.
-  c = Load(s, kUser, "", "[terminal]\nclipboard_write = true\n[session]\ndetached_limit = \"2d\"\n");
+  c = Load(s, kSessionUser, "",
+           "[terminal]\nclipboard_write = true\n[session]\ndetached_limit = \"2d\"\n");
   ASSERT_TRUE(c.status().ok()) << Errors(c);
   absl::StatusOr<ResolvedProfile> def = c.Profile("default");
   ASSERT_TRUE(def.ok());

@@ -109,4 +109,23 @@ std::string Warnings(const LoadedConfig& c) {
   return out;
 }
 
+Parsed ParseText(const std::string& text) {
+  Parsed p;
+  p.layer = ParseLayer(Layer::kUser, kUserConfigFile, text, p.diags);
+  return p;
+}
+
+std::string AllErrors(const Diagnostics& d) {
+  std::string out;
+  for (const Diagnostic& e : d.errors()) absl::StrAppend(&out, FormatDiagnostic(e), "\n");
+  return out;
+}
+
+const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key) {
+  for (const KeySource& k : p.sources) {
+    if (k.key_path == key) return &k;
+  }
+  return nullptr;
+}
+
 }  // namespace lazaret::config::testing

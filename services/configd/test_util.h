@@ -7,6 +7,7 @@
 
 #include "services/common/profile_paths/host_paths.h"
 #include "services/configd/loader.h"
+#include "services/configd/schema.h"
 
 namespace lazaret::config::testing {
 
@@ -46,6 +47,23 @@ LoadedConfig Load(const Scratch& s, const std::string& user, const std::string& 
 // All error messages joined, for EXPECT_THAT(..., HasSubstr(...)).
 std::string Errors(const LoadedConfig& c);
 std::string Warnings(const LoadedConfig& c);
+
+// The user's config.toml as the parse-only tests name it.
+inline constexpr char kUserConfigFile[] = "/home/u/.config/lazaret/config.toml";
+
+// One user layer parsed from text (as kUserConfigFile), with what parsing
+// reported.
+struct Parsed {
+  LayerConfig layer;
+  Diagnostics diags;
+};
+Parsed ParseText(const std::string& text);
+
+// Every error of `d`, formatted, one per line.
+std::string AllErrors(const Diagnostics& d);
+
+// Where a resolved profile's key came from; nullptr when it has no source.
+const KeySource* SourceOf(const ResolvedProfile& p, const std::string& key);
 
 }  // namespace lazaret::config::testing
 

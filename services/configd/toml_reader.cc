@@ -7,8 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "services/configd/dns_upstream.h"
 #include "services/common/profile_paths/host_paths.h"
+#include "services/configd/dns_upstream.h"
 #include "services/vocab/domain_pattern.h"
 #include "services/vocab/http_rule.h"
 
@@ -39,8 +39,6 @@ const char* TypeName(const toml::node& n) {
       return "nothing";
   }
 }
-
-absl::string_view View(const std::string& s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
 
@@ -135,7 +133,7 @@ std::optional<Setting<std::string>> TomlReader::PathTemplate(const toml::node& n
     diags_.Error(s->origin, "the path contains a control character");
     return std::nullopt;
   }
-  if (absl::Status st = CheckPathTemplate(View(s->value), tokens); !st.ok()) {
+  if (absl::Status st = CheckPathTemplate(ViewOf(s->value), tokens); !st.ok()) {
     diags_.Error(s->origin, absl::StrCat(QuoteValue(s->value), " ", st.message()),
                  "paths may start with ~/ and use only the tokens listed; see "
                  "docs/configuration.md#expansion");
@@ -165,10 +163,10 @@ std::optional<SettingList<T>> TomlReader::StringList(const toml::node& n, const 
 }
 
 std::optional<SettingList<vocab::Cidr>> TomlReader::CidrList(const toml::node& n,
-                                                      const std::string& path) {
+                                                             const std::string& path) {
   return StringList<vocab::Cidr>(
       n, path, [&](const Setting<std::string>& s) -> std::optional<vocab::Cidr> {
-        absl::StatusOr<vocab::Cidr> c = vocab::Cidr::Parse(View(s.value));
+        absl::StatusOr<vocab::Cidr> c = vocab::Cidr::Parse(ViewOf(s.value));
         if (!c.ok()) {
           diags_.Error(s.origin, std::string(c.status().message()),
                        "write a network in CIDR form with its host bits zero, e.g. "
@@ -183,7 +181,7 @@ std::optional<SettingList<std::string>> TomlReader::DomainList(const toml::node&
                                                                const std::string& path) {
   return StringList<std::string>(
       n, path, [&](const Setting<std::string>& s) -> std::optional<std::string> {
-        absl::StatusOr<std::string> name = vocab::CheckDomainPattern(View(s.value));
+        absl::StatusOr<std::string> name = vocab::CheckDomainPattern(ViewOf(s.value));
         if (!name.ok()) {
           diags_.Error(s.origin, std::string(name.status().message()),
                        "write a host name such as \"api.example.com\", or \"*.example.com\" for "
@@ -198,7 +196,7 @@ std::optional<SettingList<vocab::HttpAllow>> TomlReader::HttpAllowList(const tom
                                                                        const std::string& path) {
   return StringList<vocab::HttpAllow>(
       n, path, [&](const Setting<std::string>& s) -> std::optional<vocab::HttpAllow> {
-        absl::StatusOr<vocab::HttpAllow> e = vocab::ParseHttpAllow(View(s.value));
+        absl::StatusOr<vocab::HttpAllow> e = vocab::ParseHttpAllow(ViewOf(s.value));
         if (!e.ok()) {
           diags_.Error(s.origin, std::string(e.status().message()),
                        "write \"METHOD /path-prefix\", e.g. \"POST /v1/messages\", \"GET /\" or "
@@ -210,7 +208,8 @@ std::optional<SettingList<vocab::HttpAllow>> TomlReader::HttpAllowList(const tom
 }
 
 std::optional<SettingList<vocab::PortSpec>> TomlReader::PortList(const toml::node& n,
-                                                         const std::string& path, size_t max) {
+                                                                 const std::string& path,
+                                                                 size_t max) {
   if (const toml::array* a = n.as_array(); a != nullptr && a->size() > max) {
     diags_.Error(At(path, n), absl::StrCat("more than ", max, " port forwards"),
                  "a profile opens a few ports; forward the others live with lazaret port");
@@ -219,7 +218,7 @@ std::optional<SettingList<vocab::PortSpec>> TomlReader::PortList(const toml::nod
   std::vector<vocab::PortSpec> seen;
   return StringList<vocab::PortSpec>(
       n, path, [&](const Setting<std::string>& s) -> std::optional<vocab::PortSpec> {
-        absl::StatusOr<vocab::PortSpec> spec = vocab::ParsePortSpec(View(s.value));
+        absl::StatusOr<vocab::PortSpec> spec = vocab::ParsePortSpec(ViewOf(s.value));
         if (!spec.ok()) {
           diags_.Error(s.origin, absl::StrCat(QuoteValue(s.value), ": ", spec.status().message()),
                        "write [ADDRESS:]HOSTPORT[:SANDBOXPORT], e.g. \"3000\", \"8080:3000\", "
@@ -246,7 +245,7 @@ std::optional<SettingList<std::string>> TomlReader::DnsUpstreamList(const toml::
   std::vector<std::string> seen;
   return StringList<std::string>(
       n, path, [&](const Setting<std::string>& s) -> std::optional<std::string> {
-        absl::StatusOr<std::string> upstream = CheckDnsUpstream(View(s.value));
+        absl::StatusOr<std::string> upstream = CheckDnsUpstream(ViewOf(s.value));
         if (!upstream.ok()) {
           diags_.Error(s.origin, std::string(upstream.status().message()),
                        "write a resolver's address with an optional port, e.g. \"192.0.2.53\", "
@@ -266,7 +265,7 @@ std::optional<SettingList<std::string>> TomlReader::DnsUpstreamList(const toml::
 }
 
 std::optional<SettingList<vocab::CommandPrefix>> TomlReader::AutoApprove(const toml::node& n,
-                                                                  const std::string& path) {
+                                                                         const std::string& path) {
   const toml::array* a = Array(n, path);
   if (a == nullptr) return std::nullopt;
   SettingList<vocab::CommandPrefix> out{{}, At(path, n)};
@@ -285,7 +284,7 @@ std::optional<SettingList<vocab::CommandPrefix>> TomlReader::AutoApprove(const t
 }
 
 std::optional<Setting<vocab::CommandPrefix>> TomlReader::AutoApproveEntry(const toml::node& n,
-                                                                   const std::string& path) {
+                                                                          const std::string& path) {
   static constexpr char kForms[] =
       "a string \"cmd args\" or a table { prefix = \"cmd args\", options = [\"--opt\"] } or "
       "{ exact = \"cmd args\" }";
@@ -345,7 +344,7 @@ std::optional<Setting<vocab::CommandPrefix>> TomlReader::AutoApproveEntry(const 
   if (!s) return std::nullopt;
   std::vector<std::string> warnings;
   absl::StatusOr<vocab::CommandPrefix> p =
-      vocab::CheckAutoApproveEntry(View(s->value), form, options, &warnings);
+      vocab::CheckAutoApproveEntry(ViewOf(s->value), form, options, &warnings);
   if (!p.ok()) {
     const bool about_options = absl::StartsWith(p.status().message(), "options ");
     diags_.Error(about_options && options_origin ? *options_origin : s->origin,
@@ -387,7 +386,7 @@ std::optional<Setting<uint64_t>> TomlReader::ByteSize(const toml::node& n, const
     std::optional<Setting<std::string>> s = String(n, path);
     if (!s) return std::nullopt;
     shown = QuoteValue(s->value);
-    bytes = ParseByteSize(View(s->value));
+    bytes = ParseByteSize(ViewOf(s->value));
   } else {
     diags_.Error(At(path, n), absl::StrCat("expected a size such as \"4GiB\", found ", TypeName(n)),
                  example);
@@ -408,20 +407,18 @@ std::optional<Setting<uint64_t>> TomlReader::ByteSize(const toml::node& n, const
   return Setting<uint64_t>{*bytes, At(path, n)};
 }
 
-std::optional<Setting<uint32_t>> TomlReader::Duration(const toml::node& n,
-                                                      const std::string& path, uint32_t min,
-                                                      uint32_t max) {
+std::optional<Setting<uint32_t>> TomlReader::Duration(const toml::node& n, const std::string& path,
+                                                      uint32_t min, uint32_t max) {
   const std::string key = path.substr(path.rfind('.') + 1);
   const std::string example = absl::StrCat("write, e.g., ", key, " = \"12h\"");
   if (n.as_string() == nullptr) {
     diags_.Error(At(path, n),
-                 absl::StrCat("expected a duration such as \"12h\", found ", TypeName(n)),
-                 example);
+                 absl::StrCat("expected a duration such as \"12h\", found ", TypeName(n)), example);
     return std::nullopt;
   }
   std::optional<Setting<std::string>> s = String(n, path);
   if (!s) return std::nullopt;
-  absl::StatusOr<uint32_t> seconds = ParseDuration(View(s->value));
+  absl::StatusOr<uint32_t> seconds = ParseDuration(ViewOf(s->value));
   if (!seconds.ok() && seconds.status().code() == absl::StatusCode::kInvalidArgument) {
     diags_.Error(s->origin,
                  absl::StrCat(QuoteValue(s->value),
@@ -431,11 +428,11 @@ std::optional<Setting<uint32_t>> TomlReader::Duration(const toml::node& n,
     return std::nullopt;
   }
   if (!seconds.ok() || *seconds < min || *seconds > max) {
-    diags_.Error(s->origin,
-                 absl::StrCat(QuoteValue(s->value), " is out of range: the value must be between ",
-                              QuoteValue(FormatDuration(min)), " and ",
-                              QuoteValue(FormatDuration(max))),
-                 example);
+    diags_.Error(
+        s->origin,
+        absl::StrCat(QuoteValue(s->value), " is out of range: the value must be between ",
+                     QuoteValue(FormatDuration(min)), " and ", QuoteValue(FormatDuration(max))),
+        example);
     return std::nullopt;
   }
   return Setting<uint32_t>{*seconds, s->origin};

@@ -32,10 +32,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-constexpr char kHost[] = "api.example.com";
+constexpr char kConnHost[] = "api.example.com";
 constexpr char kOtherHost[] = "other.example.com";
-constexpr char kPh[] = "lzs-0123456789abcdef0123456789abcdef";
-constexpr char kValue[] = "sk-REAL-SECRET-VALUE-42";
+constexpr char kConnPlaceholder[] = "lzs-0123456789abcdef0123456789abcdef";
+constexpr char kConnSecretValue[] = "sk-REAL-SECRET-VALUE-42";
 
 // As in the service (service_main): a peer gone is a write error, not the
 // process's death (OpenSSL writes to its socket with write(2)).
@@ -111,7 +111,7 @@ class Acceptor {
 class EchoUpstream {
  public:
   EchoUpstream() {
-    ca_ = *SessionCa::Create("upstream-test", {kHost, kOtherHost});
+    ca_ = *SessionCa::Create("upstream-test", {kConnHost, kOtherHost});
     ca_file_ = dir_.path() + "/upstream-ca.pem";
     std::ofstream(ca_file_) << ca_->CaPem();
     ctx_ = SSL_CTX_new(TLS_server_method());
@@ -134,7 +134,7 @@ class EchoUpstream {
   static int OnName(SSL* ssl, int*, void* arg) {
     auto* self = static_cast<EchoUpstream*>(arg);
     const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    auto leaf = self->ca_->LeafFor(name != nullptr ? name : kHost);
+    auto leaf = self->ca_->LeafFor(name != nullptr ? name : kConnHost);
     if (!leaf.ok()) return SSL_TLSEXT_ERR_ALERT_FATAL;
     SSL_use_certificate(ssl, (*leaf)->cert.get());
     SSL_use_PrivateKey(ssl, (*leaf)->key.get());
@@ -172,9 +172,9 @@ class EchoUpstream {
           requests_.push_back(head);
         }
         buf.erase(0, std::min(buf.size(), end + 4 + len));
-        const std::string response =
-            absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ",
-                         head.size(), "\r\n\r\n", head);
+        const std::string response = absl::StrCat(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ", head.size(),
+            "\r\n\r\n", head);
         if (SSL_write(ssl, response.data(), static_cast<int>(response.size())) <= 0) break;
       }
     }
@@ -224,14 +224,14 @@ class ConnectionTest : public ::testing::Test {
   void SetUp() override {
     SecretSpec s;
     s.name = "vendor";
-    s.placeholder = kPh;
-    s.value = kValue;
-    s.hosts = {kHost};
+    s.placeholder = kConnPlaceholder;
+    s.value = kConnSecretValue;
+    s.hosts = {kConnHost};
     s.header = "x-api-key";
     guard_ = std::make_unique<RequestGuard>(
         std::vector<SecretSpec>{s},
         std::vector<vocab::HttpRule>{{.host = kOtherHost, .allow = {{"*", "/"}}}});
-    ca_ = *SessionCa::Create("test", {kHost, kOtherHost});
+    ca_ = *SessionCa::Create("test", {kConnHost, kOtherHost});
     session_ca_file_ = dir_.path() + "/session-ca.pem";
     std::ofstream(session_ca_file_) << ca_->CaPem();
     dialer_ = std::make_unique<LoopbackDialer>(upstream_.port());
@@ -309,21 +309,23 @@ class ConnectionTest : public ::testing::Test {
 };
 
 TEST_F(ConnectionTest, InjectsOverRealTlsAndRedactsTheEcho) {
-  ClientResult r = Fetch(kHost, absl::StrCat("GET /v1/models HTTP/1.1\r\nHost: ", kHost,
-                                             "\r\nx-api-key: ", kPh, "\r\nConnection: close\r\n\r\n"));
+  ClientResult r = Fetch(kConnHost, absl::StrCat("GET /v1/models HTTP/1.1\r\nHost: ", kConnHost,
+                                                 "\r\nx-api-key: ", kConnPlaceholder,
+                                                 "\r\nConnection: close\r\n\r\n"));
   ASSERT_TRUE(r.handshake_ok);
   EXPECT_THAT(r.response, StartsWith("HTTP/1.1 200 OK\r\n"));
   // The upstream saw the real value ...
   const std::vector<std::string> seen = upstream_.requests();
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_THAT(seen[0], HasSubstr(absl::StrCat("x-api-key: ", kValue, "\r\n")));
+  EXPECT_THAT(seen[0], HasSubstr(absl::StrCat("x-api-key: ", kConnSecretValue, "\r\n")));
   // ... and echoed it, but the client got it masked.
-  EXPECT_THAT(r.response, Not(HasSubstr(kValue)));
-  EXPECT_THAT(r.response, HasSubstr(absl::StrCat("x-api-key: ", RedactionMask(sizeof(kValue) - 1))));
+  EXPECT_THAT(r.response, Not(HasSubstr(kConnSecretValue)));
+  EXPECT_THAT(r.response,
+              HasSubstr(absl::StrCat("x-api-key: ", RedactionMask(sizeof(kConnSecretValue) - 1))));
   EXPECT_THAT(dialer_->dialed(), ElementsAre("api.example.com:443"));
   const std::vector<RequestRecord> records = Records();
   ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].host, kHost);
+  EXPECT_EQ(records[0].host, kConnHost);
   EXPECT_EQ(records[0].status, 200);
   EXPECT_THAT(records[0].secrets, ElementsAre("vendor"));
   EXPECT_EQ(records[0].refused, "");
@@ -331,7 +333,7 @@ TEST_F(ConnectionTest, InjectsOverRealTlsAndRedactsTheEcho) {
 
 TEST_F(ConnectionTest, PlaceholderToAnotherHostIsRefusedWith403) {
   ClientResult r = Fetch(kOtherHost, absl::StrCat("POST /collect HTTP/1.1\r\nHost: ", kOtherHost,
-                                                  "\r\nx-api-key: ", kPh,
+                                                  "\r\nx-api-key: ", kConnPlaceholder,
                                                   "\r\nContent-Length: 0\r\n\r\n"));
   ASSERT_TRUE(r.handshake_ok);
   EXPECT_THAT(r.response, StartsWith("HTTP/1.1 403 Forbidden\r\n"));
@@ -358,7 +360,7 @@ TEST_F(ConnectionTest, ServerNameNotInterceptedIsRefusedAndLogged) {
 }
 
 TEST_F(ConnectionTest, MissingServerNameIsRefusedAndLogged) {
-  ClientResult r = Fetch("", absl::StrCat("GET / HTTP/1.1\r\nHost: ", kHost, "\r\n\r\n"));
+  ClientResult r = Fetch("", absl::StrCat("GET / HTTP/1.1\r\nHost: ", kConnHost, "\r\n\r\n"));
   EXPECT_FALSE(r.handshake_ok);
   const std::vector<RequestRecord> records = Records();
   ASSERT_EQ(records.size(), 1u);
@@ -367,7 +369,8 @@ TEST_F(ConnectionTest, MissingServerNameIsRefusedAndLogged) {
 }
 
 TEST_F(ConnectionTest, HostAndServerNameMismatchIs421) {
-  ClientResult r = Fetch(kHost, absl::StrCat("GET / HTTP/1.1\r\nHost: ", kOtherHost, "\r\n\r\n"));
+  ClientResult r =
+      Fetch(kConnHost, absl::StrCat("GET / HTTP/1.1\r\nHost: ", kOtherHost, "\r\n\r\n"));
   ASSERT_TRUE(r.handshake_ok);
   EXPECT_THAT(r.response, StartsWith("HTTP/1.1 421 "));
   EXPECT_TRUE(dialer_->dialed().empty());
@@ -385,9 +388,9 @@ TEST_F(ConnectionTest, UpstreamNotTrustedIs502) {
   SSL* ssl = SSL_new(cctx);
   const int fd = ConnectLoopback(proxy.port());
   SSL_set_fd(ssl, fd);
-  SSL_set_tlsext_host_name(ssl, kHost);
+  SSL_set_tlsext_host_name(ssl, kConnHost);
   ASSERT_EQ(SSL_connect(ssl), 1);
-  const std::string req = absl::StrCat("GET / HTTP/1.1\r\nHost: ", kHost, "\r\n\r\n");
+  const std::string req = absl::StrCat("GET / HTTP/1.1\r\nHost: ", kConnHost, "\r\n\r\n");
   SSL_write(ssl, req.data(), static_cast<int>(req.size()));
   std::string response;
   char buf[4096];
@@ -402,8 +405,8 @@ TEST_F(ConnectionTest, UpstreamNotTrustedIs502) {
 TEST_F(ConnectionTest, PlainPortNeverSendsASecret) {
   Acceptor plain([&](int fd) { ServeConnection(fs::UniqueFd(fd), kHttpPort, ctx_); });
   const int fd = ConnectLoopback(plain.port());
-  const std::string req =
-      absl::StrCat("GET / HTTP/1.1\r\nHost: ", kHost, "\r\nx-api-key: ", kPh, "\r\n\r\n");
+  const std::string req = absl::StrCat("GET / HTTP/1.1\r\nHost: ", kConnHost,
+                                       "\r\nx-api-key: ", kConnPlaceholder, "\r\n\r\n");
   ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
   std::string response;
   char buf[4096];
@@ -416,19 +419,20 @@ TEST_F(ConnectionTest, PlainPortNeverSendsASecret) {
 // The real curl against the proxy, trusting only the session CA.
 TEST_F(ConnectionTest, CurlThroughTheProxy) {
   const std::string port = absl::StrCat(proxy_->port());
-  test::CommandResult r = test::Run(
-      {"curl", "-sS", "--http1.1", "--max-time", "20", "--cacert", session_ca_file_, "--resolve",
-       absl::StrCat(kHost, ":", port, ":127.0.0.1"), "-H", absl::StrCat("x-api-key: ", kPh),
-       absl::StrCat("https://", kHost, ":", port, "/v1/messages")},
-      {});
+  test::CommandResult r =
+      test::Run({"curl", "-sS", "--http1.1", "--max-time", "20", "--cacert", session_ca_file_,
+                 "--resolve", absl::StrCat(kConnHost, ":", port, ":127.0.0.1"), "-H",
+                 absl::StrCat("x-api-key: ", kConnPlaceholder),
+                 absl::StrCat("https://", kConnHost, ":", port, "/v1/messages")},
+                {});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("GET /v1/messages HTTP/1.1\r\n"));
-  EXPECT_THAT(r.out, Not(HasSubstr(kValue)));
-  EXPECT_THAT(r.out, Not(HasSubstr(kPh)));
+  EXPECT_THAT(r.out, Not(HasSubstr(kConnSecretValue)));
+  EXPECT_THAT(r.out, Not(HasSubstr(kConnPlaceholder)));
   const std::vector<std::string> seen = upstream_.requests();
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_THAT(seen[0], HasSubstr(absl::StrCat("x-api-key: ", kValue)));
-  EXPECT_THAT(seen[0], HasSubstr(absl::StrCat("Host: ", kHost, ":", port)));
+  EXPECT_THAT(seen[0], HasSubstr(absl::StrCat("x-api-key: ", kConnSecretValue)));
+  EXPECT_THAT(seen[0], HasSubstr(absl::StrCat("Host: ", kConnHost, ":", port)));
 }
 
 }  // namespace
@@ -445,8 +449,7 @@ TEST_F(ConnectionTest, Http2ClientOfAnHttp1OnlyUpstreamFallsBackToHttp1) {
   auto curl = [&] {
     return test::Run({"curl", "-sS", "--http2", "--max-time", "20", "--cacert", session_ca_file_,
                       "--resolve", absl::StrCat(kOtherHost, ":", port, ":127.0.0.1"), "-w",
-                      "\n%{http_version}",
-                      absl::StrCat("https://", kOtherHost, ":", port, "/x")},
+                      "\n%{http_version}", absl::StrCat("https://", kOtherHost, ":", port, "/x")},
                      {});
   };
   curl();  // may fail: the proxy learns that the upstream has no HTTP/2

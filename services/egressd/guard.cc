@@ -18,20 +18,19 @@
 namespace lazaret::egressd {
 namespace {
 
-// How much of a sandbox-written method or target a refusal body quotes.
+// How much of a sandbox-written name, method or target a refusal quotes.
 constexpr size_t kMaxQuoted = 200;
+
+// Sandbox text as a refusal or the log quotes it.
+std::string QuoteSandboxText(absl::string_view raw) {
+  return vocab::EscapeForTerminalCut(raw, kMaxQuoted);
+}
+
 constexpr absl::string_view kMaskText = "[redacted]";
 
 void Wipe(std::string* s) {
   if (!s->empty()) OPENSSL_cleanse(s->data(), s->size());
   s->clear();
-}
-
-// Sandbox text as a refusal body or log may quote it: escaped, bounded.
-std::string Quote(absl::string_view raw) {
-  std::string out = vocab::EscapeForTerminal(raw.substr(0, kMaxQuoted));
-  if (raw.size() > kMaxQuoted) out += "...";
-  return out;
 }
 
 // The request target with %XX sequences decoded (invalid ones kept), so a
@@ -101,9 +100,9 @@ const char* InjectDescription(const SecretSpec& s) {
 
 std::string WhereItGoes(const SecretSpec& s) {
   const char* how = InjectDescription(s);
-  return absl::StrCat("it is only sent to ", absl::StrJoin(s.hosts, ", "), ", over https, ",
-                      how != nullptr ? std::string(how)
-                                     : absl::StrCat("in the header \"", s.header, "\""));
+  return absl::StrCat(
+      "it is only sent to ", absl::StrJoin(s.hosts, ", "), ", over https, ",
+      how != nullptr ? std::string(how) : absl::StrCat("in the header \"", s.header, "\""));
 }
 
 GuardDecision Refuse(std::string rule, std::string body) {
@@ -121,22 +120,30 @@ GuardDecision Refuse(std::string rule, std::string body) {
 GuardDecision RefusePlaceholder(const SecretSpec& s, absl::string_view host, bool plaintext,
                                 bool covered, const std::string& where) {
   if (plaintext) {
-    return Refuse(absl::StrCat("secret \"", s.name, "\" is only sent over TLS"),
-                  absl::StrCat("refused: the request to ", host, " over plain http carries the "
-                               "placeholder of secret \"", s.name, "\" ", where,
-                               "; a secret is only sent over https.\nUse https://", host,
-                               "/ instead."));
+    return Refuse(
+        absl::StrCat("secret \"", s.name, "\" is only sent over TLS"),
+        absl::StrCat("refused: the request to ", host,
+                     " over plain http carries the "
+                     "placeholder of secret \"",
+                     s.name, "\" ", where, "; a secret is only sent over https.\nUse https://",
+                     host, "/ instead."));
   }
   if (!covered) {
-    return Refuse(absl::StrCat("secret \"", s.name, "\" is not sent to ", host),
-                  absl::StrCat("refused: the request to ", host, " carries the placeholder of "
-                               "secret \"", s.name, "\" ", where, "; ", WhereItGoes(s),
-                               ".\nTo send it to ", host, ", add the host to profiles.<profile>."
-                               "secrets.", s.name, ".hosts in your lazaret configuration."));
+    return Refuse(
+        absl::StrCat("secret \"", s.name, "\" is not sent to ", host),
+        absl::StrCat("refused: the request to ", host,
+                     " carries the placeholder of "
+                     "secret \"",
+                     s.name, "\" ", where, "; ", WhereItGoes(s), ".\nTo send it to ", host,
+                     ", add the host to profiles.<profile>."
+                     "secrets.",
+                     s.name, ".hosts in your lazaret configuration."));
   }
   return Refuse(absl::StrCat("secret \"", s.name, "\" is not sent ", where),
-                absl::StrCat("refused: the request to ", host, " carries the placeholder of "
-                             "secret \"", s.name, "\" ", where, "; ", WhereItGoes(s),
+                absl::StrCat("refused: the request to ", host,
+                             " carries the placeholder of "
+                             "secret \"",
+                             s.name, "\" ", where, "; ", WhereItGoes(s),
                              ".\nTo send it another way, change profiles.<profile>.secrets.",
                              s.name, ".inject in your lazaret configuration."));
 }
@@ -151,11 +158,10 @@ bool HeaderSafe(absl::string_view v) {
 }
 
 void RemoveHeaders(std::vector<HeaderField>* headers, absl::string_view name) {
-  headers->erase(std::remove_if(headers->begin(), headers->end(),
-                                [&](const HeaderField& h) {
-                                  return absl::EqualsIgnoreCase(h.name, name);
-                                }),
-                 headers->end());
+  headers->erase(
+      std::remove_if(headers->begin(), headers->end(),
+                     [&](const HeaderField& h) { return absl::EqualsIgnoreCase(h.name, name); }),
+      headers->end());
 }
 
 }  // namespace
@@ -197,7 +203,7 @@ GuardDecision RequestGuard::Review(absl::string_view host, absl::string_view met
     std::string basic = BasicCredentials(h.name, h.value);
     for (const SecretSpec& s : secrets_) {
       if (s.placeholder.empty()) continue;
-      const std::string where = absl::StrCat("in the header \"", Quote(h.name), "\"");
+      const std::string where = absl::StrCat("in the header \"", QuoteSandboxText(h.name), "\"");
       if (absl::StrContains(h.name, s.placeholder)) {
         Wipe(&basic);
         return RefusePlaceholder(s, host, plaintext, HostCovered(s, host), "in a header name");
@@ -206,8 +212,7 @@ GuardDecision RequestGuard::Review(absl::string_view host, absl::string_view met
       const bool in_basic = absl::StrContains(basic, s.placeholder);
       if (!raw && !in_basic) continue;
       const bool covered = HostCovered(s, host);
-      if (!plaintext && covered && s.inject != SecretSpec::Inject::kBasic &&
-          !HeaderSafe(s.value)) {
+      if (!plaintext && covered && s.inject != SecretSpec::Inject::kBasic && !HeaderSafe(s.value)) {
         Wipe(&basic);
         for (HeaderField& f : out) Wipe(&f.value);
         return Refuse(absl::StrCat("secret \"", s.name, "\" has a value that cannot be sent"),
@@ -278,14 +283,14 @@ GuardDecision RequestGuard::Review(absl::string_view host, absl::string_view met
       for (const vocab::HttpAllow& a : rule->allow) {
         entries.push_back(absl::StrCat(a.method, " ", a.path_prefix));
       }
-      return Refuse(
-          absl::StrCat("http \"", rule->host, "\": no entry admits ", Quote(method), " ",
-                       Quote(target)),
-          absl::StrCat("refused ", Quote(method), " ", Quote(target), " to ", host,
-                       ": the HTTP rule for \"", rule->host, "\" allows only ",
-                       absl::StrJoin(entries, ", "), ".\nTo allow it, add an entry to profiles."
-                       "<profile>.http.\"", rule->host,
-                       "\".allow in your lazaret configuration."));
+      return Refuse(absl::StrCat("http \"", rule->host, "\": no entry admits ",
+                                 QuoteSandboxText(method), " ", QuoteSandboxText(target)),
+                    absl::StrCat("refused ", QuoteSandboxText(method), " ",
+                                 QuoteSandboxText(target), " to ", host, ": the HTTP rule for \"",
+                                 rule->host, "\" allows only ", absl::StrJoin(entries, ", "),
+                                 ".\nTo allow it, add an entry to profiles."
+                                 "<profile>.http.\"",
+                                 rule->host, "\".allow in your lazaret configuration."));
     }
     decision.rule =
         absl::StrCat("http \"", rule->host, "\": ", admitting->method, " ", admitting->path_prefix);

@@ -25,12 +25,10 @@ constexpr char kProtocol[] = "HTTP/1.1";
 constexpr absl::Duration kLingerTime = absl::Seconds(2);
 constexpr size_t kLingerBytes = 256 * 1024;
 
-std::string Quote(absl::string_view raw) { return QuoteRequestText(raw); }
-
 bool IsHopByHop(absl::string_view name, const std::vector<std::string>& connection_tokens) {
   static constexpr absl::string_view kHop[] = {
-      "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding",
-      "upgrade",    "trailer",    "proxy-authorization", "content-length"};
+      "connection", "keep-alive",          "proxy-connection", "te", "transfer-encoding", "upgrade",
+      "trailer",    "proxy-authorization", "content-length"};
   for (absl::string_view h : kHop) {
     if (absl::EqualsIgnoreCase(name, h)) return true;
   }
@@ -176,10 +174,10 @@ class Http1Session {
     Http1Request req;
     const std::string head(in_.substr(0, head_len));
     in_.erase(0, head_len);
-    const bool ok = parser.ParseHead(head, plaintext_ && host_.empty() ? "" : host_, &req,
-                                     &refusal);
-    rec.method = Quote(req.method);
-    rec.path = Quote(req.origin_target.empty() ? req.target : req.origin_target);
+    const bool ok =
+        parser.ParseHead(head, plaintext_ && host_.empty() ? "" : host_, &req, &refusal);
+    rec.method = QuoteRequestText(req.method);
+    rec.path = QuoteRequestText(req.origin_target.empty() ? req.target : req.origin_target);
     if (!ok) {
       return Refuse(&rec, refusal.status, refusal.reason,
                     absl::StrCat("lazaret egress proxy: refused: ", refusal.reason));
@@ -257,8 +255,8 @@ class Http1Session {
   }
 
   std::string UpstreamHead(const Http1Request& req) const {
-    std::string out = absl::StrCat(req.method, " ", req.origin_target, " HTTP/1.1\r\nHost: ",
-                                   req.host_field, "\r\n");
+    std::string out = absl::StrCat(req.method, " ", req.origin_target,
+                                   " HTTP/1.1\r\nHost: ", req.host_field, "\r\n");
     const std::vector<std::string> tokens = ConnectionTokens(req.fields);
     for (const HeaderField& f : req.fields) {
       if (IsHopByHop(f.name, tokens) || absl::EqualsIgnoreCase(f.name, "host") ||
@@ -295,12 +293,14 @@ class Http1Session {
           const std::string secret = scanner.Feed(body);
           if (!secret.empty()) {
             upstream_.reset();  // the upstream never gets the rest
-            return Refuse(rec, 403, absl::StrCat("placeholder of secret \"", secret,
-                                                 "\" in the request body"),
-                          absl::StrCat("lazaret egress proxy: refused: the request body carries "
-                                       "the placeholder of secret \"", secret,
-                                       "\"; a placeholder is only replaced in the header its "
-                                       "secret names, never in a body."));
+            return Refuse(
+                rec, 403,
+                absl::StrCat("placeholder of secret \"", secret, "\" in the request body"),
+                absl::StrCat("lazaret egress proxy: refused: the request body carries "
+                             "the placeholder of secret \"",
+                             secret,
+                             "\"; a placeholder is only replaced in the header its "
+                             "secret names, never in a body."));
           }
           rec->request_bytes += body.size();
           std::string framed =
@@ -352,16 +352,16 @@ class Http1Session {
         if (s == IoStatus::kOk) continue;
         if (may_retry && up_in_.empty() && s != IoStatus::kAgain) return kRetry;
         upstream_.reset();
-        RefuseUpstream(rec, s == IoStatus::kAgain
-                                ? absl::StrCat(host_, " sent no response in time")
-                                : absl::StrCat(host_, " closed the connection without a "
-                                                      "complete response"));
+        RefuseUpstream(rec, s == IoStatus::kAgain ? absl::StrCat(host_, " sent no response in time")
+                                                  : absl::StrCat(host_,
+                                                                 " closed the connection without a "
+                                                                 "complete response"));
         return kClose;
       }
       if (refusal.status != 0) {
         upstream_.reset();
-        RefuseUpstream(rec, absl::StrCat(host_, " sent a malformed response head: ",
-                                         refusal.reason));
+        RefuseUpstream(rec,
+                       absl::StrCat(host_, " sent a malformed response head: ", refusal.reason));
         return kClose;
       }
       rp = std::make_unique<Http1ResponseParser>(head_request);
@@ -374,8 +374,9 @@ class Http1Session {
       }
       if (rp->status() == 101) {
         upstream_.reset();
-        RefuseUpstream(rec, absl::StrCat(host_, " switched protocols, which the proxy does "
-                                                "not support"));
+        RefuseUpstream(rec, absl::StrCat(host_,
+                                         " switched protocols, which the proxy does "
+                                         "not support"));
         return kClose;
       }
       if (rp->status() >= 200) break;
@@ -388,9 +389,10 @@ class Http1Session {
         if (absl::EqualsIgnoreCase(f.name, "content-encoding") &&
             !absl::EqualsIgnoreCase(f.value, "identity")) {
           upstream_.reset();
-          RefuseUpstream(rec, absl::StrCat(host_, " sent a compressed response (",
-                                           Quote(f.value), ") to a request carrying a secret; "
-                                           "the proxy cannot redact it"));
+          RefuseUpstream(
+              rec, absl::StrCat(host_, " sent a compressed response (", QuoteRequestText(f.value),
+                                ") to a request carrying a secret; "
+                                "the proxy cannot redact it"));
           return kClose;
         }
       }
@@ -459,8 +461,8 @@ class Http1Session {
       }
       upstream_.reset();
       if (!complete) {
-        rec->refused = absl::StrCat(host_, s == IoStatus::kAgain ? " stalled" : " ended",
-                                    " mid-response");
+        rec->refused =
+            absl::StrCat(host_, s == IoStatus::kAgain ? " stalled" : " ended", " mid-response");
         return kClose;
       }
       break;

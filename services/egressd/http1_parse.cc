@@ -14,10 +14,11 @@
 #include "services/vocab/http_rule.h"
 
 namespace lazaret::egressd {
-namespace {
 
-// What a message's parse collected (http-parser callbacks' data).
-struct Collected {
+// What a message's parse collected (http-parser callbacks' data). Outside
+// the anonymous namespace: the parsers' State (declared in the header)
+// holds one.
+struct Http1Collected {
   std::string url;
   std::string status_text;
   std::vector<HeaderField> fields;
@@ -28,7 +29,9 @@ struct Collected {
   std::string* body = nullptr;
 };
 
-Collected* Of(http_parser* p) { return static_cast<Collected*>(p->data); }
+namespace {
+
+Http1Collected* Of(http_parser* p) { return static_cast<Http1Collected*>(p->data); }
 
 int OnUrl(http_parser* p, const char* at, size_t len) {
   Of(p)->url.append(at, len);
@@ -39,7 +42,7 @@ int OnStatus(http_parser* p, const char* at, size_t len) {
   return 0;
 }
 int OnHeaderField(http_parser* p, const char* at, size_t len) {
-  Collected* c = Of(p);
+  Http1Collected* c = Of(p);
   if (c->headers_done) return 0;  // trailers: dropped
   if (c->fields.empty() || c->in_value) c->fields.emplace_back();
   c->in_value = false;
@@ -47,7 +50,7 @@ int OnHeaderField(http_parser* p, const char* at, size_t len) {
   return 0;
 }
 int OnHeaderValue(http_parser* p, const char* at, size_t len) {
-  Collected* c = Of(p);
+  Http1Collected* c = Of(p);
   if (c->headers_done) return 0;
   if (c->fields.empty()) c->fields.emplace_back();
   c->in_value = true;
@@ -55,7 +58,7 @@ int OnHeaderValue(http_parser* p, const char* at, size_t len) {
   return 0;
 }
 int OnHeadersComplete(http_parser* p) {
-  Collected* c = Of(p);
+  Http1Collected* c = Of(p);
   c->headers_done = true;
   // A response to HEAD, a 1xx, 204 or 304 has no body whatever its
   // Content-Length says.
@@ -64,7 +67,7 @@ int OnHeadersComplete(http_parser* p) {
   return c->skip_body || bodiless ? 1 : 0;
 }
 int OnBody(http_parser* p, const char* at, size_t len) {
-  Collected* c = Of(p);
+  Http1Collected* c = Of(p);
   if (c->body != nullptr) c->body->append(at, len);
   return 0;
 }
@@ -101,13 +104,13 @@ void TrimFields(std::vector<HeaderField>* fields) {
   }
 }
 
-// Request text quoted in a reason or the log: escaped, bounded.
-std::string Quote(absl::string_view raw) {
-  constexpr size_t kMax = 200;
-  std::string out = vocab::EscapeForTerminal(raw.substr(0, kMax));
-  if (raw.size() > kMax) out += "...";
-  return out;
+}  // namespace
+
+std::string QuoteRequestText(absl::string_view raw) {
+  return vocab::EscapeForTerminalCut(raw, kMaxQuotedRequestText);
 }
+
+namespace {
 
 // The host part of a Host field or authority: lower case, the port and
 // one trailing dot removed; empty when it is not a plain DNS name (an IP
@@ -132,10 +135,7 @@ Http1Refusal MakeRefusal(int status, std::string reason) {
   return Http1Refusal{status, std::move(reason)};
 }
 
-
 }  // namespace
-
-std::string QuoteRequestText(absl::string_view raw) { return Quote(raw); }
 
 size_t ScanHttp1Head(absl::string_view buf, size_t max_bytes, size_t max_fields,
                      Http1Refusal* refusal) {
@@ -187,7 +187,7 @@ size_t ScanHttp1Head(absl::string_view buf, size_t max_bytes, size_t max_fields,
 
 struct Http1RequestParser::State {
   http_parser parser;
-  Collected collected;
+  Http1Collected collected;
 };
 
 Http1RequestParser::Http1RequestParser() : state_(std::make_unique<State>()) {
@@ -202,7 +202,7 @@ bool Http1RequestParser::done() const { return state_->collected.message_done; }
 bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& host,
                                    Http1Request* out, Http1Refusal* refusal) {
   http_parser& p = state_->parser;
-  Collected& c = state_->collected;
+  Http1Collected& c = state_->collected;
   const size_t n = http_parser_execute(&p, &Settings(), head.data(), head.size());
   const bool parsed = ParserOk(p) && (n == head.size() || c.message_done) && c.headers_done;
   TrimFields(&c.fields);
@@ -212,8 +212,9 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
   out->http_minor = p.http_minor;
 
   if (c.headers_done && p.method == HTTP_CONNECT) {
-    *refusal = MakeRefusal(405, "CONNECT is not served: the proxy forwards requests to this host "
-                                "only");
+    *refusal = MakeRefusal(405,
+                           "CONNECT is not served: the proxy forwards requests to this host "
+                           "only");
     return false;
   }
   int host_fields = 0;
@@ -225,8 +226,8 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
     // http-parser takes "Content-Length :5" as a length; the proxy would
     // read that name otherwise. A name is a token, or nothing is read.
     if (!vocab::IsHttpToken(f.name)) {
-      *refusal = MakeRefusal(400, absl::StrCat("a header field name that is not a token: ",
-                                               Quote(f.name)));
+      *refusal = MakeRefusal(
+          400, absl::StrCat("a header field name that is not a token: ", QuoteRequestText(f.name)));
       return false;
     }
     if (absl::EqualsIgnoreCase(f.name, "upgrade")) upgrade = true;
@@ -261,8 +262,9 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
     }
   }
   if (upgrade) {
-    *refusal = MakeRefusal(501, "protocol upgrades (Upgrade: websocket, h2c, ...) are not "
-                                "supported through the lazaret egress proxy");
+    *refusal = MakeRefusal(501,
+                           "protocol upgrades (Upgrade: websocket, h2c, ...) are not "
+                           "supported through the lazaret egress proxy");
     return false;
   }
   if (te_fields > 1 || (te_fields == 1 && !absl::EqualsIgnoreCase(te, "chunked"))) {
@@ -274,9 +276,8 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
     return false;
   }
   if (!parsed) {
-    *refusal = MakeRefusal(
-        400, absl::StrCat("a malformed request (",
-                          http_errno_description(HTTP_PARSER_ERRNO(&p)), ")"));
+    *refusal = MakeRefusal(400, absl::StrCat("a malformed request (",
+                                             http_errno_description(HTTP_PARSER_ERRNO(&p)), ")"));
     return false;
   }
   if (p.http_major != 1 || p.http_minor > 1) {
@@ -297,13 +298,13 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
   }
   out->host = HostOfAuthority(out->host_field);
   if (out->host.empty()) {
-    *refusal = MakeRefusal(400, absl::StrCat("the Host field is not a DNS name: ",
-                                             Quote(out->host_field)));
+    *refusal = MakeRefusal(
+        400, absl::StrCat("the Host field is not a DNS name: ", QuoteRequestText(out->host_field)));
     return false;
   }
   if (!host.empty() && out->host != host) {
-    *refusal = MakeRefusal(421, absl::StrCat("the Host field names ", out->host,
-                                             ", not ", host, ", the name this connection was "
+    *refusal = MakeRefusal(421, absl::StrCat("the Host field names ", out->host, ", not ", host,
+                                             ", the name this connection was "
                                              "made for"));
     return false;
   }
@@ -332,8 +333,8 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
     const std::string authority_host = HostOfAuthority(field(UF_HOST));
     const std::string want = host.empty() ? out->host : host;
     if (authority_host != want) {
-      *refusal = MakeRefusal(421, absl::StrCat("the request target names another host than ",
-                                               want));
+      *refusal =
+          MakeRefusal(421, absl::StrCat("the request target names another host than ", want));
       return false;
     }
     absl::string_view path = field(UF_PATH);
@@ -346,7 +347,7 @@ bool Http1RequestParser::ParseHead(absl::string_view head, const std::string& ho
 
 bool Http1RequestParser::FeedBody(absl::string_view data, std::string* body, size_t* consumed) {
   http_parser& p = state_->parser;
-  Collected& c = state_->collected;
+  Http1Collected& c = state_->collected;
   *consumed = 0;
   if (c.message_done) return true;
   c.body = body;
@@ -358,7 +359,7 @@ bool Http1RequestParser::FeedBody(absl::string_view data, std::string* body, siz
 
 struct Http1ResponseParser::State {
   http_parser parser;
-  Collected collected;
+  Http1Collected collected;
   uint64_t content_length = 0;  // as the head said (http-parser counts it down)
   bool has_length = false;
 };
@@ -373,7 +374,7 @@ Http1ResponseParser::~Http1ResponseParser() = default;
 
 bool Http1ResponseParser::ParseHead(absl::string_view head) {
   http_parser& p = state_->parser;
-  Collected& c = state_->collected;
+  Http1Collected& c = state_->collected;
   const size_t n = http_parser_execute(&p, &Settings(), head.data(), head.size());
   TrimFields(&c.fields);
   state_->content_length = p.content_length;
@@ -385,7 +386,7 @@ bool Http1ResponseParser::ParseHead(absl::string_view head) {
 }
 
 bool Http1ResponseParser::Feed(absl::string_view data, std::string* body, size_t* consumed) {
-  Collected& c = state_->collected;
+  Http1Collected& c = state_->collected;
   *consumed = 0;
   if (c.message_done) return true;
   c.body = body;
@@ -395,7 +396,7 @@ bool Http1ResponseParser::Feed(absl::string_view data, std::string* body, size_t
 }
 
 bool Http1ResponseParser::FeedEof(std::string* body) {
-  Collected& c = state_->collected;
+  Http1Collected& c = state_->collected;
   if (c.message_done) return true;
   c.body = body;
   http_parser_execute(&state_->parser, &Settings(), nullptr, 0);

@@ -21,7 +21,7 @@ namespace lazaret::egressd {
 
 // A refusal the proxy answers itself.
 struct Http1Refusal {
-  int status = 0;  // 0: none
+  int status = 0;      // 0: none
   std::string reason;  // one line, no request data but escaped quotes
 };
 
@@ -34,10 +34,10 @@ size_t ScanHttp1Head(absl::string_view buf, size_t max_bytes, size_t max_fields,
 // One request head, checked.
 struct Http1Request {
   std::string method;
-  std::string target;         // as sent
-  std::string origin_target;  // what is forwarded (path and query, or "*")
-  std::string host_field;     // the Host field's value as sent
-  std::string host;           // Host, lower case, port and one trailing dot removed
+  std::string target;               // as sent
+  std::string origin_target;        // what is forwarded (path and query, or "*")
+  std::string host_field;           // the Host field's value as sent
+  std::string host;                 // Host, lower case, port and one trailing dot removed
   std::vector<HeaderField> fields;  // every field, in order, values trimmed
   int http_minor = 1;
   bool keep_alive = true;
@@ -90,7 +90,7 @@ class Http1ResponseParser {
   bool done() const;
   int status() const;
   bool keep_alive() const;
-  bool has_length() const;  // a Content-Length field frames the body
+  bool has_length() const;          // a Content-Length field frames the body
   uint64_t content_length() const;  // the head's Content-Length (0: none)
   const std::vector<HeaderField>& fields() const;
 
@@ -100,7 +100,8 @@ class Http1ResponseParser {
 };
 
 // Sandbox text as a refusal or the log quotes it: escaped to printable
-// ASCII (vocab::EscapeForTerminal), at most 200 bytes of it.
+// ASCII (vocab::EscapeForTerminalCut), at most this many bytes of it.
+inline constexpr size_t kMaxQuotedRequestText = 200;
 std::string QuoteRequestText(absl::string_view raw);
 
 }  // namespace lazaret::egressd

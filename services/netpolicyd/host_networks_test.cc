@@ -26,7 +26,7 @@ AddrRecord Addr(const std::string& address, const std::string& ifname, uint32_t 
   return {*IpPrefix::ParseAddress(address), ifname, flags};
 }
 
-std::vector<std::string> OnLink(const HostNetworks& h) {
+std::vector<std::string> OnLinkCidrs(const HostNetworks& h) {
   std::vector<std::string> out;
   for (const auto& n : h.on_link) {
     out.push_back(n.prefix.ToString() + " " + n.interface + " " + RouteTableName(n.table));
@@ -38,7 +38,7 @@ TEST(HostNetworksTest, OnLinkRouteInAnyTableIsAHostNetwork) {
   HostNetworks h = ExtractHostNetworks(
       {}, {Route("192.0.2.0/24", "eth0"), Route("2001:db8:23::/64", "eth0"),
            Route("10.66.0.0/16", "wg0", RTN_UNICAST, 51820), Route("10.88.0.0/16", "cni0")});
-  EXPECT_EQ(OnLink(h),
+  EXPECT_EQ(OnLinkCidrs(h),
             (std::vector<std::string>{"10.66.0.0/16 wg0 51820", "10.88.0.0/16 cni0 main",
                                       "192.0.2.0/24 eth0 main", "2001:db8:23::/64 eth0 main"}));
   EXPECT_TRUE(h.skipped.empty());
@@ -55,7 +55,7 @@ TEST(HostNetworksTest, GatewayRouteIsNot) {
 
 TEST(HostNetworksTest, PointToPointPeerIsOne) {
   HostNetworks h = ExtractHostNetworks({}, {Route("10.8.0.1/32", "tun0")});
-  EXPECT_EQ(OnLink(h), std::vector<std::string>{"10.8.0.1/32 tun0 main"});
+  EXPECT_EQ(OnLinkCidrs(h), std::vector<std::string>{"10.8.0.1/32 tun0 main"});
 }
 
 TEST(HostNetworksTest, DefaultAndTunnelCatchAllsAreSkippedAndListed) {
@@ -63,7 +63,8 @@ TEST(HostNetworksTest, DefaultAndTunnelCatchAllsAreSkippedAndListed) {
       {}, {Route("0.0.0.0/0", "wg0", RTN_UNICAST, 51820), Route("0.0.0.0/1", "tun0"),
            Route("128.0.0.0/1", "tun0"), Route("::/1", "tun0"), Route("2000::/3", "tun0"),
            Route("10.0.0.0/8", "tun0"), Route("2001::/16", "tun0")});
-  EXPECT_EQ(OnLink(h), (std::vector<std::string>{"10.0.0.0/8 tun0 main", "2001::/16 tun0 main"}));
+  EXPECT_EQ(OnLinkCidrs(h),
+            (std::vector<std::string>{"10.0.0.0/8 tun0 main", "2001::/16 tun0 main"}));
   ASSERT_EQ(h.skipped.size(), 5u);
   EXPECT_EQ(h.skipped[0].prefix.ToString(), "0.0.0.0/0");
   EXPECT_EQ(h.skipped[0].interface, "wg0");

@@ -16,7 +16,7 @@ using ::lazaret::test::ParseTestDnsRecord;
 using ::lazaret::test::TestDnsServer;
 using ::lazaret::test::TestDnsServerOptions;
 
-dns::Question Q(std::vector<std::string> labels, uint16_t type = dns::kTypeA) {
+dns::Question QuestionOf(std::vector<std::string> labels, uint16_t type = dns::kTypeA) {
   return dns::Question{std::move(labels), type, dns::kClassIn};
 }
 
@@ -78,9 +78,9 @@ TEST(ResolverTest, ConfiguredUpstreamsWinOverResolvConf) {
 TEST(ResolverTest, ResolvesAChainOverUdp) {
   auto server = Server();
   ASSERT_NE(server, nullptr);
-  auto response = For({server.get()}).Resolve(Q({"www", "a", "test"}));
+  auto response = For({server.get()}).Resolve(QuestionOf({"www", "a", "test"}));
   ASSERT_TRUE(response.ok()) << response.status();
-  dns::Chain chain = dns::FollowChain(*response, Q({"www", "a", "test"}));
+  dns::Chain chain = dns::FollowChain(*response, QuestionOf({"www", "a", "test"}));
   ASSERT_EQ(chain.cnames.size(), 1u);
   ASSERT_EQ(chain.addresses.size(), 1u);
   EXPECT_EQ(chain.addresses[0].address[3], 7);
@@ -92,7 +92,7 @@ TEST(ResolverTest, ResolvesAChainOverUdp) {
 TEST(ResolverTest, TruncatedAnswerIsAskedAgainOverTcp) {
   auto server = Server(/*truncate_udp=*/true);
   ASSERT_NE(server, nullptr);
-  auto response = For({server.get()}).Resolve(Q({"edge", "a", "test"}));
+  auto response = For({server.get()}).Resolve(QuestionOf({"edge", "a", "test"}));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_FALSE(response->truncated);
   EXPECT_EQ(response->answers.size(), 1u);
@@ -108,7 +108,7 @@ TEST(ResolverTest, TimeoutRetriesOnTheNextServer) {
   ASSERT_NE(silent, nullptr);
   ASSERT_NE(good, nullptr);
   auto start = std::chrono::steady_clock::now();
-  auto response = For({silent.get(), good.get()}).Resolve(Q({"edge", "a", "test"}));
+  auto response = For({silent.get(), good.get()}).Resolve(QuestionOf({"edge", "a", "test"}));
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(silent->QueryCount("edge.a.test"), 1);
@@ -119,18 +119,18 @@ TEST(ResolverTest, TimeoutRetriesOnTheNextServer) {
 TEST(ResolverTest, EveryAttemptFailingIsUnavailable) {
   auto silent = Server(false, /*silent_udp=*/true);
   ASSERT_NE(silent, nullptr);
-  auto response = For({silent.get()}, 100).Resolve(Q({"edge", "a", "test"}));
+  auto response = For({silent.get()}, 100).Resolve(QuestionOf({"edge", "a", "test"}));
   EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(silent->QueryCount("edge.a.test"), 2);  // one retry
   auto failing = Server(false, false, /*forced_rcode=*/2);
   ASSERT_NE(failing, nullptr);
-  EXPECT_FALSE(For({failing.get()}).Resolve(Q({"edge", "a", "test"})).ok());
+  EXPECT_FALSE(For({failing.get()}).Resolve(QuestionOf({"edge", "a", "test"})).ok());
 }
 
 TEST(ResolverTest, NxdomainIsAnAnswer) {
   auto server = Server();
   ASSERT_NE(server, nullptr);
-  auto response = For({server.get()}).Resolve(Q({"nope", "a", "test"}));
+  auto response = For({server.get()}).Resolve(QuestionOf({"nope", "a", "test"}));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->rcode, dns::Rcode::kNxDomain);
   EXPECT_EQ(server->TotalQueries(), 1);

@@ -30,7 +30,7 @@ namespace pb = ::lazaret::netpolicy::v1;
 namespace sv = ::lazaret::supervisor::v1;
 namespace cfg = ::lazaret::config::v1;
 
-constexpr char kId[] = "0123456789ab";
+constexpr char kServiceSessionId[] = "0123456789ab";
 
 class ServiceTest : public ::testing::Test {
  protected:
@@ -38,7 +38,7 @@ class ServiceTest : public ::testing::Test {
     clock_ = 1'000'000;
     router_ = std::make_unique<testing::FakeRouter>(router_generation_);
     sv::SessionInfo info;
-    info.mutable_record()->set_id(kId);
+    info.mutable_record()->set_id(kServiceSessionId);
     info.mutable_record()->set_profile("work");
     info.mutable_record()->set_workspace("/home/u/project");
     info.mutable_record()->set_explicit_config("/home/u/extra.toml");
@@ -89,7 +89,7 @@ class ServiceTest : public ::testing::Test {
     allow->set_path_prefix("/");
   }
   grpc::Status ResolveUpstream(const std::string& name, pb::ResolveUpstreamResponse* resp,
-                               const std::string& session = kId) {
+                               const std::string& session = kServiceSessionId) {
     grpc::ClientContext ctx;
     pb::ResolveUpstreamRequest req;
     req.mutable_session()->set_id(session);
@@ -116,7 +116,7 @@ class ServiceTest : public ::testing::Test {
     configd_.SetProfile(profile_);
     auto sup = testing::Serve(&supervisor_, SocketPath(dir_.path(), "supervisor"));
     auto conf = testing::Serve(&configd_, SocketPath(dir_.path(), "configd"));
-    auto rtr = testing::Serve(router_.get(), RouterSocketPath(dir_.path(), kId));
+    auto rtr = testing::Serve(router_.get(), RouterSocketPath(dir_.path(), kServiceSessionId));
     ASSERT_TRUE(sup.ok() && conf.ok() && rtr.ok());
     supervisor_server_ = *std::move(sup);
     configd_server_ = *std::move(conf);
@@ -139,7 +139,7 @@ class ServiceTest : public ::testing::Test {
   grpc::Status Attach(pb::PolicyApplied* applied) {
     grpc::ClientContext ctx;
     pb::AttachSessionRequest req;
-    req.mutable_session()->set_id(kId);
+    req.mutable_session()->set_id(kServiceSessionId);
     return stub_->AttachSession(&ctx, req, applied);
   }
   void AttachOk() {
@@ -151,7 +151,7 @@ class ServiceTest : public ::testing::Test {
                       uint64_t duration = 0) {
     grpc::ClientContext ctx;
     pb::ChangeSessionRequest req;
-    req.mutable_session()->set_id(kId);
+    req.mutable_session()->set_id(kServiceSessionId);
     req.set_action(action);
     if (!cidr.empty()) req.mutable_cidr()->set_prefix(cidr);
     if (!name.empty()) req.set_name(name);
@@ -173,7 +173,7 @@ class ServiceTest : public ::testing::Test {
   std::vector<pb::LogEntry> Log() {
     grpc::ClientContext ctx;
     pb::WatchLogRequest req;
-    req.mutable_session()->set_id(kId);
+    req.mutable_session()->set_id(kServiceSessionId);
     auto reader = stub_->WatchLog(&ctx, req);
     std::vector<pb::LogEntry> out;
     pb::LogEntry e;
@@ -210,7 +210,7 @@ TEST_F(ServiceTest, AttachAppliesTheCompiledPolicyAndResolvesFromTheRecord) {
   pb::PolicyApplied applied;
   grpc::Status st = Attach(&applied);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(applied.session().id(), kId);
+  EXPECT_EQ(applied.session().id(), kServiceSessionId);
   EXPECT_EQ(applied.generation(), 1u);
   auto table = router_->Table();
   EXPECT_EQ(table["0.0.0.0/0"], "prohibit");
@@ -366,7 +366,7 @@ TEST_F(ServiceTest, AReloadKeepsTheInterceptedNamesOfTheStart) {
   profile_.clear_secrets();
   InterceptForSecret("mixed.example.test");
   configd_.SetProfile(profile_);
-  ASSERT_TRUE(registry_->Reload(kId).ok());
+  ASSERT_TRUE(registry_->Reload(kServiceSessionId).ok());
   auto kept = Ask("api.example.test");
   ASSERT_TRUE(kept.ok()) << kept.status();
   ASSERT_EQ(kept->answers.size(), 1u);
@@ -523,7 +523,7 @@ TEST_F(ServiceTest, TestDestinationJudgesAddressesNamesAndDnsPorts) {
   auto test = [&](const std::string& host, uint32_t port) {
     grpc::ClientContext ctx;
     pb::TestDestinationRequest req;
-    req.mutable_session()->set_id(kId);
+    req.mutable_session()->set_id(kServiceSessionId);
     req.set_host(host);
     req.set_port(port);
     pb::TestDestinationResponse resp;
@@ -559,7 +559,7 @@ TEST_F(ServiceTest, ShowPolicyListsRulesNamesAndTheInstalledTable) {
   AttachOk();
   grpc::ClientContext ctx;
   pb::ShowPolicyRequest req;
-  req.mutable_session()->set_id(kId);
+  req.mutable_session()->set_id(kServiceSessionId);
   pb::SessionPolicy policy;
   ASSERT_TRUE(stub_->ShowPolicy(&ctx, req, &policy).ok());
   EXPECT_EQ(policy.profile(), "work");
@@ -593,12 +593,12 @@ TEST_F(ServiceTest, ListAndDetach) {
   }
   grpc::ClientContext ctx;
   pb::DetachSessionRequest req;
-  req.mutable_session()->set_id(kId);
+  req.mutable_session()->set_id(kServiceSessionId);
   pb::DetachSessionResponse resp;
   ASSERT_TRUE(stub_->DetachSession(&ctx, req, &resp).ok());
   grpc::ClientContext show_ctx;
   pb::ShowPolicyRequest show;
-  show.mutable_session()->set_id(kId);
+  show.mutable_session()->set_id(kServiceSessionId);
   pb::SessionPolicy policy;
   EXPECT_EQ(stub_->ShowPolicy(&show_ctx, show, &policy).error_code(), grpc::StatusCode::NOT_FOUND);
 }
@@ -697,7 +697,7 @@ TEST_F(AskModeTest, UnlistedNameIsHeldUntilAllowedOnceAndOnlyThenRouted) {
   std::thread asker([&] { resp = Ask("other.test"); });
   std::optional<netapproval::v1::AskRequest> asked = scripted_->WaitAsked(1);
   ASSERT_TRUE(asked.has_value());
-  EXPECT_EQ(asked->session_id(), kId);
+  EXPECT_EQ(asked->session_id(), kServiceSessionId);
   EXPECT_EQ(asked->name(), "other.test");
   EXPECT_EQ(asked->timeout_seconds(), 5u);
   ASSERT_EQ(asked->addresses_size(), 1);

@@ -23,7 +23,7 @@ namespace pb = ::lazaret::session::v1;
 // How often the thread looks at exited workers to forget them.
 constexpr int kForgetPollMs = 1000;
 
-bool EndsStart(const pb::StartEvent& e) {
+bool EventEndsStart(const pb::StartEvent& e) {
   return e.has_started() || e.has_failed() || e.event_case() == pb::StartEvent::kPlan;
 }
 
@@ -114,7 +114,7 @@ void WorkerTable::Apply(WorkerKey key, Worker& w, pb::WorkerReport report) {
                         << " sent a start event after its start ended; dropped";
         return;
       }
-      w.start_done = EndsStart(report.event());
+      w.start_done = EventEndsStart(report.event());
       w.start_events.push_back(std::move(*report.mutable_event()));
       return;
     case pb::WorkerReport::kInfo:

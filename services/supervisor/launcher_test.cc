@@ -32,9 +32,9 @@ TEST(LauncherWireTest, RequestsRoundTripAndAreFixedSize) {
 }
 
 TEST(LauncherWireTest, AnythingButAKnownRequestIsRefused) {
-  for (const std::string& bad : std::vector<std::string>{
-           "START\n", "start", "start\n\n", "term\n", "kill\n ", "stop \n", "", "exec /bin/sh\n",
-           std::string("start\0", 6), "kill  "}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"START\n", "start", "start\n\n", "term\n", "kill\n ", "stop \n", "",
+                                "exec /bin/sh\n", std::string("start\0", 6), "kill  "}) {
     EXPECT_FALSE(ParseLauncherRequest(bad).has_value()) << bad;
   }
 }
@@ -43,7 +43,7 @@ TEST(LauncherWireTest, ReportsRoundTripAndAreFixedSize) {
   for (const LauncherReport& r : std::vector<LauncherReport>{
            {LauncherReport::Kind::kStarted, 4242},
            {LauncherReport::Kind::kExited, 0},
-           {LauncherReport::Kind::kExited, 9},      // killed by SIGKILL
+           {LauncherReport::Kind::kExited, 9},       // killed by SIGKILL
            {LauncherReport::Kind::kExited, 0x0300},  // exited with status 3
            {LauncherReport::Kind::kFailed, 0},
        }) {
@@ -56,7 +56,7 @@ TEST(LauncherWireTest, ReportsRoundTripAndAreFixedSize) {
 
 TEST(LauncherWireTest, MalformedReportsAreRefused) {
   for (const std::string& bad : std::vector<std::string>{
-           "started 0000000000\n",  // no pid 0
+           "started 0000000000\n",                                                  // no pid 0
            "started -000000001\n", "started 00000000x1\n", "exited  0000070000\n",  // > 16 bits
            "failed  0000000001\n", "stopped 0000000001\n", "started 0000000077",
            "started 00000000077\n", "started 9999999999\n", "STARTED 0000000077\n"}) {
@@ -66,7 +66,7 @@ TEST(LauncherWireTest, MalformedReportsAreRefused) {
 
 // ---- The launcher process, with a stand-in for lazaret-sessiond ----
 
-std::string BinDir() {
+std::string LauncherBinDir() {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
   std::string exe(self, n > 0 ? n : 0);
@@ -107,7 +107,7 @@ class LauncherProcessTest : public ::testing::Test {
       f << "#!/bin/sh\necho \"$@\" > " << dir_ << "/args\nexec sleep 1000\n";
     }
     ASSERT_EQ(chmod(fake.c_str(), 0700), 0);
-    supervisord_ = BinDir() + "/lazaret-supervisord";
+    supervisord_ = LauncherBinDir() + "/lazaret-supervisord";
     ASSERT_EQ(access(supervisord_.c_str(), X_OK), 0) << supervisord_ << " is not built";
   }
 

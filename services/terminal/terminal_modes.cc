@@ -5,9 +5,9 @@
 namespace lazaret::terminal {
 namespace {
 
-constexpr char kEsc = '\x1b';
+constexpr char kEscChar = '\x1b';
 // A parameter is capped here: larger numbers name no mode this tracks.
-constexpr uint32_t kParamCap = 100000;
+constexpr uint32_t kModeParamCap = 100000;
 
 }  // namespace
 
@@ -76,7 +76,7 @@ void TerminalModes::Feed(std::string_view bytes) {
   for (const char c : bytes) {
     switch (state_) {
       case State::kGround:
-        if (c == kEsc) state_ = State::kEsc;
+        if (c == kEscChar) state_ = State::kEsc;
         break;
       case State::kEsc:
         state_ = State::kGround;
@@ -93,7 +93,7 @@ void TerminalModes::Feed(std::string_view bytes) {
           flags_ &= ~kKeypad;
         } else if (c == 'c') {
           Reset();  // RIS
-        } else if (c == kEsc) {
+        } else if (c == kEscChar) {
           state_ = State::kEsc;
         }
         break;
@@ -102,7 +102,7 @@ void TerminalModes::Feed(std::string_view bytes) {
           if (param_count_ == 0) param_count_ = 1;
           if (param_count_ <= kMaxParams) {
             uint32_t& p = params_[param_count_ - 1];
-            p = p >= kParamCap ? kParamCap : p * 10 + static_cast<uint32_t>(c - '0');
+            p = p >= kModeParamCap ? kModeParamCap : p * 10 + static_cast<uint32_t>(c - '0');
           }
         } else if (c == ';') {
           if (param_count_ == 0) param_count_ = 1;
@@ -121,7 +121,7 @@ void TerminalModes::Feed(std::string_view bytes) {
           if (param_count_ > kMaxParams) param_count_ = kMaxParams;
           OnCsi(c);
           state_ = State::kGround;
-        } else if (c == kEsc) {
+        } else if (c == kEscChar) {
           state_ = State::kEsc;  // a new sequence cancels this one
         } else if (c == 0x18 || c == 0x1A) {
           state_ = State::kGround;  // CAN, SUB
@@ -131,7 +131,7 @@ void TerminalModes::Feed(std::string_view bytes) {
       case State::kString:
         if (c == '\a' || c == 0x18 || c == 0x1A) {
           state_ = State::kGround;
-        } else if (c == kEsc) {
+        } else if (c == kEscChar) {
           state_ = State::kStringEsc;
         }
         break;

@@ -137,7 +137,7 @@ std::optional<std::string> RelativeArgument(const std::vector<std::string>& argv
 
 // A word for a reason: quoted, and cut short (a request's words reach 64
 // KiB; the reason is shown to a human).
-std::string Quoted(absl::string_view word) {
+std::string QuotedWord(absl::string_view word) {
   constexpr size_t kMax = 64;
   if (word.size() <= kMax) return absl::StrCat("'", word, "'");
   return absl::StrCat("'", word.substr(0, kMax), "...' (", word.size(), " bytes)");
@@ -159,11 +159,10 @@ RiskyMatch FindRiskyOption(const std::vector<std::string>& names, absl::string_v
   const bool long_form = absl::StartsWith(word, "--");
   const absl::string_view name = word.substr(0, word.find('='));
   for (const RiskyOptions& t : RiskyOptionTables()) {
-    const bool for_program = std::any_of(t.programs.begin(), t.programs.end(),
-                                         [&](absl::string_view p) {
-                                           return std::find(names.begin(), names.end(), p) !=
-                                                  names.end();
-                                         });
+    const bool for_program =
+        std::any_of(t.programs.begin(), t.programs.end(), [&](absl::string_view p) {
+          return std::find(names.begin(), names.end(), p) != names.end();
+        });
     if (!for_program) continue;
     for (absl::string_view opt : t.options) {
       if (opt == name) return {&t, std::string(opt)};
@@ -183,7 +182,7 @@ RiskyMatch FindRiskyOption(const std::vector<std::string>& names, absl::string_v
 std::string RiskyRefusal(absl::string_view argv0, absl::string_view word, const RiskyMatch& m) {
   const std::string as =
       m.option == word ? std::string() : absl::StrCat(" (taken as '", m.option, "')");
-  return absl::StrCat(Quoted(word), as, " of '", argv0, "' ", m.table->why);
+  return absl::StrCat(QuotedWord(word), as, " of '", argv0, "' ", m.table->why);
 }
 
 // A character an option in an options list may hold.
@@ -200,13 +199,13 @@ std::optional<std::string> OptionsRefusal(absl::string_view argv0,
     const bool shaped = o.size() >= 2 && o[0] == '-' && std::all_of(o.begin(), o.end(), OptionChar);
     if (!shaped) {
       return absl::StrCat(
-          "options lists ", Quoted(o),
+          "options lists ", QuotedWord(o),
           ", which is not an option word: each option starts with '-' and holds only letters, "
           "digits, '-', '_' and '.' (write \"--json\", never \"--json=VALUE\": a listed option "
           "may take any plain value)");
     }
     if (std::find(options.begin(), options.begin() + i, o) != options.begin() + i) {
-      return absl::StrCat("options lists ", Quoted(o), " twice");
+      return absl::StrCat("options lists ", QuotedWord(o), " twice");
     }
     const RiskyMatch m = FindRiskyOption(names, o);
     if (m.table != nullptr) {
@@ -226,12 +225,12 @@ std::optional<std::string> EntryOptionRefusal(const std::vector<std::string>& ar
       last.find('=') == std::string::npos) {
     const RiskyMatch m = FindRiskyOption(names, last);
     if (m.table != nullptr) {
-      return absl::StrCat("ends in the option ", Quoted(last),
+      return absl::StrCat("ends in the option ", QuotedWord(last),
                           ": the agent's next word would be its value, and ",
                           RiskyRefusal(argv[0], last, m), "; leave it out");
     }
     return absl::StrCat(
-        "ends in the option ", Quoted(last),
+        "ends in the option ", QuotedWord(last),
         ": the agent's next word could be that option's value (a file to read or write, as in "
         "'date -f FILE'); end the prefix with the command or subcommand and list the options "
         "it may take, e.g. { prefix = \"",
@@ -244,8 +243,8 @@ std::optional<std::string> EntryOptionRefusal(const std::vector<std::string>& ar
     const size_t eq = w.find('=');
     const bool has_value = eq != std::string::npos || i + 1 < argv.size();
     const absl::string_view value = eq != std::string::npos ? absl::string_view(w).substr(eq + 1)
-                                    : i + 1 < argv.size()  ? absl::string_view(argv[i + 1])
-                                                           : absl::string_view();
+                                    : i + 1 < argv.size()   ? absl::string_view(argv[i + 1])
+                                                            : absl::string_view();
     switch (m.table->risk) {
       case OptionRisk::kCode:
       case OptionRisk::kSecrets:
@@ -266,7 +265,7 @@ std::optional<std::string> EntryOptionRefusal(const std::vector<std::string>& ar
 
 std::optional<std::string> NotPlainOperand(absl::string_view word) {
   if (word.empty()) return std::string("an empty word is not a plain operand");
-  const std::string w = Quoted(word);
+  const std::string w = QuotedWord(word);
   if (word[0] == '-') return absl::StrCat(w, " starts with '-' (an option)");
   if (word[0] == '~') return absl::StrCat(w, " starts with '~' (a home directory)");
   if (word[0] == '/') return absl::StrCat(w, " is an absolute path");
@@ -314,7 +313,7 @@ std::optional<std::string> FollowingWordsRefusal(const std::vector<std::string>&
       if (eq != absl::string_view::npos && Listed(options, w.substr(0, eq))) {
         const absl::string_view value = w.substr(eq + 1);
         if (std::optional<std::string> why = NotPlainOperand(value)) {
-          return absl::StrCat("argv[", i, "] ", Quoted(w), ": the value of the listed option '",
+          return absl::StrCat("argv[", i, "] ", QuotedWord(w), ": the value of the listed option '",
                               w.substr(0, eq), "' must be a plain operand, and ", *why);
         }
         if (std::optional<std::string> why = check_path(i, value)) return why;
@@ -323,11 +322,11 @@ std::optional<std::string> FollowingWordsRefusal(const std::vector<std::string>&
     }
     if (absl::StartsWith(w, "-")) {
       if (options.empty()) {
-        return absl::StrCat("argv[", i, "] ", Quoted(w),
+        return absl::StrCat("argv[", i, "] ", QuotedWord(w),
                             " is an option, and the matching entry lists none (only plain "
                             "operands follow it)");
       }
-      return absl::StrCat("argv[", i, "] ", Quoted(w),
+      return absl::StrCat("argv[", i, "] ", QuotedWord(w),
                           " is an option the matching entry does not list (it lists ",
                           absl::StrJoin(options, ", "),
                           "; options are compared exactly, never abbreviated or bundled, and a "

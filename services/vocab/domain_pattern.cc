@@ -14,9 +14,6 @@
 namespace lazaret::vocab {
 namespace {
 
-// The agent's text in a message: quoted, escaped for a terminal.
-std::string Quoted(absl::string_view s) { return absl::StrCat("\"", EscapeForTerminal(s), "\""); }
-
 bool IsLdh(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-'; }
 
 // A label of the wider DNS syntax: letters, digits, '-' and '_'.
@@ -28,7 +25,7 @@ bool IsDnsLabel(absl::string_view label) {
 }  // namespace
 
 absl::StatusOr<std::string> CheckDomainPattern(absl::string_view text) {
-  const std::string q = Quoted(text);
+  const std::string q = QuotedForTerminal(text);
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(q, " is not a valid name: ", why));
   };
@@ -55,8 +52,8 @@ absl::StatusOr<std::string> CheckDomainPattern(absl::string_view text) {
   for (absl::string_view l : labels) {
     if (l.empty()) return bad("it has an empty label (\"..\", or a leading dot)");
     if (l.size() > kMaxLabelLength) {
-      return bad(absl::StrCat("the label ", Quoted(l), " is longer than ", kMaxLabelLength,
-                              " characters"));
+      return bad(absl::StrCat("the label ", QuotedForTerminal(l), " is longer than ",
+                              kMaxLabelLength, " characters"));
     }
     if (l.find('*') != absl::string_view::npos) {
       return bad("'*' is only allowed as the whole first label, as in \"*.example.com\"");
@@ -68,7 +65,7 @@ absl::StatusOr<std::string> CheckDomainPattern(absl::string_view text) {
       return bad("a label holds only letters, digits and '-'");
     }
     if (l.front() == '-' || l.back() == '-') {
-      return bad(absl::StrCat("the label ", Quoted(l), " starts or ends with '-'"));
+      return bad(absl::StrCat("the label ", QuotedForTerminal(l), " starts or ends with '-'"));
     }
   }
   if (labels.size() < 2) {
@@ -88,7 +85,7 @@ absl::StatusOr<std::string> NormalizeDnsPattern(absl::string_view pattern) {
   std::string p = absl::AsciiStrToLower(pattern);
   if (!p.empty() && p.back() == '.') p.pop_back();
   if (p.empty() || p.size() > kMaxDomainLength) {
-    return absl::InvalidArgumentError(absl::StrCat("name pattern ", Quoted(pattern),
+    return absl::InvalidArgumentError(absl::StrCat("name pattern ", QuotedForTerminal(pattern),
                                                    ": empty or longer than 253 characters"));
   }
   const std::vector<absl::string_view> labels = absl::StrSplit(p, '.');
@@ -96,7 +93,7 @@ absl::StatusOr<std::string> NormalizeDnsPattern(absl::string_view pattern) {
     if (i == 0 && labels[i] == "*" && labels.size() > 1) continue;
     if (!IsDnsLabel(labels[i])) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "name pattern ", Quoted(pattern),
+          "name pattern ", QuotedForTerminal(pattern),
           ": each label is 1-63 letters, digits, '-' or '_', and '*' only as the whole first "
           "label of a longer name"));
     }

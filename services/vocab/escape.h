@@ -60,6 +60,17 @@ inline std::string EscapeForDisplay(absl::string_view raw, bool* changed = nullp
 inline std::string EscapeForTerminal(absl::string_view raw) {
   return EscapeText(raw, EscapeOptions{.ascii_only = true});
 }
+// Sandbox text for a message or a log line: at most `max` bytes of it,
+// escaped for a terminal, "..." marking a cut.
+inline std::string EscapeForTerminalCut(absl::string_view raw, size_t max) {
+  std::string out = EscapeForTerminal(raw.substr(0, max));
+  if (raw.size() > max) out += "...";
+  return out;
+}
+// The agent's text in a message: in double quotes, escaped for a terminal.
+inline std::string QuotedForTerminal(absl::string_view raw) {
+  return "\"" + EscapeForTerminal(raw) + "\"";
+}
 
 // True for the combining marks (drawn over the cell before them).
 bool IsCombiningCodePoint(char32_t cp);

@@ -12,9 +12,6 @@
 namespace lazaret::vocab {
 namespace {
 
-// The agent's text in a message: quoted, escaped for a terminal.
-std::string Quoted(absl::string_view s) { return absl::StrCat("\"", EscapeForTerminal(s), "\""); }
-
 bool IsTChar(char c) {
   const auto u = static_cast<unsigned char>(c);
   if (u <= 0x20 || u >= 0x7f) return false;
@@ -48,22 +45,22 @@ absl::Status CheckHttpMethod(absl::string_view method) {
   if (method == "*") return absl::OkStatus();
   if (!IsHttpToken(method)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Quoted(method),
+        absl::StrCat(QuotedForTerminal(method),
                      " is not an HTTP method (a token such as GET or POST, or * "
                      "for any method)"));
   }
   if (std::any_of(method.begin(), method.end(), absl::ascii_islower)) {
     // Methods are case-sensitive (RFC 9110 9.1): "get" would never match
     // the GET a client sends.
-    return absl::InvalidArgumentError(
-        absl::StrCat(Quoted(method), " is not in upper case; methods are case-sensitive: write ",
-                     Quoted(absl::AsciiStrToUpper(method))));
+    return absl::InvalidArgumentError(absl::StrCat(
+        QuotedForTerminal(method), " is not in upper case; methods are case-sensitive: write ",
+        QuotedForTerminal(absl::AsciiStrToUpper(method))));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckHttpPathPrefix(absl::string_view prefix) {
-  const std::string q = Quoted(prefix);
+  const std::string q = QuotedForTerminal(prefix);
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(q, " is not a path prefix: ", why));
   };
@@ -96,8 +93,9 @@ absl::Status CheckHttpPathPrefix(absl::string_view prefix) {
 absl::StatusOr<HttpAllow> ParseHttpAllow(absl::string_view text) {
   const size_t space = text.find(' ');
   if (space == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Quoted(text), " is not \"METHOD /path-prefix\" (e.g. \"GET /v1/models\" or \"* /\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuotedForTerminal(text),
+                     " is not \"METHOD /path-prefix\" (e.g. \"GET /v1/models\" or \"* /\")"));
   }
   HttpAllow out{std::string(text.substr(0, space)), std::string(text.substr(space + 1))};
   if (absl::Status st = CheckHttpMethod(out.method); !st.ok()) return st;
@@ -107,18 +105,19 @@ absl::StatusOr<HttpAllow> ParseHttpAllow(absl::string_view text) {
 
 absl::StatusOr<std::string> CheckInjectHeaderName(absl::string_view name) {
   if (absl::StartsWith(name, ":")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Quoted(name), " is an HTTP/2 pseudo-header: it is the request line, not a header"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuotedForTerminal(name),
+                     " is an HTTP/2 pseudo-header: it is the request line, not a header"));
   }
   if (!IsHttpToken(name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Quoted(name), " is not a header name (letters, digits and !#$%&'*+-.^_`|~)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        QuotedForTerminal(name), " is not a header name (letters, digits and !#$%&'*+-.^_`|~)"));
   }
   std::string lower = absl::AsciiStrToLower(name);
   for (absl::string_view framing : {"host", "content-length", "transfer-encoding", "connection"}) {
     if (lower == framing) {
       return absl::InvalidArgumentError(absl::StrCat(
-          Quoted(name),
+          QuotedForTerminal(name),
           " frames or routes the request: a value placed there would change where the request "
           "goes or where it ends, not authenticate it"));
     }

@@ -25,7 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kPromptTitle[] = "lazaret run: the sandbox asks the host";
+constexpr char kGuardPromptTitle[] = "lazaret run: the sandbox asks the host";
 
 bool OnHost(const std::string& name) {
   struct stat st;
@@ -37,10 +37,10 @@ bool OnHost(const std::string& name) {
 // prompt reads as a command is there (a, e, y, d, Q, digits, Enter); q is
 // not, as it only leaves the prompt.
 void TypeAtTenKeysASecond(const std::string& window, int rounds) {
-  const std::vector<std::string> keys = {"m", "a", "k", "e", "Space", "t", "e", "s", "t", "Enter",
-                                         "y", "a", "Enter", "a", "Enter", "e", "Enter", "y",
-                                         "Enter", "4", "8", "2", "1", "Enter", "d", "Enter", "Q",
-                                         "y", "Enter"};
+  const std::vector<std::string> keys = {
+      "m", "a", "k",     "e",     "Space", "t",     "e",     "s", "t",     "Enter",
+      "y", "a", "Enter", "a",     "Enter", "e",     "Enter", "y", "Enter", "4",
+      "8", "2", "1",     "Enter", "d",     "Enter", "Q",     "y", "Enter"};
   for (int round = 0; round < rounds; ++round) {
     for (const std::string& k : keys) {
       shared->tmux.Keys(window, {k});
@@ -50,10 +50,10 @@ void TypeAtTenKeysASecond(const std::string& window, int rounds) {
 }
 
 TEST_F(ApproveE2eTest, APaddedTailIsShownWholeAt80x24AndReachableByKeysAt40x12) {
-  const std::string padded = "make test 2>&1 | tail -n 40" + std::string(150, ' ') +
-                             "; touch padded-marker";
-  shared->workspace.Write("padded.sh", "/run/lazaret/escalate --justify 'run the tests' -- sh -c '" +
-                                           padded + "'\n");
+  const std::string padded =
+      "make test 2>&1 | tail -n 40" + std::string(150, ' ') + "; touch padded-marker";
+  shared->workspace.Write(
+      "padded.sh", "/run/lazaret/escalate --justify 'run the tests' -- sh -c '" + padded + "'\n");
   Approver("appr", id(), 1);
   AgentRuns("sh padded.sh", "padded");
   ASSERT_TRUE(tmux().WaitForText("appr", "1 pending", kDecisionWait));
@@ -62,8 +62,9 @@ TEST_F(ApproveE2eTest, APaddedTailIsShownWholeAt80x24AndReachableByKeysAt40x12) 
       << Screen("appr");
   ASSERT_TRUE(ap::KeysCount(tmux(), "appr"));
   ASSERT_TRUE(tmux().Keys("appr", {"Enter"}));
-  ASSERT_TRUE(tmux().WaitForText("appr", "[2] make test 2>&1 | tail -n 40[150 spaces]; touch "
-                                         "padded-marker"))
+  ASSERT_TRUE(tmux().WaitForText("appr",
+                                 "[2] make test 2>&1 | tail -n 40[150 spaces]; touch "
+                                 "padded-marker"))
       << Screen("appr");
   const std::string detail = Screen("appr");
   EXPECT_THAT(detail, HasSubstr("! argv[2] holds a run of 150 spaces"));
@@ -96,12 +97,12 @@ TEST_F(ApproveE2eTest, TypingIntoTheAgentAsTheInlinePromptOpensNeverDecides) {
       "bg");
   ASSERT_TRUE(tmux().WaitForText(kAgent, "DONE-bg-0"));
   std::thread typist([] { TypeAtTenKeysASecond(kAgent, 3); });
-  ASSERT_TRUE(tmux().WaitForText(kAgent, kPromptTitle, kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText(kAgent, kGuardPromptTitle, kDecisionWait));
   typist.join();
   // Typing stopped: nothing was decided, nothing ran on the host.
   ASSERT_TRUE(ap::KeysCount(tmux(), kAgent));
   const std::string pane = Screen(kAgent);
-  EXPECT_THAT(pane, HasSubstr(kPromptTitle));
+  EXPECT_THAT(pane, HasSubstr(kGuardPromptTitle));
   EXPECT_THAT(pane, HasSubstr("1 pending"));
   EXPECT_THAT(pane, Not(HasSubstr("then Enter to"))) << pane;
   EXPECT_THAT(pane, Not(HasSubstr(": reason (optional)"))) << pane;
@@ -115,7 +116,7 @@ TEST_F(ApproveE2eTest, TypingIntoTheAgentAsTheInlinePromptOpensNeverDecides) {
   ASSERT_TRUE(tmux().Keys(kAgent, {"d"}));
   ASSERT_TRUE(tmux().WaitForText(kAgent, ": reason (optional)"));
   ASSERT_TRUE(tmux().Keys(kAgent, {"Enter"}));
-  ASSERT_TRUE(tmux().WaitForTextGone(kAgent, kPromptTitle, kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForTextGone(kAgent, kGuardPromptTitle, kDecisionWait));
   std::vector<AuditRecord> a = Records(id(), {"touch", "typed-marker"});
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(DecisionName(a[0]), "DECISION_DENIED");
@@ -157,8 +158,8 @@ TEST_F(ApproveE2eTest, ARequestResolvedWhileItsDetailIsOpenKeepsTheViewAndTakesN
   // A script decides the request in view.
   CommandResult script =
       RunAs("/", {test::Binary("lazaret-test-approver"), "--socket=" + BrokerSocket(), "decide",
-                  "--session=" + id(), "--argv0=printf", "--deny=decided by a script",
-                  "--count=1", "--timeout=20"});
+                  "--session=" + id(), "--argv0=printf", "--deny=decided by a script", "--count=1",
+                  "--timeout=20"});
   ASSERT_EQ(script.exit_code, 0) << script.out << script.err;
   ASSERT_TRUE(tmux().WaitForText("appr", "no longer pending: denied by")) << Screen("appr");
   EXPECT_THAT(Screen("appr"), HasSubstr("[1] first-one"));

@@ -33,7 +33,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kPromptTitle[] = "lazaret run: the sandbox asks the host";
+constexpr char kAttachPromptTitle[] = "lazaret run: the sandbox asks the host";
 constexpr auto kEndWait = std::chrono::seconds(90);
 
 // A tmux server of its own (the approve suites' shared agent is not used:
@@ -168,14 +168,14 @@ TEST_F(AttachE2eTest, DetachAttachElsewhereKillTheClientApproveThereAndStop) {
   ASSERT_TRUE(tmux().WaitForText("att-three", "again-5"));
   AgentRuns("/run/lazaret/escalate --justify 'from the re-attached terminal' -c id", "inl",
             "att-three");
-  ASSERT_TRUE(tmux().WaitForText("att-three", kPromptTitle, kDecisionWait));
+  ASSERT_TRUE(tmux().WaitForText("att-three", kAttachPromptTitle, kDecisionWait));
   ASSERT_TRUE(ap::KeysCount(tmux(), "att-three"));
   ASSERT_TRUE(tmux().Keys("att-three", {"Enter"}));
   ASSERT_TRUE(tmux().WaitForText("att-three", "binary     /usr/bin/id"));
   ASSERT_TRUE(tmux().Keys("att-three", {"a"}));
   ASSERT_TRUE(ap::TypeShownCode(tmux(), "att-three"));
   ASSERT_TRUE(tmux().WaitForText("att-three", "DONE-inl-0", kDecisionWait));
-  EXPECT_THAT(tmux().Capture("att-three"), Not(HasSubstr(kPromptTitle)));
+  EXPECT_THAT(tmux().Capture("att-three"), Not(HasSubstr(kAttachPromptTitle)));
   std::vector<AuditRecord> a = Records(id, {"id"});
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(DecisionName(a.back()), "DECISION_APPROVED");
@@ -231,8 +231,8 @@ TEST_F(AttachE2eTest, KillNineOfSessiondEndsTheSessionWithItsWriteBack) {
       },
       std::chrono::seconds(30)));
   // The supervisor starts sessiond again: sessions can be listed.
-  EXPECT_TRUE(test::WaitFor([] { return Lazaret("/", {"ps"}).exit_code == 0; },
-                            std::chrono::seconds(30)));
+  EXPECT_TRUE(
+      test::WaitFor([] { return Lazaret("/", {"ps"}).exit_code == 0; }, std::chrono::seconds(30)));
 }
 
 }  // namespace

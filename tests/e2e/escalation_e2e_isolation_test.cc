@@ -38,7 +38,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-bool Exists(const std::string& p) {
+bool IsolationExists(const std::string& p) {
   struct stat st {};
   return lstat(p.c_str(), &st) == 0;
 }
@@ -204,7 +204,7 @@ TEST_F(EscE2eTest, NoHostSocketBoundDuringTheSessionIsReachable) {
   const std::string inside = NewId("inside-") + ".sock";
   CommandResult b = Raw(*a, {"unix-bind", "/workspace/" + inside});
   EXPECT_THAT(b.out, testing::AnyOf(StartsWith("bound"), StartsWith("err "))) << b.err;
-  EXPECT_FALSE(Exists(ws + "/" + inside)) << "a socket bound inside appeared on the host";
+  EXPECT_FALSE(IsolationExists(ws + "/" + inside)) << "a socket bound inside appeared on the host";
 
   // Host programs' sockets, bound now, in the workspace (also a
   // subdirectory, as an ssh-agent or a database would) and in a volume.
@@ -238,7 +238,7 @@ TEST_F(EscE2eTest, NoHostSocketBoundDuringTheSessionIsReachable) {
   // The services' sockets exist on the host and cannot be reached.
   for (const char* svc : {"supervisor", "configd", "netpolicyd", "brokerd"}) {
     const std::string path = Env().runtime_dir + "/" + svc + ".sock";
-    EXPECT_TRUE(Exists(path)) << path;
+    EXPECT_TRUE(IsolationExists(path)) << path;
     CommandResult c = Raw(*a, {"unix-connect", path});
     EXPECT_THAT(c.out, StartsWith("err ")) << path << " reachable from inside";
   }

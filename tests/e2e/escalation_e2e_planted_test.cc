@@ -29,7 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-using Strings = std::vector<std::string>;
+using PlantedStrings = std::vector<std::string>;
 
 bool HostExists(const std::string& p) {
   struct stat st {};
@@ -57,7 +57,7 @@ class PlantedE2eTest : public EscE2eTest {
     markers_ = new UserDir("escplanted-markers");
     chmod(markers_->path().c_str(), 0777);
     const std::string repo = ws_->path();
-    for (const Strings& argv : std::vector<Strings>{
+    for (const PlantedStrings& argv : std::vector<PlantedStrings>{
              {"git", "init", "-q", "-b", "main", "."},
              {"mkdir", "clean"},
              {"touch", "clean/file"},
@@ -108,7 +108,7 @@ class PlantedE2eTest : public EscE2eTest {
   // Runs `args` through lazaret-escalate with a scripted approver that
   // approves the first request whose argv[0] is `argv0`; returns the
   // client's result and the approver's decision lines.
-  static CommandResult Approved(const std::string& argv0, const Strings& args,
+  static CommandResult Approved(const std::string& argv0, const PlantedStrings& args,
                                 std::string* decisions) {
     auto approver = ScriptedApprover::Start({"--session=" + session_->id(), "--argv0=" + argv0,
                                              "--approve", "--count=1", "--timeout=60"});
@@ -175,7 +175,7 @@ TEST_F(PlantedE2eTest, PlantedRepositoriesAreShownNeverAutoApprovedAndGitNeverRu
 
   // git at each planted repository: shown, approved, never run.
   struct Case {
-    Strings args;
+    PlantedStrings args;
     std::string finding;
   };
   const Case cases[] = {

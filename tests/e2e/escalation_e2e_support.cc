@@ -16,7 +16,7 @@
 namespace lazaret::test::e2e::esc {
 namespace {
 
-std::vector<std::string> Lines(const std::string& text) {
+std::vector<std::string> SplitLines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);) {
@@ -89,7 +89,7 @@ RawExchange ParseRawExchange(const std::string& out, const std::string& tag) {
   const std::string end = tag.empty() ? "end " : "end " + tag + " ";
   google::protobuf::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;
-  for (const auto& l : Lines(out)) {
+  for (const auto& l : SplitLines(out)) {
     if (absl::StartsWith(l, frame) && (tag.empty() ? l[6] == '{' : true)) {
       ServerFrame f;
       if (google::protobuf::util::JsonStringToMessage(l.substr(frame.size()), &f, strict).ok()) {
@@ -108,7 +108,7 @@ RawExchange ParseRawExchange(const std::string& out, const std::string& tag) {
 
 std::map<std::string, std::string> RawSummary(const std::string& out, const std::string& word) {
   std::map<std::string, std::string> kv;
-  for (const auto& l : Lines(out)) {
+  for (const auto& l : SplitLines(out)) {
     if (!absl::StartsWith(l, word + " ")) continue;
     for (absl::string_view t : absl::StrSplit(l.substr(word.size() + 1), ' ', absl::SkipEmpty())) {
       const size_t eq = t.find('=');
@@ -121,7 +121,7 @@ std::map<std::string, std::string> RawSummary(const std::string& out, const std:
 
 std::map<std::string, long> RawReasons(const std::string& out) {
   std::map<std::string, long> reasons;
-  for (const auto& l : Lines(out)) {
+  for (const auto& l : SplitLines(out)) {
     if (!absl::StartsWith(l, "reason ")) continue;
     const std::string rest = l.substr(7);
     const size_t sp = rest.find(' ');
@@ -171,7 +171,7 @@ absl::StatusOr<std::vector<AuditRecord>> Audit(const std::string& session) {
   google::protobuf::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;
   std::vector<AuditRecord> out;
-  for (const auto& l : Lines(r.out)) {
+  for (const auto& l : SplitLines(r.out)) {
     AuditRecord rec;
     if (!google::protobuf::util::JsonStringToMessage(l, &rec, strict).ok()) {
       return absl::DataLossError("an audit line that is not an AuditRecord: " + l);
@@ -229,7 +229,7 @@ void ScriptedApprover::Stop() {
 
 std::vector<std::string> ScriptedApprover::Decisions() const {
   std::vector<std::string> out;
-  for (const auto& l : Lines(test::ReadFile(log_))) {
+  for (const auto& l : SplitLines(test::ReadFile(log_))) {
     if (absl::StartsWith(l, "{\"pending\":")) out.push_back(l);
   }
   return out;

@@ -23,7 +23,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-bool Exists(const std::string& path) {
+bool AgentExists(const std::string& path) {
   struct stat st {};
   return lstat(path.c_str(), &st) == 0;
 }
@@ -70,8 +70,9 @@ TEST_F(HeldAgentCliE2eTest, ClaudeCodeProjectMcpServerWorksInsideAndIsHeld) {
   }
   UserDir ws_dir("hagent");
   const std::string& ws = ws_dir.path();
-  ASSERT_EQ(UserSh(ws, "git init -q . && echo '# demo' > README.md && git add -A && "
-                       "git commit -q -m init")
+  ASSERT_EQ(UserSh(ws,
+                   "git init -q . && echo '# demo' > README.md && git add -A && "
+                   "git commit -q -m init")
                 .exit_code,
             0);
   const auto before = TreeState(ws, {".git"});
@@ -92,11 +93,13 @@ TEST_F(HeldAgentCliE2eTest, ClaudeCodeProjectMcpServerWorksInsideAndIsHeld) {
       " || { tail -20 /tmp/apt.log; exit 72; }\n"
       "fi\n"
       "if ! command -v npm >/dev/null; then\n"
-      "  timeout 300 node -e ", ShellQuote(absl::StrCat(
+      "  timeout 300 node -e ",
+      ShellQuote(absl::StrCat(
           "(async () => { const r = await fetch('", kNpmTarball, "'); ",
           "if (!r.ok) throw new Error('HTTP ' + r.status); ",
           "require('fs').writeFileSync('/tmp/npm.tgz', Buffer.from(await r.arrayBuffer())); ",
-          "})().catch(e => { console.error(String(e)); process.exit(74); })")), "\n"
+          "})().catch(e => { console.error(String(e)); process.exit(74); })")),
+      "\n"
       "  mkdir -p /usr/local/lib/npm\n"
       "  tar -xzf /tmp/npm.tgz -C /usr/local/lib/npm --strip-components=1 --no-same-owner\n"
       "  ln -s ../lib/npm/bin/npm-cli.js /usr/local/bin/npm\n"
@@ -113,7 +116,8 @@ TEST_F(HeldAgentCliE2eTest, ClaudeCodeProjectMcpServerWorksInsideAndIsHeld) {
   EXPECT_THAT(installed.out, HasSubstr("MCP-ADD-DONE"));
 
   // The host folder never got it; the store has it.
-  EXPECT_FALSE(Exists(ws + "/.mcp.json")) << "Claude Code's project settings reached the folder";
+  EXPECT_FALSE(AgentExists(ws + "/.mcp.json"))
+      << "Claude Code's project settings reached the folder";
   EXPECT_EQ(TreeDiff(before, TreeState(ws, {".git"})), "");
   const HeldListing held = ListHeld(ws, kAgentProfile);
   ASSERT_EQ(held.error, "");
@@ -132,7 +136,7 @@ TEST_F(HeldAgentCliE2eTest, ClaudeCodeProjectMcpServerWorksInsideAndIsHeld) {
   const std::string claude_says = listed.out.substr(said);
   EXPECT_THAT(claude_says, HasSubstr("demo")) << claude_says;
   EXPECT_THAT(claude_says, HasSubstr("echo")) << "Claude Code does not list the server";
-  EXPECT_FALSE(Exists(ws + "/.mcp.json")) << "a placeholder or the server list was left";
+  EXPECT_FALSE(AgentExists(ws + "/.mcp.json")) << "a placeholder or the server list was left";
   EXPECT_EQ(TreeDiff(before, TreeState(ws, {".git"})), "");
 }
 

@@ -94,7 +94,7 @@ std::string ScreenText(const Model& m, size_t w = 80, size_t h = 24) {
   return absl::StrJoin(Screen(m, w, h), "\n");
 }
 
-void Type(Model& m, const std::u32string& s) {
+void TypeKeys(Model& m, const std::u32string& s) {
   for (char32_t c : s) EXPECT_TRUE(m.OnKey(Key::Char(c)).empty());
 }
 
@@ -132,7 +132,7 @@ class ModelTest : public ::testing::Test {
   }
   // Types the code and Enter.
   std::vector<Action> Confirm() {
-    Type(m_, U"4821");
+    TypeKeys(m_, U"4821");
     return m_.OnKey(Key::Of(Key::kEnter));
   }
   Model m_ = Fixed();
@@ -215,10 +215,10 @@ TEST_F(ModelTest, ApproveAsksForTheCodeAndOnlyTheCodeThenEnterApproves) {
   EXPECT_THAT(s, HasSubstr("Approve q2: it runs on the host as shown above."));
   EXPECT_THAT(s, HasSubstr("Type 4821 then Enter to approve; any other key cancels."));
   EXPECT_THAT(s, HasSubstr("code: ____"));
-  Type(m_, U"48");
+  TypeKeys(m_, U"48");
   EXPECT_THAT(ScreenText(m_), HasSubstr("code: 48__"));
   m_.OnKey(Key::Of(Key::kBackspace));
-  Type(m_, U"821");
+  TypeKeys(m_, U"821");
   const std::vector<Action> a = m_.OnKey(Key::Of(Key::kEnter));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].kind, Action::kDecide);
@@ -236,8 +236,8 @@ TEST_F(ModelTest, ApproveAsksForTheCodeAndOnlyTheCodeThenEnterApproves) {
 }
 
 TEST_F(ModelTest, AnyOtherKeyAWrongDigitOrAnEarlyEnterCancelsTheApproval) {
-  const std::vector<std::u32string> attempts = {U"m", U"y", U"a", U"4822", U"5", U"\n", U"48\n",
-                                                U"4821x", U" ", U"q"};
+  const std::vector<std::u32string> attempts = {U"m",  U"y",    U"a",     U"4822", U"5",
+                                                U"\n", U"48\n", U"4821x", U" ",    U"q"};
   for (const std::u32string& keys : attempts) {
     ASSERT_TRUE(m_.OnKey(Key::Char('a')).empty());
     ASSERT_EQ(m_.mode(), Mode::kConfirmApprove);
@@ -317,7 +317,7 @@ TEST(ModelGuardTest, ThePromptOpeningGoesBackToTheListAndStartsTheGuard) {
   m.SetClockMs(60'000);
   m.TakeDiscard();
   m.OnKey(Key::Char('d'));
-  Type(m, U"half a reas");
+  TypeKeys(m, U"half a reas");
   EXPECT_EQ(m.mode(), Mode::kDenyReason);
   m.OnPromptOpen();
   EXPECT_EQ(m.mode(), Mode::kList);
@@ -468,7 +468,8 @@ TEST_F(ModelTest, APaddedTailIsShownAndReachableByKeysAtAnySize) {
   EXPECT_THAT(s, HasSubstr("more below: j/Down/PgDn"));
   // The list row is marked and shows the padding as a count.
   m_.OnKey(Key::Of(Key::kEscape));
-  EXPECT_TRUE(absl::StartsWith(Screen(m_)[3], "> q3  ! dev  sh -c 'make test 2>&1 | tail -n 40[150"))
+  EXPECT_TRUE(
+      absl::StartsWith(Screen(m_)[3], "> q3  ! dev  sh -c 'make test 2>&1 | tail -n 40[150"))
       << Screen(m_)[3];
 }
 
@@ -476,7 +477,9 @@ TEST_F(ModelTest, LookalikesAndInvisibleCharactersAreFlaggedInWordsAndTheRowMark
   pb::PendingRequest r = Request("q3", "x");
   r.clear_argv();
   r.add_argv("git");
-  r.add_argv("\xD0\xB0" "dd");  // Cyrillic a
+  r.add_argv(
+      "\xD0\xB0"
+      "dd");  // Cyrillic a
   r.add_argv("x\ty");
   r.set_command("");
   m_.OnEvent(Added(r));
@@ -515,7 +518,7 @@ TEST_F(ModelTest, TheBrokersFindingsComeFirstInTheDetailAndMarkTheRow) {
 TEST_F(ModelTest, DenySendsTheTypedReason) {
   EXPECT_TRUE(m_.OnKey(Key::Char('d')).empty());
   EXPECT_EQ(m_.mode(), Mode::kDenyReason);
-  Type(m_, U"not now");
+  TypeKeys(m_, U"not now");
   EXPECT_THAT(ScreenText(m_), HasSubstr("> not now"));
   EXPECT_THAT(ScreenText(m_), HasSubstr("Deny q1: reason (optional)"));
   const std::optional<CursorPos> c = m_.Cursor(80, 24);
@@ -544,7 +547,7 @@ TEST_F(ModelTest, EditParsesThenRunsOnlyWithTheCode) {
   EXPECT_EQ(m_.mode(), Mode::kEdit);
   EXPECT_THAT(ScreenText(m_), HasSubstr("> git push origin main"));
   m_.OnKey(Key::Ctrl('w'));
-  Type(m_, U"dev");
+  TypeKeys(m_, U"dev");
   std::vector<Action> a = m_.OnKey(Key::Of(Key::kEnter));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].kind, Action::kParseCommand);
@@ -911,12 +914,12 @@ TEST_F(ModelTest, StrayKeysDoNotAllow) {
   // the code allows nothing.
   m_.OnKey(Key::Char('s'));
   ASSERT_EQ(m_.mode(), Mode::kConfirmAllow);
-  Type(m_, U"48");
+  TypeKeys(m_, U"48");
   m_.OnEvent(Resolved("q3", "denied by lazaret run"));
   EXPECT_EQ(m_.mode(), Mode::kDetail);
   EXPECT_EQ(m_.viewing(), "q3");
   EXPECT_THAT(ScreenText(m_), HasSubstr("no longer pending: denied by lazaret run"));
-  Type(m_, U"21");
+  TypeKeys(m_, U"21");
   EXPECT_EQ(Allows(m_.OnKey(Key::Of(Key::kEnter))), 0u);
   EXPECT_EQ(Allows(m_.OnKey(Key::Char('o'))), 0u);
   EXPECT_NE(m_.mode(), Mode::kConfirmAllow);
@@ -971,7 +974,7 @@ TEST_F(ModelTest, ApproveKeysIgnoredOnNetworkRows) {
     }
   }
   // In the detail the code approving would take, and Enter, do nothing.
-  Type(m_, U"4821");
+  TypeKeys(m_, U"4821");
   EXPECT_TRUE(m_.OnKey(Key::Of(Key::kEnter)).empty());
   EXPECT_EQ(m_.mode(), Mode::kDetail);
   // The network keys do nothing on a command row; o there is the output.

@@ -22,7 +22,7 @@ namespace {
 
 namespace pb = ::lazaret::approver::v1;
 
-constexpr char kApproverName[] = "lazaret approve";
+constexpr char kTerminalApproverName[] = "lazaret approve";
 
 // Written by the signal handler: the write end of the self-pipe.
 volatile sig_atomic_t g_wake_fd = -1;
@@ -77,7 +77,7 @@ absl::Status RunTerminalUi(ApproverClient& client, const TerminalOptions& option
 
   pb::Approver approver;
   approver.set_kind(pb::Approver::KIND_TERMINAL);
-  approver.set_name(kApproverName);
+  approver.set_name(kTerminalApproverName);
   approver.set_tty(options.tty_name);
   approver.set_pid(static_cast<int32_t>(getpid()));
 

@@ -26,12 +26,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr char kId[] = "0123456789ab";
+constexpr char kAttachId[] = "0123456789ab";
 
 class AttachEndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    socket_dir_ = SessionSocketDir(tmp_.path() + "/escalation", kId);
+    socket_dir_ = SessionSocketDir(tmp_.path() + "/escalation", kAttachId);
     ASSERT_EQ(mkdir((tmp_.path() + "/escalation").c_str(), 0700), 0);
     ASSERT_EQ(mkdir(socket_dir_.c_str(), 0700), 0);
     const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -44,13 +44,13 @@ class AttachEndpointTest : public ::testing::Test {
     char tmpl[] = "/dev/shm/laz-att-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     shm_ = tmpl;
-    certs_dir_ = shm_ + "/" + kId;
+    certs_dir_ = shm_ + "/" + kAttachId;
     ASSERT_EQ(mkdir(certs_dir_.c_str(), 0700), 0);
     for (const char* f : kCertificateFiles) {
       std::ofstream(certs_dir_ + "/" + f) << "pem";
       ASSERT_EQ(chmod((certs_dir_ + "/" + f).c_str(), 0600), 0);
     }
-    fake_.endpoint.set_session_id(kId);
+    fake_.endpoint.set_session_id(kAttachId);
     fake_.endpoint.set_socket_dir(socket_dir_);
     fake_.endpoint.set_certs_dir(certs_dir_);
   }
@@ -67,7 +67,7 @@ class AttachEndpointTest : public ::testing::Test {
   }
   absl::StatusOr<CheckedEndpoint> Attach() {
     BrokerClient client(BrokerSocket(tmp_.path()));
-    return AttachEndpoint(client, kId, socket_dir_, geteuid());
+    return AttachEndpoint(client, kAttachId, socket_dir_, geteuid());
   }
 
   test::TempDir tmp_{"laz-att"};
@@ -82,7 +82,7 @@ TEST_F(AttachEndpointTest, AsksForOurSessionAndReturnsTheCheckedDirectories) {
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->socket_dir(), socket_dir_);
   EXPECT_EQ(e->certs_dir(), certs_dir_);
-  EXPECT_THAT(fake_.calls, ElementsAre(std::string("AttachSession ") + kId));
+  EXPECT_THAT(fake_.calls, ElementsAre(std::string("AttachSession ") + kAttachId));
 }
 
 void ExpectNotSetUp(const absl::Status& s, const std::string& why) {
@@ -117,23 +117,23 @@ TEST_F(AttachEndpointTest, AnAnswerThatFailsTheCheckIsRefused) {
   fake_.endpoint.set_socket_dir(socket_dir_);
   fake_.endpoint.set_session_id("ba9876543210");
   ExpectNotSetUp(Attach().status(), "answered for session");
-  fake_.endpoint.set_session_id(kId);
+  fake_.endpoint.set_session_id(kAttachId);
   fake_.endpoint.set_certs_dir(tmp_.path());
   ExpectNotSetUp(Attach().status(), "the certificate directory");
 }
 
 TEST_F(AttachEndpointTest, DetachIsBestEffortButAnUnexpectedRefusalIsShown) {
-  EXPECT_TRUE(DetachSessionBestEffort(tmp_.path(), kId).ok()) << "no broker running";
+  EXPECT_TRUE(DetachSessionBestEffort(tmp_.path(), kAttachId).ok()) << "no broker running";
   StartBroker();
-  EXPECT_TRUE(DetachSessionBestEffort(tmp_.path(), kId).ok());
+  EXPECT_TRUE(DetachSessionBestEffort(tmp_.path(), kAttachId).ok());
   fake_.status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no such session");
-  EXPECT_TRUE(DetachSessionBestEffort(tmp_.path(), kId).ok());
+  EXPECT_TRUE(DetachSessionBestEffort(tmp_.path(), kAttachId).ok());
   fake_.status = grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "not yours");
-  absl::Status s = DetachSessionBestEffort(tmp_.path(), kId);
+  absl::Status s = DetachSessionBestEffort(tmp_.path(), kAttachId);
   EXPECT_THAT(std::string(s.message()), HasSubstr("refused DetachSession: not yours"));
-  EXPECT_THAT(fake_.calls,
-              ElementsAre(std::string("DetachSession ") + kId, std::string("DetachSession ") + kId,
-                          std::string("DetachSession ") + kId));
+  EXPECT_THAT(fake_.calls, ElementsAre(std::string("DetachSession ") + kAttachId,
+                                       std::string("DetachSession ") + kAttachId,
+                                       std::string("DetachSession ") + kAttachId));
 }
 
 }  // namespace

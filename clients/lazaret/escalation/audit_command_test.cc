@@ -25,12 +25,12 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr char kId[] = "0123456789ab";
+constexpr char kAuditId[] = "0123456789ab";
 
 apb::AuditRecord Record(const std::string& request, apb::AuditRecord::Decision d) {
   apb::AuditRecord r;
   r.set_time("2026-12-01T17:00:00Z");
-  r.set_session_id(kId);
+  r.set_session_id(kAuditId);
   r.set_request_id(request);
   r.set_decision(d);
   r.add_argv("id");
@@ -82,13 +82,13 @@ TEST_F(AuditCommandTest, ReadsThroughTheBrokerWithTheSessionAndLastAsked) {
                        Record("r2", apb::AuditRecord::DECISION_DENIED)};
   // A file exists too: it must not be read while the broker answers.
   std::ofstream(log_) << "{\"request_id\":\"from-file\"}\n";
-  EXPECT_EQ(Audit({"--session", kId, "--last=2"}), kAuditExitOk);
+  EXPECT_EQ(Audit({"--session", kAuditId, "--last=2"}), kAuditExitOk);
   EXPECT_EQ(out_,
             "2026-12-01T17:00:00Z  0123456789ab  auto:id  id  exit 0  5 ms\n"
             "2026-12-01T17:00:00Z  0123456789ab  denied: no  id  not run  5 ms\n");
   EXPECT_THAT(err_, IsEmpty());
   ASSERT_EQ(approver_.requests.size(), 1u);
-  EXPECT_EQ(approver_.requests[0].session_id(), kId);
+  EXPECT_EQ(approver_.requests[0].session_id(), kAuditId);
   EXPECT_EQ(approver_.requests[0].last(), 2u);
 }
 
@@ -121,7 +121,7 @@ TEST_F(AuditCommandTest, WithoutABrokerTheFileIsReadAndFiltered) {
     << "{\"session_id\":\"0123456789ab\",\"request_id\":\"r3\",\"decision\":"
        "\"DECISION_REFUSED\",\"reason\":\"rate limited\",\"command\":\"a;b\"}\n";
   f.close();
-  EXPECT_EQ(Audit({"--session", kId}), kAuditExitOk);
+  EXPECT_EQ(Audit({"--session", kAuditId}), kAuditExitOk);
   EXPECT_EQ(out_,
             "  0123456789ab  expired  make deploy  not run  0 ms\n"
             "  0123456789ab  refused: rate limited  a;b  not run  0 ms\n");

@@ -38,7 +38,8 @@ constexpr uint64_t kMaxManifestBytes = 16ull << 20;
 constexpr uint64_t kResolveBeneath = 0x08;       // RESOLVE_BENEATH
 constexpr uint64_t kResolveNoSymlinks = 0x04;    // RESOLVE_NO_SYMLINKS
 constexpr uint64_t kResolveNoMagiclinks = 0x02;  // RESOLVE_NO_MAGICLINKS
-constexpr uint64_t kResolveStrict = kResolveBeneath | kResolveNoSymlinks | kResolveNoMagiclinks;
+constexpr uint64_t kStoreResolveStrict =
+    kResolveBeneath | kResolveNoSymlinks | kResolveNoMagiclinks;
 
 // Each caller's temporary names are distinct, so two threads or processes
 // applying into one directory never open each other's file.
@@ -168,7 +169,7 @@ absl::StatusOr<fs::UniqueFd> OpenParentBeneath(int root, const std::string& rel,
                                                absl::string_view where) {
   const std::string parent = vocab::Dirname(rel);
   fs::OpenedBeneath o =
-      fs::OpenBeneath(root, parent, O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
+      fs::OpenBeneath(root, parent, O_PATH | O_DIRECTORY | O_NOFOLLOW, kStoreResolveStrict);
   if (!o.fd.valid()) {
     if (o.error == ENOENT) {
       return absl::NotFoundError(absl::StrCat(Quoted(rel), " is not in ", where));
@@ -200,7 +201,7 @@ absl::Status RemoveHeldFile(const fs::DirFd& files, const std::string& rel) {
   std::string dir = vocab::Dirname(rel);
   while (!dir.empty()) {
     fs::OpenedBeneath up = fs::OpenBeneath(files.get(), vocab::Dirname(dir),
-                                           O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
+                                           O_PATH | O_DIRECTORY | O_NOFOLLOW, kStoreResolveStrict);
     if (!up.fd.valid()) break;
     // ENOTEMPTY ends the climb: the directory still holds other entries.
     if (unlinkat(up.fd.get(), vocab::Basename(dir).c_str(), AT_REMOVEDIR) != 0) break;
@@ -561,8 +562,8 @@ absl::Status Store::Apply(const std::string& rel) {
     for (absl::string_view part : absl::StrSplit(parent_rel, '/')) {
       const std::string name(part);
       walked = walked.empty() ? name : absl::StrCat(walked, "/", name);
-      fs::OpenedBeneath next =
-          fs::OpenBeneath(parent.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
+      fs::OpenedBeneath next = fs::OpenBeneath(
+          parent.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW, kStoreResolveStrict);
       if (!next.fd.valid() && next.error == ENOENT && entry.kind() != pb::KIND_DELETED) {
         if (mkdirat(parent.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
           return ErrnoStatus(absl::StrCat("creating ", Quoted(walked), " in ", workspace_), errno);
@@ -570,8 +571,8 @@ absl::Status Store::Apply(const std::string& rel) {
         if (owner.chown) {
           (void)fchownat(parent.get(), name.c_str(), owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW);
         }
-        next =
-            fs::OpenBeneath(parent.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW, kResolveStrict);
+        next = fs::OpenBeneath(parent.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW,
+                               kStoreResolveStrict);
       }
       if (!next.fd.valid()) {
         if (next.error == ENOENT) {

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "clients/lazaret/net/args.h"
 #include "clients/lazaret/net/fake_netpolicy_service.h"
 #include "clients/lazaret/net/format.h"
-#include "absl/strings/str_split.h"
 #include "clients/lazaret/net/netpolicy_client.h"
 #include "google/protobuf/util/json_util.h"
 #include "lazaret/netpolicy/v1/netpolicy.grpc.pb.h"
@@ -32,7 +32,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kId[] = "0123456789ab";
-constexpr int64_t kNow = 1700000000;
+constexpr int64_t kCommandNow = 1700000000;
 
 class NetCommandTest : public ::testing::Test {
  protected:
@@ -65,7 +65,7 @@ class NetCommandTest : public ::testing::Test {
     NetPolicyClient client(NetPolicySocket(dir_));
     NetOutput o{.out = [this](absl::string_view s) { out_.append(s.data(), s.size()); },
                 .err = [this](absl::string_view s) { err_.append(s.data(), s.size()); },
-                .now_unix = [] { return kNow; },
+                .now_unix = [] { return kCommandNow; },
                 .watch_requests =
                     [this](const std::string& session, bool follow, const auto& each) {
                       requests_session_ = session;

@@ -13,7 +13,7 @@ namespace {
 
 namespace epb = ::lazaret::egress::v1;
 
-constexpr std::chrono::seconds kAttachTimeout{15};
+constexpr std::chrono::seconds kEgressAttachTimeout{15};
 
 absl::Status FromGrpc(const grpc::Status& st, const std::string& what) {
   return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
@@ -30,7 +30,7 @@ absl::StatusOr<epb::AttachSessionResponse> AttachEgress(const std::string& runti
                                                         epb::AttachSessionRequest* request) {
   auto stub = epb::EgressService::NewStub(DialUnix(EgressSocket(runtime_dir)));
   grpc::ClientContext cc;
-  cc.set_deadline(std::chrono::system_clock::now() + kAttachTimeout);
+  cc.set_deadline(std::chrono::system_clock::now() + kEgressAttachTimeout);
   epb::AttachSessionResponse resp;
   grpc::Status st = stub->AttachSession(&cc, *request, &resp);
   for (epb::SecretValue& v : *request->mutable_secrets()) {

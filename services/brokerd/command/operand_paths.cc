@@ -12,7 +12,7 @@
 namespace lazaret::brokerd::command {
 namespace {
 
-std::string Quoted(absl::string_view word) {
+std::string QuotedOperand(absl::string_view word) {
   constexpr size_t kMax = 64;
   if (word.size() <= kMax) return absl::StrCat("'", word, "'");
   return absl::StrCat("'", word.substr(0, kMax), "...'");
@@ -35,15 +35,16 @@ std::optional<std::string> OperandPathRefusal(int dir_fd, absl::string_view word
     case ENOTDIR:
       return std::nullopt;
     case EXDEV:
-      return absl::StrCat(Quoted(word),
+      return absl::StrCat(QuotedOperand(word),
                           " names a path that leads out of the working directory (a symlink)");
     case ELOOP:
-      return absl::StrCat(Quoted(word), " names a path through a symlink loop or a magic link");
+      return absl::StrCat(QuotedOperand(word),
+                          " names a path through a symlink loop or a magic link");
     case ENOSYS:
-      return absl::StrCat(Quoted(word),
+      return absl::StrCat(QuotedOperand(word),
                           ": the kernel lacks openat2, so the path it names cannot be checked");
     default:
-      return absl::StrCat(Quoted(word), ": the path it names cannot be checked (",
+      return absl::StrCat(QuotedOperand(word), ": the path it names cannot be checked (",
                           std::strerror(err), ")");
   }
 }

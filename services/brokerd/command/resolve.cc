@@ -17,7 +17,7 @@ bool IsExecutableFile(const struct stat& st) {
 }
 
 // `name` quoted for an error message: only printable ASCII is shown.
-std::string Quoted(absl::string_view name) {
+std::string QuotedName(absl::string_view name) {
   std::string out = "'";
   for (char c : name.substr(0, 64)) {
     out.push_back(c >= 0x21 && c <= 0x7E ? c : '?');
@@ -32,21 +32,22 @@ absl::Status CheckCommandName(absl::string_view name) {
   if (name.empty()) return absl::InvalidArgumentError("argv[0] must be a command name, not empty");
   if (name.find('/') != absl::string_view::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat("argv[0] must be a command name, not a path (", Quoted(name), ")"));
+        absl::StrCat("argv[0] must be a command name, not a path (", QuotedName(name), ")"));
   }
   for (char c : name) {
     if (c < 0x21 || c > 0x7E) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "argv[0] must be a command name of printable ASCII without spaces (", Quoted(name), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("argv[0] must be a command name of printable ASCII without spaces (",
+                       QuotedName(name), ")"));
     }
   }
   if (name.front() == '-' || name.front() == '.') {
     return absl::InvalidArgumentError(absl::StrCat(
-        "argv[0] must be a command name, not starting with '-' or '.' (", Quoted(name), ")"));
+        "argv[0] must be a command name, not starting with '-' or '.' (", QuotedName(name), ")"));
   }
   if (name.find('=') != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "argv[0] must be a command name, not an assignment (VAR=value) (", Quoted(name), ")"));
+        "argv[0] must be a command name, not an assignment (VAR=value) (", QuotedName(name), ")"));
   }
   return absl::OkStatus();
 }
@@ -66,7 +67,7 @@ absl::StatusOr<ResolvedBinary> ResolveCommandName(absl::string_view name,
     return ResolvedBinary{real.get(), st.st_dev, st.st_ino};
   }
   return absl::NotFoundError(
-      absl::StrCat(Quoted(name), " is not a command on the host's PATH (", search_path, ")"));
+      absl::StrCat(QuotedName(name), " is not a command on the host's PATH (", search_path, ")"));
 }
 
 }  // namespace lazaret::brokerd::command

@@ -14,7 +14,7 @@
 namespace lazaret::brokerd::tls {
 namespace {
 
-const SessionIdentity kSession{"dev", "0123456789ab"};
+const SessionIdentity kPeerSession{"dev", "0123456789ab"};
 constexpr char kUri[] = "urn:lazaret:session:dev:0123456789ab";
 
 // A self-signed certificate with the given SAN entries (each "URI:..." or
@@ -56,7 +56,7 @@ X509Ptr Craft(const std::vector<std::string>& sans, const std::string& serial_he
 }
 
 ExpectedPeer Expect(bool live = true) {
-  return {kSession, [live](const std::string&) { return live; }};
+  return {kPeerSession, [live](const std::string&) { return live; }};
 }
 
 std::string Refusal(X509* cert, const ExpectedPeer& expected = Expect()) {
@@ -68,7 +68,7 @@ TEST(PeerCheckTest, TheOneShapeWeIssueIsAccepted) {
   X509Ptr cert = Craft({std::string("URI:") + kUri}, "00112233445566778899aabbccddeeff");
   auto r = CheckPeerCertificate(cert.get(), Expect(), absl::Now());
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->identity, kSession);
+  EXPECT_EQ(r->identity, kPeerSession);
   EXPECT_EQ(r->serial_hex, "00112233445566778899aabbccddeeff");
   EXPECT_NEAR(r->not_after_unix, absl::ToUnixSeconds(absl::Now()) + 3600, 5);
 }
@@ -93,7 +93,7 @@ TEST(PeerCheckTest, SerialsWeNeverIssueAreRefused) {
                                 "longer than 128 bits"));
   EXPECT_TRUE(absl::StrContains(Refusal(Craft({san}, "-01").get()), "negative"));
   EXPECT_TRUE(absl::StrContains(Refusal(Craft({san}).get(), Expect(false)), "is not live"));
-  EXPECT_TRUE(absl::StrContains(Refusal(Craft({san}).get(), ExpectedPeer{kSession, nullptr}),
+  EXPECT_TRUE(absl::StrContains(Refusal(Craft({san}).get(), ExpectedPeer{kPeerSession, nullptr}),
                                 "is not live"));
 }
 

@@ -28,7 +28,7 @@ using ::lazaret::brokerd::tls::testing::ClientCredentials;
 using ::lazaret::brokerd::tls::testing::ClientOptions;
 using ::lazaret::brokerd::tls::testing::ClientResult;
 
-const SessionIdentity kSession{"dev", "0123456789ab"};
+const SessionIdentity kTlsSession{"dev", "0123456789ab"};
 // A frame as the client sends it: 4-byte big-endian length, then JSON.
 const std::string kFrame = std::string("\0\0\0\x0d", 4) + R"({"argv":["x"]})";
 const std::string kSecret = std::string("\0\0\0\x06", 4) + "SECRET";
@@ -48,7 +48,7 @@ class TlsTest : public ::testing::Test {
     scratch_ = testing::MakeScratchDir("/tmp");
     shm_ = testing::MakeScratchDir("/dev/shm");
     ASSERT_FALSE(scratch_.empty() || shm_.empty());
-    endpoint_ = NewEndpoint(kSession);
+    endpoint_ = NewEndpoint(kTlsSession);
     ASSERT_NE(endpoint_, nullptr);
   }
   void TearDown() override {
@@ -134,7 +134,7 @@ TEST_F(TlsTest, AcceptedStreamNamesItsPeer) {
   std::thread client([&] { testing::RunClient(SocketPath(), Credentials(), kFrame); });
   auto stream = endpoint_->Accept(*acceptor_);
   ASSERT_TRUE(stream.ok()) << stream.status();
-  EXPECT_EQ((*stream)->peer().identity, kSession);
+  EXPECT_EQ((*stream)->peer().identity, kTlsSession);
   EXPECT_EQ((*stream)->peer().serial_hex, endpoint_->current_serial());
   EXPECT_EQ((*stream)->peer().not_after_unix, absl::ToUnixSeconds(endpoint_->not_after()));
   EXPECT_EQ((*stream)->application_records_read(), 0u);  // nothing read yet
@@ -150,21 +150,21 @@ TEST_F(TlsTest, NoClientCertificateIsRefused) {
 }
 
 TEST_F(TlsTest, AnotherSessionsCertificateIsRefused) {
-  auto other = ca_->IssueClient({kSession.profile, "ba9876543210"}, absl::Hours(1));
+  auto other = ca_->IssueClient({kTlsSession.profile, "ba9876543210"}, absl::Hours(1));
   ASSERT_TRUE(other.ok());
   ExpectRefusedBeforePayload(Exchange(Issued(*other), kSecret),
                              "names session ba9876543210, this socket is session 0123456789ab");
 }
 
 TEST_F(TlsTest, AnotherSessionsLiveCertificateIsRefused) {
-  auto other = NewEndpoint({kSession.profile, "ba9876543210"});
+  auto other = NewEndpoint({kTlsSession.profile, "ba9876543210"});
   ASSERT_NE(other, nullptr);
   ExpectRefusedBeforePayload(Exchange(testing::ReadCredentials(other->certs_dir()), kSecret),
                              "names session");
 }
 
 TEST_F(TlsTest, AnotherProfilesCertificateIsRefused) {
-  auto other = ca_->IssueClient({"prod", kSession.session_id}, absl::Hours(1));
+  auto other = ca_->IssueClient({"prod", kTlsSession.session_id}, absl::Hours(1));
   ASSERT_TRUE(other.ok());
   ExpectRefusedBeforePayload(Exchange(Issued(*other), kSecret),
                              "names profile 'prod', this socket is profile 'dev'");
@@ -172,21 +172,22 @@ TEST_F(TlsTest, AnotherProfilesCertificateIsRefused) {
 
 TEST_F(TlsTest, ExpiredCertificateIsRefused) {
   const absl::Time now = absl::Now();
-  auto expired = ca_->IssueClientForTesting(kSession, now - absl::Hours(2), now - absl::Hours(1));
+  auto expired =
+      ca_->IssueClientForTesting(kTlsSession, now - absl::Hours(2), now - absl::Hours(1));
   ASSERT_TRUE(expired.ok());
   ExpectRefusedBeforePayload(Exchange(Issued(*expired), kSecret), "expired");
 }
 
 TEST_F(TlsTest, NotYetValidCertificateIsRefused) {
   const absl::Time now = absl::Now();
-  auto future = ca_->IssueClientForTesting(kSession, now + absl::Hours(1), now + absl::Hours(2));
+  auto future = ca_->IssueClientForTesting(kTlsSession, now + absl::Hours(1), now + absl::Hours(2));
   ASSERT_TRUE(future.ok());
   ExpectRefusedBeforePayload(Exchange(Issued(*future), kSecret), "not yet valid");
 }
 
 TEST_F(TlsTest, ValidCertificateWhoseSerialIsNotLiveIsRefused) {
   // Same CA, same session and profile, valid - but never handed out.
-  auto unknown = ca_->IssueClient(kSession, absl::Hours(1));
+  auto unknown = ca_->IssueClient(kTlsSession, absl::Hours(1));
   ASSERT_TRUE(unknown.ok());
   ExpectRefusedBeforePayload(Exchange(Issued(*unknown), kSecret), "is not live");
 }
@@ -195,7 +196,7 @@ TEST_F(TlsTest, CertificateOfAnEndedSessionIsRefusedByANewEndpointOfTheSameId) {
   const ClientCredentials kept = Credentials();
   ASSERT_TRUE(Exchange(kept, kFrame).status.ok());
   ASSERT_TRUE(endpoint_->Close().ok());
-  endpoint_ = NewEndpoint(kSession);
+  endpoint_ = NewEndpoint(kTlsSession);
   ASSERT_NE(endpoint_, nullptr);
   ExpectRefusedBeforePayload(Exchange(kept, kSecret), "is not live");
   EXPECT_TRUE(Exchange(Credentials(), kFrame).status.ok());
@@ -204,7 +205,7 @@ TEST_F(TlsTest, CertificateOfAnEndedSessionIsRefusedByANewEndpointOfTheSameId) {
 TEST_F(TlsTest, CertificateOfAnotherCaWithTheSameNamesIsRefused) {
   auto other_ca = CertificateAuthority::Create();
   ASSERT_TRUE(other_ca.ok());
-  auto forged = (*other_ca)->IssueClient(kSession, absl::Hours(1));
+  auto forged = (*other_ca)->IssueClient(kTlsSession, absl::Hours(1));
   ASSERT_TRUE(forged.ok());
   // The client trusts our CA for the server; only its own certificate is foreign.
   ExpectRefusedBeforePayload(Exchange(Issued(*forged), kSecret), "failed verification");
@@ -324,7 +325,7 @@ TEST_F(TlsTest, RenewalKeepsTheOldSerialForTheOverlapThenRefusesIt) {
   endpoint_.reset();
   EndpointOptions options;
   options.renewal_overlap = absl::Milliseconds(700);
-  endpoint_ = NewEndpoint(kSession, options);
+  endpoint_ = NewEndpoint(kTlsSession, options);
   ASSERT_NE(endpoint_, nullptr);
   const ClientCredentials old_creds = Credentials();
   const std::string old_serial = endpoint_->current_serial();

@@ -116,11 +116,8 @@ absl::Status ResolveOne(const pb::Secret& spec, const CallerEnvironment& env, st
       SpawnOptions options;
       options.timeout = std::chrono::seconds(kSecretCommandSeconds);
       auto home = env.find("HOME");
-      if (home != env.end() && !home->second.empty() && home->second[0] == '/') {
-        options.cwd = home->second;
-      } else {
-        options.cwd = "/";
-      }
+      const bool home_usable = home != env.end() && !home->second.empty() && home->second[0] == '/';
+      options.cwd = home_usable ? home->second : std::string(1, '/');
       options.env = &environment;
       options.max_output_bytes = kMaxSecretBytes + 2;
       absl::StatusOr<Captured> run = RunCaptured(argv, options);
