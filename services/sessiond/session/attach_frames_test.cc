@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -116,8 +117,10 @@ TEST(AttachFramesTest, ATrySendTheSocketTakesOnlyInPartIsFinishedByFlushRestWhol
 
 TEST(AttachFramesTest, ShutdownReleasesABlockedReadAndTheListenerJoinsItsConnections) {
   const std::string path = TempSocket();
+  std::atomic<bool> entered{false};
   std::atomic<bool> served{false};
   auto listener = FramedListener::Start(path, getuid(), [&](FramedChannel* c) {
+    entered = true;
     sv1::AttachInput in;
     while (c->Read(&in)) {
     }
@@ -126,6 +129,13 @@ TEST(AttachFramesTest, ShutdownReleasesABlockedReadAndTheListenerJoinsItsConnect
   ASSERT_TRUE(listener.ok()) << listener.status();
   absl::StatusOr<std::unique_ptr<FramedChannel>> c = ConnectFramed(path);
   ASSERT_TRUE(c.ok()) << c.status();
+  // A connection the listener has not accepted yet has no handler to join:
+  // wait until it runs (connect returns once the kernel queued it).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!entered && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(entered) << "the listener never accepted the connection";
   std::thread blocked([&] {
     sv1::AttachOutput out;
     EXPECT_FALSE((*c)->Read(&out));
