@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/lazaret/commands.h"
 #include "services/common/runtime_dir.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli {
 namespace {
@@ -25,7 +26,7 @@ constexpr CommandInfo kCommands[] = {
      "run CMD (default: a shell) in a gVisor sandbox on this directory", CmdRun},
     {"attach", "attach [--watch] [SESSION]",
      "attach this terminal to a running session (Ctrl-\\ d detaches)", CmdAttach},
-    {"ps", "ps", "list this user's sessions, attached or detached", CmdPs},
+    {"ps", "ps [--json]", "list this user's sessions, attached or detached", CmdPs},
     {"stop", "stop SESSION", "end a session cleanly (write-back, scan, teardown)", CmdStop},
     {"clean", "clean [--session ID]",
      "reap what killed sessions left (containers, session dirs, overlays; commits written back)",
@@ -35,22 +36,20 @@ constexpr CommandInfo kCommands[] = {
     {"state", "state reset PROFILE [DIR] [--yes] [--config FILE]",
      "drop what sessions changed in a profile's persistent directories (all, or DIR)", CmdState},
     {"held", "held [list|diff] [PATH...]",
-     "show what sessions changed in files host programs act on, held out of the folder",
-     CmdHeld},
+     "show what sessions changed in files host programs act on, held out of the folder", CmdHeld},
     {"held", "held apply|drop PATH...|--all",
      "write a held change into the folder, or forget it, per file", CmdHeld},
     {"net", "net show|test|log|reload|allow|deny",
      "see, test and change a live session's egress policy (lazaret net --help)", CmdNet},
     {"port", "port SESSION add [ADDR:]HOSTPORT[:SANDBOXPORT] | rm HOSTPORT | ls",
-     "forward a host loopback port into a live session's sandbox (lazaret port --help)",
-     CmdPort},
+     "forward a host loopback port into a live session's sandbox (lazaret port --help)", CmdPort},
     {"audit", "audit [--session ID] [--json]",
      "show every host command a sandbox asked for and how it was decided", CmdAudit},
     {"approve", "approve [--session ID]",
      "decide the host commands sandboxes ask for, in this terminal", CmdApprove},
     {"image", "image build [sandbox|sidecar|all] [--force]",
      "build Lazaret's local images (no registry needed)", CmdImage},
-    {"doctor", "doctor", "check this host and say how to fix each problem", CmdDoctor},
+    {"doctor", "doctor [--json]", "check this host and say how to fix each problem", CmdDoctor},
 };
 
 void PrintUsage(FILE* out) {
@@ -99,6 +98,24 @@ int Main(int argc, char** argv) {
   std::fprintf(stderr, "lazaret: unknown command '%s'\n\n", argv[1]);
   PrintUsage(stderr);
   return 2;
+}
+
+std::optional<int> ParseJsonFlag(const char* command, const std::vector<std::string>& args,
+                                 const char* help, const char* usage, bool* json) {
+  *json = false;
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::fputs(help, stdout);
+      return 0;
+    }
+    if (a != "--json") {
+      std::fprintf(stderr, "lazaret %s: unexpected argument '%s'\n%s", command,
+                   vocab::EscapeForTerminal(a).c_str(), usage);
+      return 2;
+    }
+    *json = true;
+  }
+  return std::nullopt;
 }
 
 }  // namespace lazaret::cli

@@ -3,6 +3,7 @@
 #ifndef LAZARET_CLIENTS_LAZARET_CLI_H_
 #define LAZARET_CLIENTS_LAZARET_CLI_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct CommandInfo {
 };
 
 int Main(int argc, char** argv);
+
+// The arguments of a command whose only option is --json (and --help, -h):
+// sets *json and returns nullopt to go on, or the exit code to end with: 0
+// after printing `help`, 2 after saying which argument is wrong (escaped)
+// and `usage`.
+std::optional<int> ParseJsonFlag(const char* command, const std::vector<std::string>& args,
+                                 const char* help, const char* usage, bool* json);
 
 // Directory of the running executable, for finding sibling binaries.
 std::string SelfDir();

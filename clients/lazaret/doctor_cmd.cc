@@ -1,18 +1,35 @@
-// `lazaret doctor`: the front-end of the host checks (doctor/checks.h).
-// Runs in the user's terminal and changes nothing. Prints each finding as
-// it comes; exits 1 when any check fails (warnings do not fail).
+// `lazaret doctor [--json]`: the front-end of the host checks
+// (doctor/checks.h). Runs in the user's terminal and changes nothing.
+// Prints each finding as it comes, or with --json one JSON object once all
+// are known (doctor/report_json.h); exits 1 when any check fails (warnings
+// do not fail), with or without --json.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "clients/lazaret/cli.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/doctor/checks.h"
+#include "clients/lazaret/doctor/report_json.h"
+#include "services/vocab/escape.h"
 
 namespace lazaret::cli {
 namespace {
 
 using doctor::Finding;
 using doctor::Verdict;
+
+constexpr char kDoctorUsage[] = "usage: lazaret doctor [--json]\n";
+constexpr char kDoctorHelp[] =
+    "usage: lazaret doctor [--json]\n"
+    "\n"
+    "Checks this host for Lazaret and says how to fix each problem; changes\n"
+    "nothing. Exit 1 when a check fails (warnings do not fail).\n"
+    "\n"
+    "  --json  one JSON object on stdout once every check has run: ok, user,\n"
+    "          rootless, failures, warnings and checks, each check with name,\n"
+    "          status (ok, warn, fail), detail and fix (docs/operations.md)\n";
 
 struct Tally {
   int failures = 0;
@@ -23,8 +40,14 @@ void Print(const Finding& f, Tally* tally) {
   const char* tag = f.verdict == Verdict::kOk     ? "ok  "
                     : f.verdict == Verdict::kWarn ? "warn"
                                                   : "FAIL";
-  std::printf("%s  %-22s %s\n", tag, f.what.c_str(), f.detail.c_str());
-  if (f.verdict != Verdict::kOk && !f.fix.empty()) std::printf("      fix: %s\n", f.fix.c_str());
+  // The detail may hold a host program's error line: escaped like every
+  // text a terminal shows that Lazaret did not write itself.
+  std::printf("%s  %-22s %s\n", tag, vocab::EscapeForDisplay(f.what).c_str(),
+              vocab::EscapeForDisplay(f.detail).c_str());
+  if (f.verdict != Verdict::kOk && !f.fix.empty()) {
+    std::printf("      fix: %s\n", vocab::EscapeForDisplay(f.fix).c_str());
+  }
+  std::fflush(stdout);
   if (f.verdict == Verdict::kFail) ++tally->failures;
   if (f.verdict == Verdict::kWarn) ++tally->warnings;
 }
@@ -32,17 +55,24 @@ void Print(const Finding& f, Tally* tally) {
 }  // namespace
 
 int CmdDoctor(const Context& ctx, const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    std::fprintf(stderr, "lazaret doctor: unexpected argument '%s'\nusage: lazaret doctor\n",
-                 args[0].c_str());
-    return 2;
+  bool json = false;
+  if (std::optional<int> exit_code =
+          ParseJsonFlag("doctor", args, kDoctorHelp, kDoctorUsage, &json)) {
+    return *exit_code;
   }
   const doctor::HostUser user = doctor::CurrentUser();
+  const doctor::CheckOptions options{.runtime_dir = ctx.runtime_dir,
+                                     .libexec_dir = ctx.libexec_dir};
+  if (json) {
+    std::vector<Finding> findings;
+    doctor::RunChecks(user, options, [&](const Finding& f) { findings.push_back(f); });
+    std::printf("%s\n", doctor::ReportJson(user, findings).c_str());
+    return doctor::HostCanRun(findings) ? 0 : 1;
+  }
   std::printf("Checking this host for Lazaret (%s, %s):\n", user.name.c_str(),
               user.rootless ? "rootless podman" : "rootful podman");
   Tally tally;
-  doctor::RunChecks(user, {.runtime_dir = ctx.runtime_dir, .libexec_dir = ctx.libexec_dir},
-                    [&](const Finding& f) { Print(f, &tally); });
+  doctor::RunChecks(user, options, [&](const Finding& f) { Print(f, &tally); });
   if (tally.failures > 0) {
     std::printf("%d problem%s found.\n", tally.failures, tally.failures == 1 ? "" : "s");
     return 1;

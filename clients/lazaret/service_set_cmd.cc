@@ -1,10 +1,12 @@
 // `lazaret up`, `down` and `status`: start, stop and inspect the supervisor
 // that runs the service set for this user (clients/lazaret/serviceset/).
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "clients/lazaret/cli.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/serviceset/launch.h"
 #include "clients/lazaret/serviceset/shutdown.h"
@@ -109,15 +111,13 @@ int CmdDown(const Context& ctx, const std::vector<std::string>& args) {
 
 int CmdStatus(const Context& ctx, const std::vector<std::string>& args) {
   bool json = false;
-  for (const auto& a : args) {
-    if (a == "--json") {
-      json = true;
-    } else {
-      std::fprintf(stderr,
-                   "lazaret status: unknown argument '%s'\nusage: lazaret status [--json]\n",
-                   a.c_str());
-      return 2;
-    }
+  if (std::optional<int> exit_code =
+          ParseJsonFlag("status", args,
+                        "usage: lazaret status [--json]\n\n"
+                        "The health, pid and capabilities of each service; --json prints\n"
+                        "lazaret.supervisor.v1.GetStatusResponse with proto field names.\n",
+                        "usage: lazaret status [--json]\n", &json)) {
+    return *exit_code;
   }
   absl::StatusOr<supervisor::v1::GetStatusResponse> st =
       ss::QueryStatus(ctx.runtime_dir, milliseconds(2000));

@@ -1,4 +1,4 @@
-// `lazaret ps`, `lazaret stop SESSION` and `lazaret clean [--session ID]`
+// `lazaret ps [--json]`, `lazaret stop SESSION` and `lazaret clean [--session ID]`
 // (which also has lazaret-mount-helper unmount the overlays no live session
 // holds): the sessions of this Lazaret instance (this runtime directory).
 // Runs in the user's terminal, as the user. These front-ends parse the
@@ -10,18 +10,18 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "clients/lazaret/attach/sessiond_client.h"
+#include "clients/lazaret/cli.h"
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/persist/state_format.h"
+#include "clients/lazaret/ps/listing.h"
 #include "services/common/constants.h"
 #include "services/sessiond/session/session_dir.h"
 
@@ -30,45 +30,17 @@ namespace {
 
 namespace pb = ::lazaret::session::v1;
 
-// "42s", "5m", "3h", "2d".
-std::string Duration(int64_t s) {
-  if (s < 0) s = 0;
-  if (s < 120) return absl::StrCat(s, "s");
-  if (s < 7200) return absl::StrCat(s / 60, "m");
-  if (s < 172800) return absl::StrCat(s / 3600, "h");
-  return absl::StrCat(s / 86400, "d");
-}
-
-int64_t Now() { return static_cast<int64_t>(time(nullptr)); }
-
-std::string Age(int64_t started) {
-  if (started <= 0) return "?";
-  return Duration(Now() - started);
-}
-
-std::string StateName(pb::SessionState s) {
-  switch (s) {
-    case pb::SESSION_STATE_STARTING:
-      return "starting";
-    case pb::SESSION_STATE_RUNNING:
-      return "running";
-    case pb::SESSION_STATE_STOPPING:
-      return "stopping";
-    default:
-      return "?";
-  }
-}
-
-// "1", "2", or "detached 5m" and, when the profile keeps an unattended
-// session for a while, "stop in 11h".
-std::string Attached(const pb::SessionInfo& s) {
-  if (s.attached() > 0) return absl::StrCat(s.attached());
-  std::string out = s.detached_since_unix() > 0
-                        ? absl::StrCat("detached ", Duration(Now() - s.detached_since_unix()))
-                        : std::string("detached");
-  if (s.stop_at_unix() > 0) absl::StrAppend(&out, ", stop in ", Duration(s.stop_at_unix() - Now()));
-  return out;
-}
+constexpr char kPsUsage[] = "usage: lazaret ps [--json]\n";
+constexpr char kPsHelp[] =
+    "usage: lazaret ps [--json]\n"
+    "\n"
+    "The sessions of this runtime directory: those lazaret-sessiond runs, and the\n"
+    "orphaned ones a killed worker left (lazaret clean reaps them).\n"
+    "\n"
+    "  --json  one JSON object {\"sessions\": [...]} on stdout, each session with\n"
+    "          id, state, profile, workspace, started, started_unix, attached,\n"
+    "          detached_since, detached_since_unix, stop_at, stop_at_unix, tty,\n"
+    "          worker_pid, command and attach_socket (docs/operations.md)\n";
 
 // What a reap did, on stdout.
 void PrintLines(const std::vector<std::string>& lines) {
@@ -119,10 +91,9 @@ int CleanOneSession(const Context& ctx, const std::string& id) {
 }  // namespace
 
 int CmdPs(const Context& ctx, const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    std::fprintf(stderr, "lazaret ps: unexpected argument '%s'\nusage: lazaret ps\n",
-                 args[0].c_str());
-    return 2;
+  bool json = false;
+  if (std::optional<int> exit_code = ParseJsonFlag("ps", args, kPsHelp, kPsUsage, &json)) {
+    return *exit_code;
   }
   attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
   absl::StatusOr<std::vector<pb::SessionInfo>> live = client.List();
@@ -130,31 +101,26 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args) {
     std::fprintf(stderr, "lazaret ps: %s\n", std::string(live.status().message()).c_str());
     return 1;
   }
-  absl::StatusOr<std::vector<session::FoundSession>> dead = DeadSessionDirs(ctx.runtime_dir);
-  if (!dead.ok()) {
-    std::fprintf(stderr, "lazaret ps: %s\n", std::string(dead.status().message()).c_str());
+  absl::StatusOr<std::vector<session::FoundSession>> dirs =
+      session::FindSessionDirs(ctx.runtime_dir);
+  if (!dirs.ok()) {
+    std::fprintf(stderr, "lazaret ps: %s\n", std::string(dirs.status().message()).c_str());
     return 1;
   }
-  std::printf("%-13s %-20s %-10s %-6s %-26s %s\n", "SESSION", "PROFILE", "STATE", "AGE",
-              "ATTACHED", "WORKSPACE");
-  std::map<std::string, std::string> rows;  // by id
-  std::set<std::string> listed;
-  for (const pb::SessionInfo& s : *live) {
-    listed.insert(s.id());
-    rows[s.id()] = absl::StrFormat("%-13s %-20s %-10s %-6s %-26s %s", s.id(), s.profile(),
-                                   StateName(s.state()), Age(s.started_unix()), Attached(s),
-                                   s.workspace());
+  const std::vector<ps::Row> rows = ps::Rows(*live, *dirs);
+  if (json) {
+    std::printf("%s\n", ps::Json(rows).c_str());
+    return 0;
   }
-  bool orphans = false;
-  for (const session::FoundSession& d : *dead) {
-    if (listed.count(d.id) != 0) continue;
-    orphans = true;
-    rows[d.id] = absl::StrFormat(
-        "%-13s %-20s %-10s %-6s %-26s %s", d.id, d.has_record ? d.record.profile : "?", "orphaned",
-        Age(d.has_record ? d.record.started_unix : 0), "-", d.has_record ? d.record.workspace : "-");
+  for (const std::string& line : ps::TableLines(rows, static_cast<int64_t>(time(nullptr)))) {
+    std::printf("%s\n", line.c_str());
   }
-  for (const auto& [id, row] : rows) std::printf("%s\n", row.c_str());
-  if (orphans) std::printf("Orphaned sessions were left by a killed lazaret; run: lazaret clean\n");
+  for (const ps::Row& r : rows) {
+    if (r.orphaned) {
+      std::printf("Orphaned sessions were left by a killed lazaret; run: lazaret clean\n");
+      break;
+    }
+  }
   return 0;
 }
 
@@ -257,8 +223,8 @@ int CmdClean(const Context& ctx, const std::vector<std::string>& args) {
   const int unmounted = CleanOverlays(ctx);
   if (reaped == 0 && unmounted <= 0) std::printf("Nothing to clean.\n");
   if (!running.empty()) {
-    std::printf("%zu live session%s left alone (lazaret stop SESSION ends one).\n",
-                running.size(), running.size() == 1 ? "" : "s");
+    std::printf("%zu live session%s left alone (lazaret stop SESSION ends one).\n", running.size(),
+                running.size() == 1 ? "" : "s");
   }
   return ok ? 0 : 1;
 }

@@ -4,9 +4,9 @@
 // rootful (as root) and rootless (as the test user run_fixture.sh creates),
 // chosen by LAZARET_E2E_MODE; the images and `lazaret up` come from ctest
 // fixtures (tests/e2e/CMakeLists.txt). Runs as root.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -28,6 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/e2e/run_e2e_support.h"
 #include "tests/support/tmux_session.h"
 
@@ -596,8 +599,8 @@ TEST_F(RunE2eTest, KillNineOfTheSessionWorkerIsReapedWithinTwoSecondsAndItsCommi
        "git -c user.name=A -c user.email=a@x commit -q --allow-empty -m killed-agent-commit && "
        "touch /workspace/committed && sleep 60"},
       {}, log);
-  ASSERT_TRUE(test::WaitFor([&] { return Exists(ws_->path() + "/committed"); },
-                            std::chrono::seconds(90)))
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(ws_->path() + "/committed"); }, std::chrono::seconds(90)))
       << test::ReadFile(log);
   const std::vector<std::string> ids = PsSessions();
   ASSERT_EQ(ids.size(), 1u);
@@ -608,18 +611,21 @@ TEST_F(RunE2eTest, KillNineOfTheSessionWorkerIsReapedWithinTwoSecondsAndItsCommi
   const auto killed = std::chrono::steady_clock::now();
   kill(worker, SIGKILL);
   ASSERT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(30)));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   std::printf("containers gone %.2f s after kill -9 of the session worker\n", seconds);
   EXPECT_LT(seconds, 2.0);
   // `lazaret run` ends with its session.
   WaitChild(pid, 10);
   // The reap writes back, then removes the session directory.
-  EXPECT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
+  EXPECT_TRUE(
+      test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
   EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-default"), "killed-agent-commit");
   const std::string log_path = Env().runtime_dir + "/supervisor.log";
   EXPECT_TRUE(test::WaitFor(
-      [&] { return test::ReadFile(log_path).find("session " + id + " reaped") != std::string::npos; },
+      [&] {
+        return test::ReadFile(log_path).find("session " + id + " reaped") != std::string::npos;
+      },
       std::chrono::seconds(30)));
   const std::string supervisor_log = test::ReadFile(log_path);
   EXPECT_THAT(supervisor_log, HasSubstr("session " + id + ": its owner is gone"));
@@ -677,8 +683,8 @@ TEST_F(RunE2eTest, RunRefusesToStartWithoutASupervisor) {
     execvp(cargv[0], cargv.data());
     _exit(127);
   }
-  ASSERT_TRUE(test::WaitFor([&] { return Exists(rt.path() + "/configd.sock"); },
-                            std::chrono::seconds(20)));
+  ASSERT_TRUE(
+      test::WaitFor([&] { return Exists(rt.path() + "/configd.sock"); }, std::chrono::seconds(20)));
   CommandResult r =
       Run({"run", "--", "sh", "-c", "touch /workspace/ran"}, {{"LAZARET_RUNTIME_DIR", rt.path()}});
   kill(configd, SIGTERM);
@@ -729,9 +735,9 @@ TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
       close(fd);
     }
   } acceptor{listener, std::thread([listener] {
-                int c;
-                while ((c = accept(listener, nullptr, nullptr)) >= 0) close(c);
-              })};
+               int c;
+               while ((c = accept(listener, nullptr, nullptr)) >= 0) close(c);
+             })};
   InitRepo(ws_->path());
   const std::string log = aux_->path() + "/run.log";
   // Each probe: a TCP connect to the host listener from a subshell, its
@@ -741,7 +747,9 @@ TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
   const std::string probe =
       "git -c user.name=A -c user.email=a@x commit -q --allow-empty -m closed-agent-commit; "
       "while true; do s=$EPOCHREALTIME; "
-      "if (exec 3<>/dev/tcp/" + host + "/" + port + ") 2>/dev/null; "
+      "if (exec 3<>/dev/tcp/" +
+      host + "/" + port +
+      ") 2>/dev/null; "
       "then r=ok; else r=fail; fi; e=$EPOCHREALTIME; "
       "echo \"$r $(( (${e/./} - ${s/./}) / 1000 ))\" >> /workspace/probe.log; sleep 0.2; done";
   // The host's own addresses are always denied; an exact host allow is
@@ -750,8 +758,9 @@ TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
   const pid_t pid =
       SpawnLazaret(ws_->path(), {"run", "--config", cfg, "t1", "--", "bash", "-c", probe}, {}, log);
   const std::string probe_log = ws_->path() + "/probe.log";
-  ASSERT_TRUE(test::WaitFor([&] { return test::ReadFile(probe_log).find("ok ") != std::string::npos; },
-                            std::chrono::seconds(90)))
+  ASSERT_TRUE(
+      test::WaitFor([&] { return test::ReadFile(probe_log).find("ok ") != std::string::npos; },
+                    std::chrono::seconds(90)))
       << test::ReadFile(log) << test::ReadFile(probe_log);
   const std::string id = PsSessions().at(0);
   const pid_t supervisor = SupervisorPid();
@@ -775,9 +784,11 @@ TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
   int n = 0;
   for (std::string line; std::getline(lines, line);) {
     if (++n <= 1) continue;  // one probe may have been under way at the kill
-    EXPECT_EQ(line.rfind("fail ", 0), 0u) << "a connect succeeded after both holders died: " << line;
+    EXPECT_EQ(line.rfind("fail ", 0), 0u)
+        << "a connect succeeded after both holders died: " << line;
     EXPECT_LT(std::atoi(line.c_str() + 5), 1000)
-        << "a refused connect should fail fast: " << line << "\n" << test::ReadFile(probe_log);
+        << "a refused connect should fail fast: " << line << "\n"
+        << test::ReadFile(probe_log);
   }
   // Nobody reaped yet: the sandbox is there, cut off.
   EXPECT_EQ(SessionContainers().size(), 2u);
@@ -785,9 +796,19 @@ TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
   CommandResult up = Lazaret("/", {"up"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   EXPECT_TRUE(test::WaitFor([] { return SessionContainers().empty(); }, std::chrono::seconds(60)));
-  EXPECT_TRUE(test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
+  EXPECT_TRUE(
+      test::WaitFor([&] { return !Contains(SessionDirs(), id); }, std::chrono::seconds(60)));
   EXPECT_EQ(HostBranchSubject(ws_->path(), "lazaret/agent-t1"), "closed-agent-commit");
   ExpectNoProcessesOf(id);
+}
+
+// `--json` output parsed as a google.protobuf.Struct: fails the test when it
+// is not one valid JSON object.
+google::protobuf::Struct ParseJson(const std::string& text) {
+  google::protobuf::Struct out;
+  const auto st = google::protobuf::util::JsonStringToMessage(text, &out);
+  EXPECT_TRUE(st.ok()) << st.ToString() << "\n" << text;
+  return out;
 }
 
 TEST_F(RunE2eTest, PsListsALiveSessionAndStopEndsIt) {
@@ -799,6 +820,19 @@ TEST_F(RunE2eTest, PsListsALiveSessionAndStopEndsIt) {
   EXPECT_THAT(ps.out, HasSubstr(id));
   EXPECT_THAT(ps.out, HasSubstr("running"));
   EXPECT_THAT(ps.out, HasSubstr("default"));
+  CommandResult json = Lazaret("/", {"ps", "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  const google::protobuf::Struct listed = ParseJson(json.out);
+  bool found = false;
+  for (const auto& row : listed.fields().at("sessions").list_value().values()) {
+    const auto& f = row.struct_value().fields();
+    if (f.at("id").string_value() != id) continue;
+    found = true;
+    EXPECT_EQ(f.at("state").string_value(), "running");
+    EXPECT_EQ(f.at("profile").string_value(), "default");
+    EXPECT_THAT(f.at("started").string_value(), testing::EndsWith("Z"));
+  }
+  EXPECT_TRUE(found) << json.out;
   // clean leaves a live session alone.
   CommandResult clean = Lazaret("/", {"clean"});
   EXPECT_THAT(clean.out, HasSubstr("1 live session"));
@@ -881,11 +915,10 @@ TEST_F(RunE2eTest, PersistentDirsSurviveSessionsAndSystemDirsPersist) {
       Config("persistent_dirs = [\"/root\", \"/usr\"]\npersistent_cap = \"256MiB\"\n");
   // Whatever an earlier run of this test (or an earlier Lazaret) left.
   Run({"state", "reset", "--config", cfg, "t1", "--yes"});
-  CommandResult first =
-      Run({"run", "--config", cfg, "t1", "--", "sh", "-c",
-           "ls -A /root; echo kept > /root/state.txt; "
-           "printf '#!/bin/sh\\necho tool-ran\\n' > /usr/local/bin/laz-tool; "
-           "chmod +x /usr/local/bin/laz-tool; ls /usr/bin/env"});
+  CommandResult first = Run({"run", "--config", cfg, "t1", "--", "sh", "-c",
+                             "ls -A /root; echo kept > /root/state.txt; "
+                             "printf '#!/bin/sh\\necho tool-ran\\n' > /usr/local/bin/laz-tool; "
+                             "chmod +x /usr/local/bin/laz-tool; ls /usr/bin/env"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_THAT(first.out, HasSubstr(".bashrc"));       // the image's /root below
   EXPECT_THAT(first.out, HasSubstr("/usr/bin/env"));  // and its /usr
@@ -995,11 +1028,11 @@ TEST_F(RunE2eTest, PlantedSpecialFilesStayInsideAndSetuidNeverReachesTheHost) {
 TEST_F(RunE2eTest, ForkBombIsHeldByTheTaskLimitAndTheHostStaysResponsive) {
   // The limit gVisor's kernel enforces (RLIMIT_NPROC), rootful and
   // rootless: in force inside, and the agent cannot raise it.
-  CommandResult limits = Lazaret(
-      ws_->path(), {"run", "--", "bash", "-c",
-                    "echo soft=$(ulimit -Su) hard=$(ulimit -Hu); "
-                    "(ulimit -Su unlimited 2>/dev/null || ulimit -Hu 8192 2>/dev/null) && "
-                    "echo RAISED || echo kept"});
+  CommandResult limits =
+      Lazaret(ws_->path(), {"run", "--", "bash", "-c",
+                            "echo soft=$(ulimit -Su) hard=$(ulimit -Hu); "
+                            "(ulimit -Su unlimited 2>/dev/null || ulimit -Hu 8192 2>/dev/null) && "
+                            "echo RAISED || echo kept"});
   ASSERT_EQ(limits.exit_code, 0) << limits.err;
   EXPECT_THAT(limits.out, HasSubstr("soft=4096 hard=4096"));
   EXPECT_THAT(limits.out, HasSubstr("kept"));
@@ -1055,8 +1088,7 @@ TEST_F(RunE2eTest, ForkBombIsHeldByTheTaskLimitAndTheHostStaysResponsive) {
       CommandResult stop = Lazaret("/", {"stop", id});
       EXPECT_EQ(stop.exit_code, 0) << stop.out << stop.err;
       const int code = WaitChild(pid, 60);
-      EXPECT_NE(code, -1) << "a stopped fork-bombed session did not end: "
-                          << test::ReadFile(log);
+      EXPECT_NE(code, -1) << "a stopped fork-bombed session did not end: " << test::ReadFile(log);
       if (code == -1) Lazaret("/", {"clean"});
     } else {
       EXPECT_THAT(test::ReadFile(log), HasSubstr("contained"));
@@ -1197,7 +1229,9 @@ TEST_F(RunE2eTest, ReapingAKilledSessionRunsItsWorkspaceScan) {
   // just after the session directory is gone.
   const std::string log_path = Env().runtime_dir + "/supervisor.log";
   EXPECT_TRUE(test::WaitFor(
-      [&] { return test::ReadFile(log_path).find("session " + id + " reaped") != std::string::npos; },
+      [&] {
+        return test::ReadFile(log_path).find("session " + id + " reaped") != std::string::npos;
+      },
       std::chrono::seconds(30)));
   const std::string supervisor_log = test::ReadFile(log_path);
   EXPECT_THAT(supervisor_log, HasSubstr("neutralised a git repository"));
@@ -1388,6 +1422,20 @@ TEST_F(RunE2eTest, DoctorPassesHereAndNamesAMissingRunsc) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.out, HasSubstr("FAIL  runsc"));
   EXPECT_THAT(bad.out, HasSubstr("fix:"));
+  CommandResult json =
+      Lazaret("/", {"doctor", "--json"}, {{"LAZARET_RUNSC", "/nonexistent/runsc"}});
+  EXPECT_EQ(json.exit_code, 1);
+  const google::protobuf::Struct report = ParseJson(json.out);
+  EXPECT_FALSE(report.fields().at("ok").bool_value());
+  bool runsc_failed = false;
+  for (const auto& check : report.fields().at("checks").list_value().values()) {
+    const auto& f = check.struct_value().fields();
+    if (absl::StartsWith(f.at("name").string_value(), "runsc") &&
+        f.at("status").string_value() == "fail") {
+      runsc_failed = !f.at("fix").string_value().empty();
+    }
+  }
+  EXPECT_TRUE(runsc_failed) << json.out;
 }
 
 TEST_F(RunE2eTest, ImageTagIsAContentHashOfTheInputs) {
