@@ -15,7 +15,7 @@ UDEV_RULE=/etc/udev/rules.d/70-lazaret-devices.rules
 
 PACKAGES=(
     # build
-    build-essential cmake ninja-build pkg-config git
+    build-essential cmake ninja-build pkg-config git ccache
     clang libclang-rt-14-dev
     # libraries
     libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

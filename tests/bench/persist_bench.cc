@@ -1,6 +1,8 @@
 // Persistence cost, in two parts.
 //
-// Through Lazaret: in real sandbox sessions, unpack 10,000 small files (a
+// Through Lazaret: in real sandbox sessions, unpack 10,000 small files
+// (100 directories of 100; `--dirs N` takes N directories, as ctest does to
+// stay brief) (a
 // tar built on the host into the workspace) and read them all back, in a
 // persistent directory and in a plain host directory bound into the same
 // sandbox (the workspace); prints persistent/plain for both (target at most
@@ -42,8 +44,12 @@
 namespace lazaret::test::e2e::persist {
 namespace {
 
-constexpr int kFiles = 10000;
+constexpr int kFilesPerDir = 100;
 constexpr int kRounds = 3;
+// Directories of kFilesPerDir files each (--dirs).
+int g_dirs = 100;
+
+int Files() { return g_dirs * kFilesPerDir; }
 
 // Inside the sandbox, with $kinds (words) each naming a variable that
 // holds its directory, $rounds and $tar: one line per kind and round,
@@ -87,7 +93,7 @@ struct Times {
 };
 
 // Adds `out`'s lines to `times` with `prefix` before each kind; "" or the
-// first line that is not kFiles files.
+// first line that is not Files() files.
 std::string Parse(const std::string& out, const std::string& prefix, Times* times) {
   for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
     std::map<std::string, std::string> v;
@@ -100,8 +106,8 @@ std::string Parse(const std::string& out, const std::string& prefix, Times* time
       times->other.insert(v.begin(), v.end());
       continue;
     }
-    if (v["files"] != std::to_string(kFiles)) {
-      return absl::StrCat("not ", kFiles, " files unpacked in the ", v["kind"],
+    if (v["files"] != std::to_string(Files())) {
+      return absl::StrCat("not ", Files(), " files unpacked in the ", v["kind"],
                           " directory: ", line);
     }
     for (const char* phase : {"unpack", "read"}) {
@@ -193,7 +199,18 @@ class BareDirs {
   std::vector<std::string> mounted_;
 };
 
-int Main() {
+int Main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--dirs" && i + 1 < argc && absl::SimpleAtoi(argv[i + 1], &g_dirs) && g_dirs > 0 &&
+        g_dirs <= 1000) {
+      ++i;
+      continue;
+    }
+    std::fprintf(stderr, "usage: persist_bench [--dirs N]  (N directories of %d files, 1-1000)\n",
+                 kFilesPerDir);
+    return 2;
+  }
   if (geteuid() != 0) {
     std::fprintf(stderr, "persist_bench: run as root (the e2e fixtures' services)\n");
     return 1;
@@ -204,12 +221,14 @@ int Main() {
     return 1;
   }
   UserDir ws("pbench");
-  // 10,000 files of 100 bytes in 100 directories, tarred on the host.
-  CommandResult made = RunAs(
-      ws.path(), {"sh", "-c",
-                  "mkdir src && cd src && for d in $(seq 0 99); do mkdir d$d; for f in $(seq 0 "
-                  "99); do printf '%0100d' $f > d$d/f$f; done; done && cd .. && "
-                  "tar -cf files.tar -C src . && rm -r src"});
+  // Files of 100 bytes, kFilesPerDir in each of g_dirs directories, tarred
+  // on the host.
+  CommandResult made =
+      RunAs(ws.path(), {"sh", "-c",
+                        absl::StrCat("mkdir src && cd src && for d in $(seq 1 ", g_dirs,
+                                     "); do mkdir d$d; for f in $(seq 1 ", kFilesPerDir,
+                                     "); do printf '%0100d' $f > d$d/f$f; done; done && cd .. && "
+                                     "tar -cf files.tar -C src . && rm -r src")});
   if (made.exit_code != 0) {
     std::fprintf(stderr, "persist_bench: building the tar failed: %s\n", made.err.c_str());
     return 1;
@@ -288,7 +307,7 @@ int Main() {
   }
   auto med = [&](const char* kind, const char* phase) { return Median(times.ms[kind][phase]); };
   const std::string tmpfs_dir = times.other.count("tmpfs_dir") ? times.other["tmpfs_dir"] : "?";
-  std::printf("%d files, medians of %d rounds (each round):\n", kFiles, kRounds);
+  std::printf("%d files, medians of %d rounds (each round):\n", Files(), kRounds);
   const std::vector<std::pair<const char*, std::string>> rows = {
       {"plain", "Lazaret: a plain host directory (the workspace bind)"},
       {"persist", "Lazaret: persistent directory"},
@@ -317,4 +336,4 @@ int Main() {
 }  // namespace
 }  // namespace lazaret::test::e2e::persist
 
-int main() { return lazaret::test::e2e::persist::Main(); }
+int main(int argc, char** argv) { return lazaret::test::e2e::persist::Main(argc, argv); }

@@ -8,8 +8,9 @@
 // --log-driver=none --detach-keys=), each on a pty the bench opened, twice
 // each in the order direct, proxied, proxied, direct. It prints, for both
 // and as ratios:
-//   - the time of 100,000,000 bytes of output, from the start marker to the
-//     end marker (session start-up is not counted), and MB/s;
+//   - the time of 100,000,000 bytes of output (`--megabytes N` for N
+//     million; ctest passes 30), from the start marker to the end marker
+//     (session start-up is not counted), and MB/s;
 //   - keystroke echo latency: one byte written to the pty and read back,
 //     echoed by the sandbox's own tty (stty -icanon; head -c N), p50/p99
 //     of kSamples per run after kWarmup.
@@ -29,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "tests/bench/pty_bench_terminal.h"
 #include "tests/e2e/run_e2e_support.h"
@@ -41,7 +43,8 @@ using e2e::UserDir;
 
 constexpr char kImage[] = "localhost/lazaret-sandbox:trixie";
 constexpr char kProfile[] = "ptybench";
-constexpr uint64_t kBytes = 100000000;
+// Bytes of output per run (--megabytes).
+uint64_t g_bytes = 100000000;
 constexpr int kWarmup = 50;
 constexpr int kSamples = 500;
 // What the session path may cost at most, as a ratio to `podman run -t`.
@@ -55,7 +58,7 @@ constexpr char kDone[] = "LAZBENCH-DONE";
 
 // The output, then (with `echo`) the echo phase.
 std::string Script(bool echo) {
-  std::string s = absl::StrCat("printf 'LAZ%s' BENCH-BEGIN; head -c ", kBytes,
+  std::string s = absl::StrCat("printf 'LAZ%s' BENCH-BEGIN; head -c ", g_bytes,
                                " /dev/zero | tr '\\0' x; printf 'LAZ%s' BENCH-END");
   if (echo) {
     absl::StrAppend(&s, "; stty -icanon; printf 'LAZ%s' BENCH-READY; head -c ", kWarmup + kSamples,
@@ -103,10 +106,10 @@ absl::Status Measure(const std::string& cwd, const std::vector<std::string>& arg
                         "session did not start: " + std::string(begin.status().message()));
   absl::StatusOr<BenchTerminal::Flood> f = (*t)->CountUntil('x', kEnd, now() + seconds(120));
   if (!f.ok()) return f.status();
-  if (f->fill != kBytes || f->other != 0 || f->newline != 0) {
+  if (f->fill != g_bytes || f->other != 0 || f->newline != 0) {
     return absl::DataLossError(absl::StrCat("the output arrived as ", f->fill, " x, ", f->newline,
                                             " line ends and ", f->other, " other bytes, not ",
-                                            kBytes, " x"));
+                                            g_bytes, " x"));
   }
   m->flood_seconds.push_back(Seconds(f->end - *begin));
   if (!echo) return Exit(t->get());
@@ -138,7 +141,7 @@ void PrintFlood(const char* label, const Measured& m) {
   for (double t : m.flood_seconds) absl::StrAppend(&runs, runs.empty() ? "" : " ", t);
   std::printf("%-24s %7.3f s per run  %7.1f MB/s  (runs: %s s)\n", label,
               m.total_flood() / static_cast<double>(m.flood_seconds.size()),
-              static_cast<double>(kBytes * m.flood_seconds.size()) / 1e6 / m.total_flood(),
+              static_cast<double>(g_bytes * m.flood_seconds.size()) / 1e6 / m.total_flood(),
               runs.c_str());
 }
 
@@ -147,7 +150,18 @@ void PrintEcho(const char* label, const Measured& m) {
               Percentile(m.echo_ms, 0.99), m.echo_ms.back());
 }
 
-int Run() {
+int Run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    uint64_t mb = 0;
+    if (std::string(argv[i]) == "--megabytes" && i + 1 < argc &&
+        absl::SimpleAtoi(argv[i + 1], &mb) && mb > 0 && mb <= 10000) {
+      g_bytes = mb * 1000000;
+      ++i;
+      continue;
+    }
+    std::fprintf(stderr, "usage: pty_bench [--megabytes N]  (1-10000, default 100)\n");
+    return 2;
+  }
   if (geteuid() != 0) {
     std::fprintf(stderr, "pty_bench: needs root (it drives the e2e services)\n");
     return 77;
@@ -191,17 +205,18 @@ int Run() {
   std::sort(d.echo_ms.begin(), d.echo_ms.end());
   std::sort(p.echo_ms.begin(), p.echo_ms.end());
   std::printf("%llu bytes of output through a pty (start marker to end marker), %zu runs each:\n",
-              static_cast<unsigned long long>(kBytes), d.flood_seconds.size());
+              static_cast<unsigned long long>(g_bytes), d.flood_seconds.size());
   PrintFlood("host pty (no container):", host);
   PrintFlood("podman run -t (direct):", d);
   PrintFlood("lazaret run (sessiond):", p);
   const double flood_ratio = p.total_flood() / d.total_flood();
-  std::printf("throughput ratio (session / direct time): %.2fx of all runs, %.2fx of the best "
-              "(target: within %.1fx: %s)\n",
-              flood_ratio,
-              *std::min_element(p.flood_seconds.begin(), p.flood_seconds.end()) /
-                  *std::min_element(d.flood_seconds.begin(), d.flood_seconds.end()),
-              kTarget, flood_ratio <= kTarget ? "met" : "MISSED");
+  std::printf(
+      "throughput ratio (session / direct time): %.2fx of all runs, %.2fx of the best "
+      "(target: within %.1fx: %s)\n",
+      flood_ratio,
+      *std::min_element(p.flood_seconds.begin(), p.flood_seconds.end()) /
+          *std::min_element(d.flood_seconds.begin(), d.flood_seconds.end()),
+      kTarget, flood_ratio <= kTarget ? "met" : "MISSED");
   std::printf("keystroke echo by the sandbox's tty (n=%zu each, %d warm-up keys per run):\n",
               d.echo_ms.size(), kWarmup);
   PrintEcho("podman run -t (direct):", d);
@@ -217,4 +232,4 @@ int Run() {
 }  // namespace
 }  // namespace lazaret::test::bench
 
-int main() { return lazaret::test::bench::Run(); }
+int main(int argc, char** argv) { return lazaret::test::bench::Run(argc, argv); }
