@@ -79,10 +79,7 @@ constexpr char kBasicEnvVar[] = "LZT_EGRESS_REGISTRY_PASSWORD";
 // from `lazaret run`'s environment.
 constexpr char kAgentProfile[] = "netegagent";
 constexpr char kAgentKeyEnvVar[] = "LZT_EGRESS_AGENT_KEY";
-// npm itself (trixie's nodejs has none; Debian's npm package pulls in
-// hundreds of packages) and the SDK, releases that run on trixie's node
-// (20).
-constexpr char kNpmTarball[] = "https://registry.npmjs.org/npm/-/npm-10.9.2.tgz";
+// The SDK, a release that runs on trixie's node (20).
 constexpr char kSdkPackage[] = "@anthropic-ai/sdk@0.65.0";
 // What the install reaches on the real network, checked from the host
 // first.
@@ -917,16 +914,6 @@ TEST_F(NetEgressTest, HostileRequestsAreRefused) {
   }
 }
 
-// "" when `url` answers from the host within a bounded time, else why not.
-std::string Unreachable(const std::string& url) {
-  // Straight, as the sandbox connects (no host proxy).
-  CommandResult r = test::Run({"timeout", "30", "curl", "--silent", "--show-error", "--noproxy",
-                               "*", "--max-time", "20", "--output", "/dev/null", url});
-  if (r.exit_code == 0) return "";
-  return absl::StrCat(url, " cannot be reached from this machine (curl exit ", r.exit_code, ": ",
-                      Trim(r.err), ")");
-}
-
 // The first IPv4 address of `name` as the host resolves it; "" if none.
 std::string HostIpv4(const std::string& name) {
   CommandResult r = test::Run({"timeout", "20", "getent", "ahostsv4", name});
@@ -954,7 +941,7 @@ TEST_F(NetEgressTest, VendorSdkCallsItsApiWithAKeyItNeverSees) {
   for (const std::string& url :
        {absl::StrCat("http://", kDebianMirror, "/debian/dists/trixie/InRelease"),
         std::string(kNpmTarball), absl::StrCat("https://", kNpmRegistry, "/@anthropic-ai%2fsdk")}) {
-    const std::string why = Unreachable(url);
+    const std::string why = UnreachableFromHost(url);
     ASSERT_EQ(why, "") << "the install needs the real network: " << why;
   }
   // The test DNS server is the session's only resolver and knows neither
@@ -986,34 +973,10 @@ TEST_F(NetEgressTest, VendorSdkCallsItsApiWithAKeyItNeverSees) {
   CommandResult named = s->Shell(absl::StrCat("printf %s ", ShellQuote(hosts), " >> /etc/hosts"));
   ASSERT_EQ(named.exit_code, 0) << "the sandbox's /etc/hosts: " << named.err;
 
-  // Debian's nodejs with apt into the persistent /usr (apt's signature check
-  // as root: the upper layer's root shows mode 0700 inside, which _apt
-  // cannot enter, issue 22); npm, a pinned release, fetched by node; the
-  // SDK into /root/lzt-sdk.
+  // Debian's nodejs and npm (InstallNodeAndNpmScript), the SDK into
+  // /root/lzt-sdk.
   const std::string install = absl::StrCat(
-      "set -e\nexport DEBIAN_FRONTEND=noninteractive\n"
-      "if ! command -v node >/dev/null; then\n"
-      "  timeout 600 apt-get -o APT::Sandbox::User=root update -q >/tmp/apt.log 2>&1 || "
-      "{ tail -20 /tmp/apt.log; exit 71; }\n"
-      "  timeout 900 apt-get -o APT::Sandbox::User=root install -y -q --no-install-recommends "
-      "nodejs >>/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 72; }\n"
-      "  echo 'step: nodejs installed with apt'\n"
-      "fi\n"
-      "echo \"node $(node --version)\"\n"
-      "if ! command -v npm >/dev/null; then\n"
-      "  timeout 300 node -e ",
-      ShellQuote(absl::StrCat(
-          "(async () => { const r = await fetch('", kNpmTarball, "'); ",
-          "if (!r.ok) throw new Error('HTTP ' + r.status); ",
-          "require('fs').writeFileSync('/tmp/npm.tgz', Buffer.from(await r.arrayBuffer())); ",
-          "})().catch(e => { console.error(String(e), e.cause); process.exit(74); })")),
-      " || { getent hosts ", kNpmRegistry,
-      "; exit 74; }\n"
-      "  mkdir -p /usr/local/lib/npm\n"
-      "  tar -xzf /tmp/npm.tgz -C /usr/local/lib/npm --strip-components=1 --no-same-owner\n"
-      "  ln -s ../lib/npm/bin/npm-cli.js /usr/local/bin/npm\n"
-      "  echo 'step: npm fetched'\n"
-      "fi\n"
+      "set -e\n", InstallNodeAndNpmScript(),
       "if [ ! -d /root/lzt-sdk/node_modules/@anthropic-ai/sdk ]; then\n"
       "  mkdir -p /root/lzt-sdk && cd /root/lzt-sdk\n"
       "  timeout 600 npm install --no-fund --no-audit --no-save ",

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+
 extern char** environ;
 
 namespace lazaret::test::e2e {
@@ -240,6 +242,18 @@ std::vector<std::string> SessionContainers() {
 
 std::vector<std::string> SessionDirs() { return ListDir(Env().runtime_dir + "/sessions"); }
 
+std::vector<std::string> LeftBehind(int timeout_seconds) {
+  std::vector<std::string> left;
+  test::WaitFor(
+      [&] {
+        left = SessionContainers();
+        for (const std::string& d : SessionDirs()) left.push_back("sessions/" + d);
+        return left.empty();
+      },
+      std::chrono::seconds(timeout_seconds));
+  return left;
+}
+
 std::vector<std::string> PsSessions() {
   CommandResult r = Lazaret("/", {"ps"});
   std::vector<std::string> out;
@@ -310,6 +324,40 @@ bool AnyCommandLineContains(const std::string& needle) { return !ProcessesWith(n
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   return s;
+}
+
+std::string UnreachableFromHost(const std::string& url) {
+  CommandResult r = test::Run({"timeout", "30", "curl", "--silent", "--show-error", "--noproxy",
+                               "*", "--max-time", "20", "--output", "/dev/null", url});
+  if (r.exit_code == 0) return "";
+  return absl::StrCat(url, " cannot be reached from this machine (curl exit ", r.exit_code, ": ",
+                      Trim(r.err), ")");
+}
+
+std::string InstallNodeAndNpmScript() {
+  return absl::StrCat(
+      "export DEBIAN_FRONTEND=noninteractive\n"
+      "if ! command -v node >/dev/null; then\n"
+      "  timeout 600 apt-get -o APT::Sandbox::User=root update -q >/tmp/apt.log 2>&1 || "
+      "{ tail -20 /tmp/apt.log; exit 71; }\n"
+      "  timeout 900 apt-get -o APT::Sandbox::User=root install -y -q --no-install-recommends "
+      "nodejs >>/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 72; }\n"
+      "  echo 'step: nodejs installed with apt'\n"
+      "fi\n"
+      "echo \"node $(node --version)\"\n"
+      "if ! command -v npm >/dev/null; then\n"
+      "  timeout 300 node -e ",
+      ShellQuote(absl::StrCat(
+          "(async () => { const r = await fetch('", kNpmTarball, "'); ",
+          "if (!r.ok) throw new Error('HTTP ' + r.status); ",
+          "require('fs').writeFileSync('/tmp/npm.tgz', Buffer.from(await r.arrayBuffer())); ",
+          "})().catch(e => { console.error(String(e), e.cause); process.exit(74); })")),
+      " || { getent hosts registry.npmjs.org; exit 74; }\n"
+      "  mkdir -p /usr/local/lib/npm\n"
+      "  tar -xzf /tmp/npm.tgz -C /usr/local/lib/npm --strip-components=1 --no-same-owner\n"
+      "  ln -s ../lib/npm/bin/npm-cli.js /usr/local/bin/npm\n"
+      "  echo 'step: npm fetched'\n"
+      "fi\n");
 }
 
 }  // namespace lazaret::test::e2e

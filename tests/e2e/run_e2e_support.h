@@ -102,6 +102,10 @@ class UserConfig {
 std::vector<std::string> SessionContainers();
 // Session directories left in the runtime directory.
 std::vector<std::string> SessionDirs();
+// The containers and session directories still there once all are gone or
+// `timeout_seconds` have passed: a session's owner removes them right
+// after it reports the exit (docs/architecture.md "Teardown").
+std::vector<std::string> LeftBehind(int timeout_seconds = 30);
 // The session ids `lazaret ps` shows.
 std::vector<std::string> PsSessions();
 // The pid of the one session worker (`lazaret-sessiond --session-worker`,
@@ -121,6 +125,24 @@ std::vector<std::vector<std::string>> ProcessesWith(const std::string& needle);
 bool AnyCommandLineContains(const std::string& needle);
 
 std::string Trim(std::string s);
+
+// The tests that install a real agent or SDK inside a sandbox from the
+// real network: npm itself, a pinned release that runs on trixie's node
+// (20); Debian's npm package would pull in hundreds of packages, minutes
+// under gVisor.
+inline constexpr char kNpmTarball[] = "https://registry.npmjs.org/npm/-/npm-10.9.2.tgz";
+
+// "" when `url` answers from the host within a bounded time, else why not;
+// straight, as the sandbox connects (no host proxy).
+std::string UnreachableFromHost(const std::string& url);
+
+// The shell lines (under `set -e`) that install Debian's nodejs with apt
+// into the sandbox's /usr and npm from kNpmTarball below /usr/local, each
+// only when missing; they exit 71/72 when apt update/install fails and 74
+// when npm's tarball cannot be fetched, with the tool's last lines. apt
+// runs its signature check as root: a persistent /usr's root shows the
+// upper layer's mode 0700 inside, which _apt cannot enter (issue 22).
+std::string InstallNodeAndNpmScript();
 
 }  // namespace lazaret::test::e2e
 
