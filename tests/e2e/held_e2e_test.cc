@@ -117,8 +117,7 @@ class HeldE2eTest : public ::testing::Test {
     ASSERT_EQ(world->error(), "");
   }
   void TearDown() override {
-    EXPECT_THAT(SessionContainers(), IsEmpty()) << "containers left behind";
-    EXPECT_THAT(SessionDirs(), IsEmpty()) << "session directories left behind";
+    EXPECT_THAT(LeftBehind(), IsEmpty()) << "containers or session directories left behind";
   }
 };
 

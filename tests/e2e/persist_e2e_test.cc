@@ -66,8 +66,7 @@ class PersistE2eTest : public ::testing::Test {
     ws_ = std::make_unique<UserDir>("pws");
   }
   void TearDown() override {
-    EXPECT_THAT(SessionContainers(), IsEmpty()) << "containers left behind";
-    EXPECT_THAT(SessionDirs(), IsEmpty()) << "session directories left behind";
+    EXPECT_THAT(LeftBehind(), IsEmpty()) << "containers or session directories left behind";
   }
 
   // Nothing of `profile` is mounted and the helper's state names none of it.

@@ -127,6 +127,14 @@ absl::Status SessionDir::WriteTraceConfig(const std::string& text) {
   return fs::WriteNewFileAt(dir_, "trace.json", text, 0600);
 }
 
+absl::Status SessionDir::RemoveEnvFile() {
+  if (unlinkat(dir_.get(), "env", 0) != 0 && errno != ENOENT) {
+    return absl::InternalError(
+        absl::StrCat("removing ", env_file(), " failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SessionDir::Remove() {
   if (removed_) return absl::OkStatus();
   removed_ = true;

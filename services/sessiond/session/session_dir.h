@@ -80,6 +80,9 @@ class SessionDir {
   absl::Status WriteEnvFile(const std::string& text);
   // Writes trace.json (trace_config.h) the same way.
   absl::Status WriteTraceConfig(const std::string& text);
+  // Removes the env file (the sandbox's environment values) once no
+  // container reads it any more; absent is fine.
+  absl::Status RemoveEnvFile();
   // Removes the directory tree and releases the lock. Idempotent.
   absl::Status Remove();
 

@@ -53,6 +53,11 @@ TEST(SessionDirTest, PrivateDirectoryEnvFileAndLockThenGone) {
   ASSERT_EQ(stat((*dir)->env_file().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_FALSE((*dir)->WriteEnvFile("A=2\n").ok());  // never replaced
+  // Removed before the rest of the directory, and again without error.
+  ASSERT_TRUE((*dir)->RemoveEnvFile().ok());
+  EXPECT_NE(access((*dir)->env_file().c_str(), F_OK), 0);
+  EXPECT_TRUE((*dir)->RemoveEnvFile().ok());
+  EXPECT_EQ(access((*dir)->router_dir().c_str(), F_OK), 0);
   EXPECT_TRUE(SessionOwnerAlive((*dir)->path()));
   auto found = FindSessionDirs(rt);
   ASSERT_TRUE(found.ok());

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -314,6 +315,23 @@ absl::Status BuildHeldViews(LiveSession* s) {
   return UseHeldMounts(std::move(mounts), &s->plan);
 }
 
+// The held views first: their placeholders are Lazaret's, older than the
+// snapshot, so no sweep takes them for the agent's. Then the workspace's
+// git directories as they are before the session.
+absl::Status PrepareWorkspace(LiveSession* s) {
+  LAZ_RETURN_IF_ERROR(BuildHeldViews(s));
+  Trace("held views built");
+  if (absl::Status st = s->writes.Snapshot(s->plan.id, s->plan.workspace_host_dir,
+                                           s->plan.sandbox.rootless, s->profile, s->dir->path());
+      !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("recording the workspace's git directories "
+                                                "before the session: ",
+                                                st.message()));
+  }
+  Trace("workspace snapshot taken");
+  return absl::OkStatus();
+}
+
 // A termination signal that is pending ends the start.
 absl::Status CheckNotStopped(LiveSession* s) {
   if (int sig = PendingTermination(); sig != 0) {
@@ -349,6 +367,12 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   }
   // 2. The network sidecar, and its router answering: by then its DNS
   // listeners and, with escalation, its relay to the broker are bound.
+  // Meanwhile the held views and the workspace snapshot, which need
+  // neither container (PrepareWorkspace touches only the plan's sandbox
+  // mounts and the session's writes, nothing the steps below read). The
+  // future joins on every return.
+  std::future<absl::Status> workspace =
+      std::async(std::launch::async, [s] { return PrepareWorkspace(s); });
   LAZ_RETURN_IF_ERROR(StartSidecar(s));
   Trace("sidecar started");
   LAZ_RETURN_IF_ERROR(WaitForRouter(s));
@@ -363,6 +387,7 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   LAZ_RETURN_IF_ERROR(AttachEgress(s));
   LAZ_RETURN_IF_ERROR(WriteHostCa(s));
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  LAZ_RETURN_IF_ERROR(workspace.get());
 
   // 4. Only now the agent sandbox. Its volume sources are re-checked here,
   // as late as possible (configd resolved them symlink-free).
@@ -372,18 +397,6 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   // the profile directory).
   LAZ_RETURN_IF_ERROR(
       RecheckProfileHostPaths(s->profile, s->runtime_dir, s->workspace_dir, s->explicit_config));
-  // The held views first: their placeholders are Lazaret's, older than
-  // the snapshot, so no sweep takes them for the agent's.
-  LAZ_RETURN_IF_ERROR(BuildHeldViews(s));
-  Trace("held views built");
-  if (absl::Status st = s->writes.Snapshot(s->plan.id, s->plan.workspace_host_dir,
-                                           s->plan.sandbox.rootless, s->profile, s->dir->path());
-      !st.ok()) {
-    return absl::Status(st.code(), absl::StrCat("recording the workspace's git directories "
-                                                "before the session: ",
-                                                st.message()));
-  }
-  Trace("workspace snapshot taken");
   // podman gets a pty of the worker's own as its terminal (or three
   // pipes); what it shows goes through the terminal policy to the hub,
   // which keeps it for the terminals that attach (sandbox_io.h).

@@ -42,7 +42,7 @@ void StopSandbox(const LiveSession& s, pid_t sandbox_pid) {
 
 }  // namespace
 
-void ReleaseSession(LiveSession* s, bool keep_session_dir) {
+void CloseSession(LiveSession* s) {
   // Our hold ends first: should the sandbox still run, its network is
   // closed before podman gets to it.
   s->hold.reset();
@@ -51,17 +51,8 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
   // already exited is what keeps the teardown short. Precondition: the
   // sandbox has exited or been removed (it uses the sidecar's netns).
   s->router.Kill(2000);
-  if (s->sidecar_created) {
-    // The sidecar with everything that depends on it - the sandbox, if it
-    // is still there - in one call: podman removes the dependents first, so
-    // the sandbox never outlives its sidecar.
-    if (absl::Status st = RemoveWithDependents(SidecarName(s->plan.id), 0); !st.ok()) {
-      Say(std::string(st.message()));
-    }
-    s->sidecar_created = false;
-  }
-  // The containers are gone: egressd ends the session's proxy (its
-  // connections, its CA; the secrets' values are wiped) ...
+  // Nothing of the session runs any more: egressd ends the session's
+  // proxy (its connections, its CA; the secrets' values are wiped) ...
   if (s->egress_attached) {
     if (absl::Status st = net::DetachEgressBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
       Say(std::string(st.message()));
@@ -85,12 +76,26 @@ void ReleaseSession(LiveSession* s, bool keep_session_dir) {
     s->escalation_attached = false;
   }
   // And the mount helper lets go of the overlays: the last session of the
-  // profile unmounts them (the sandbox no longer uses them).
+  // profile unmounts them (the sandbox has exited: its mounts are gone
+  // with it, whether or not podman has removed the container yet).
   if (s->persistence_attached) {
     if (absl::Status st = persist::DetachSessionBestEffort(s->runtime_dir, s->plan.id); !st.ok()) {
       Say(std::string(st.message()));
     }
     s->persistence_attached = false;
+  }
+}
+
+void ReleaseSession(LiveSession* s, bool keep_session_dir) {
+  CloseSession(s);
+  if (s->sidecar_created) {
+    // The sidecar with everything that depends on it - the sandbox, if it
+    // is still there - in one call: podman removes the dependents first, so
+    // the sandbox never outlives its sidecar.
+    if (absl::Status st = RemoveWithDependents(SidecarName(s->plan.id), 0); !st.ok()) {
+      Say(std::string(st.message()));
+    }
+    s->sidecar_created = false;
   }
   if (s->dir != nullptr && !keep_session_dir) {
     // A start cut short still removes its placeholders (the views live in
@@ -126,11 +131,18 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
     absl::StatusOr<std::optional<std::string>> state = ContainerStatus(SandboxName(s->plan.id));
     never_started = state.ok() && (!state->has_value() || **state == "created");
   }
-  // The session directory (and with it the registry's claim on this
-  // session) goes last: if this process dies before then, the supervisor's
-  // reaper finds it and does the write-back and the workspace scan itself.
-  ReleaseSession(s, /*keep_session_dir=*/true);
-  Trace("sidecar removed");
+  // The router stopped and the services detached; the containers, the
+  // session directory (and with it the registry's claim on this session)
+  // go after the exit is reported (ReleaseSession): if this process dies
+  // before then, the supervisor's reaper finds them and does the
+  // write-back and the workspace scan itself.
+  CloseSession(s);
+  // The sandbox's environment values leave the disk before the exit is
+  // reported (the containers that read them are not running).
+  if (s->dir != nullptr) {
+    if (absl::Status st = s->dir->RemoveEnvFile(); !st.ok()) Say(std::string(st.message()));
+  }
+  Trace("router stopped, services detached");
   s->writes.WriteBackNow(/*final_attempt=*/true);
   s->writes.write_back_log().Print();
   Trace("written back");
@@ -140,7 +152,6 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   Trace("held paths captured");
   s->writes.ScanWorkspaceAtEnd();
   Trace("workspace scanned");
-  ReleaseSession(s);
 
   if (s->supervisor_lost) {
     Say("the supervisor (lazaret up) is gone or no longer knows this session; the session was "

@@ -361,6 +361,7 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
     s.stop_reason = "because its attach socket could not be served";
     const int code = EndSession(&s, *pid, 128 + SIGTERM);
     (void)code;
+    ReleaseSession(&s);
     control->Failed(kRunFailed, absl::StrCat("the session's attach socket ", socket,
                                              " could not be served: ",
                                              server.status().message()));
@@ -376,6 +377,7 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
     s.stop_reason = "because its attach socket could not be served";
     const int code = EndSession(&s, *pid, 128 + SIGTERM);
     (void)code;
+    ReleaseSession(&s);
     control->Failed(kRunFailed, absl::StrCat("the session's framed attach socket could not be "
                                              "served: ",
                                              frames.status().message()));
@@ -397,7 +399,12 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
   worker.SetState(sv1::SESSION_STATE_STOPPING);
   code = EndSession(&s, *pid, code);
 
+  // The exit first: what follows is not what the user waits for. `lazaret
+  // ps` shows the session stopping until its containers and directory are
+  // gone.
   hub->Exit(code, EndReason(s));
+  ReleaseSession(&s);
+  Trace("containers and session directory removed");
   (void)hub->WaitAllDetached(hub->mode() == AttachHub::Mode::kStream ? kStreamExitGrace
                                                                      : kTtyExitGrace);
   SetNoticeSink(nullptr);
