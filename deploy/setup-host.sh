@@ -47,6 +47,10 @@ PACKAGES=(
     nghttp2-client
     # the agent-CLI e2e probes the npm registry and the Debian mirror first
     curl
+    # the Debian package (deploy/package): dpkg-shlibdeps computes its
+    # Depends, lintian checks it, groff and man render its pages; zsh and
+    # fish check the completions (clients/lazaret/help)
+    dpkg-dev lintian groff-base man-db zsh fish
 )
 
 changed=0

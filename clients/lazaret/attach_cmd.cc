@@ -10,18 +10,9 @@
 #include "clients/lazaret/attach/attach_client.h"
 #include "clients/lazaret/attach/sessiond_client.h"
 #include "clients/lazaret/commands.h"
+#include "clients/lazaret/help/help.h"
 
 namespace lazaret::cli {
-
-namespace {
-
-constexpr char kAttachUsage[] =
-    "usage: lazaret attach [--watch] [SESSION]\n"
-    "  SESSION is an id or a unique prefix from lazaret ps; without it, the only session.\n"
-    "  --watch attaches without taking the input (Ctrl-\\ i takes it later).\n"
-    "  Ctrl-\\ d detaches; the session keeps running.\n";
-
-}  // namespace
 
 int CmdAttach(const Context& ctx, const std::vector<std::string>& args) {
   // Before any thread exists (gRPC creates some on the first call).
@@ -30,7 +21,7 @@ int CmdAttach(const Context& ctx, const std::vector<std::string>& args) {
   std::string which;
   for (const std::string& a : args) {
     if (a == "-h" || a == "--help") {
-      std::printf("%s", kAttachUsage);
+      std::printf("%s", help::kAttachUsage);
       return 0;
     }
     if (a == "--watch") {
@@ -39,7 +30,7 @@ int CmdAttach(const Context& ctx, const std::vector<std::string>& args) {
       which = a;
     } else {
       std::fprintf(stderr, "lazaret attach: unexpected argument '%s'\n%s", a.c_str(),
-                   kAttachUsage);
+                   help::kAttachUsage);
       return 2;
     }
   }

@@ -20,13 +20,6 @@ struct Context {
 // code. Usage errors return 2 after printing what is wrong and the usage.
 using Command = int (*)(const Context&, const std::vector<std::string>&);
 
-struct CommandInfo {
-  const char* name;
-  const char* synopsis;  // "up [--foreground]"
-  const char* summary;   // one line
-  Command run;
-};
-
 int Main(int argc, char** argv);
 
 // The arguments of a command whose only option is --json (and --help, -h):

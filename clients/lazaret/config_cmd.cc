@@ -16,6 +16,7 @@
 #include "clients/lazaret/config/options.h"
 #include "clients/lazaret/config/print.h"
 #include "clients/lazaret/config/trust_review.h"
+#include "clients/lazaret/help/help.h"
 #include "lazaret/config/v1/config.pb.h"
 #include "services/common/profile_paths/host_paths.h"
 #include "services/configd/layer_files.h"
@@ -29,15 +30,6 @@ namespace pb = ::lazaret::config::v1;
 namespace cfg = ::lazaret::config;
 using config::ConfigArgs;
 using config::ConfigdClient;
-
-constexpr char kConfigUsage[] =
-    "usage: lazaret config check [--config FILE]\n"
-    "       lazaret config show [--profile P] [--json] [--config FILE]\n";
-constexpr char kTrustUsage[] =
-    "usage: lazaret trust [--sha256 HASH] [FILE]   (default ./lazaret.toml)\n"
-    "       lazaret trust --revoke [FILE]\n"
-    "  Shows what FILE widens and its sha256, then asks on the terminal. Without a\n"
-    "  terminal, pass the sha256 it showed: the content must still have it.\n";
 
 pb::ConfigSelector Selector(const ConfigArgs& a) {
   pb::ConfigSelector s;
@@ -110,14 +102,14 @@ int ConfigShow(const Context& ctx, const ConfigArgs& a) {
 
 int CmdConfig(const Context& ctx, const std::vector<std::string>& args) {
   if (args.empty() || (args[0] != "check" && args[0] != "show")) {
-    std::fprintf(stderr, "%s", kConfigUsage);
+    std::fprintf(stderr, "%s", help::kConfigUsage);
     return 2;
   }
   const bool show = args[0] == "show";
   absl::StatusOr<ConfigArgs> a = config::ParseConfigArgs(args, 1, show);
   if (!a.ok()) {
     std::fprintf(stderr, "lazaret config %s: %s\n%s", args[0].c_str(),
-                 std::string(a.status().message()).c_str(), kConfigUsage);
+                 std::string(a.status().message()).c_str(), help::kConfigUsage);
     return 2;
   }
   return show ? ConfigShow(ctx, *a) : ConfigCheck(ctx, *a);
@@ -127,7 +119,7 @@ int CmdTrust(const Context& ctx, const std::vector<std::string>& args) {
   absl::StatusOr<config::TrustArgs> a = config::ParseTrustArgs(args);
   if (!a.ok()) {
     std::fprintf(stderr, "lazaret trust: %s\n%s", std::string(a.status().message()).c_str(),
-                 kTrustUsage);
+                 help::kTrustUsage);
     return 2;
   }
   if (!a->expected_sha256.empty() && !config::IsSha256Hex(a->expected_sha256)) {

@@ -12,6 +12,7 @@
 #include "clients/lazaret/commands.h"
 #include "clients/lazaret/doctor/checks.h"
 #include "clients/lazaret/doctor/report_json.h"
+#include "clients/lazaret/help/help.h"
 #include "services/vocab/escape.h"
 
 namespace lazaret::cli {
@@ -19,17 +20,6 @@ namespace {
 
 using doctor::Finding;
 using doctor::Verdict;
-
-constexpr char kDoctorUsage[] = "usage: lazaret doctor [--json]\n";
-constexpr char kDoctorHelp[] =
-    "usage: lazaret doctor [--json]\n"
-    "\n"
-    "Checks this host for Lazaret and says how to fix each problem; changes\n"
-    "nothing. Exit 1 when a check fails (warnings do not fail).\n"
-    "\n"
-    "  --json  one JSON object on stdout once every check has run: ok, user,\n"
-    "          rootless, failures, warnings and checks, each check with name,\n"
-    "          status (ok, warn, fail), detail and fix (docs/operations.md)\n";
 
 struct Tally {
   int failures = 0;
@@ -57,7 +47,7 @@ void Print(const Finding& f, Tally* tally) {
 int CmdDoctor(const Context& ctx, const std::vector<std::string>& args) {
   bool json = false;
   if (std::optional<int> exit_code =
-          ParseJsonFlag("doctor", args, kDoctorHelp, kDoctorUsage, &json)) {
+          ParseJsonFlag("doctor", args, help::kDoctorHelp, help::kDoctorUsage, &json)) {
     return *exit_code;
   }
   const doctor::HostUser user = doctor::CurrentUser();

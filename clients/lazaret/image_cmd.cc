@@ -8,23 +8,16 @@
 #include "absl/strings/match.h"
 #include "clients/lazaret/cli.h"
 #include "clients/lazaret/commands.h"
+#include "clients/lazaret/help/help.h"
 #include "clients/lazaret/images/build.h"
 #include "clients/lazaret/images/sandbox_inputs.h"
 #include "clients/lazaret/images/tags.h"
 #include "services/spawn/subprocess.h"
 
 namespace lazaret::cli {
-namespace {
-
-constexpr char kImageUsage[] =
-    "usage: lazaret image build [sandbox|sidecar|all] [--mirror URL] [--force]\n"
-    "       lazaret image tag sandbox|sidecar [--mirror URL]\n";
-
-}  // namespace
-
 int CmdImage(const Context& ctx, const std::vector<std::string>& args) {
   if (args.empty() || (args[0] != "build" && args[0] != "tag")) {
-    std::fprintf(stderr, "%s", kImageUsage);
+    std::fprintf(stderr, "%s", help::kImageUsage);
     return 2;
   }
   const bool build = args[0] == "build";
@@ -42,7 +35,8 @@ int CmdImage(const Context& ctx, const std::vector<std::string>& args) {
     } else if (absl::StartsWith(a, "--mirror=")) {
       mirror = a.substr(9);
     } else {
-      std::fprintf(stderr, "lazaret image: unknown argument '%s'\n%s", a.c_str(), kImageUsage);
+      std::fprintf(stderr, "lazaret image: unknown argument '%s'\n%s", a.c_str(),
+                   help::kImageUsage);
       return 2;
     }
   }
@@ -53,7 +47,7 @@ int CmdImage(const Context& ctx, const std::vector<std::string>& args) {
   }
   if (!build) {
     if (which.empty()) {
-      std::fprintf(stderr, "%s", kImageUsage);
+      std::fprintf(stderr, "%s", help::kImageUsage);
       return 2;
     }
     absl::StatusOr<std::string> tag =

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "clients/lazaret/cli.h"
 #include "clients/lazaret/commands.h"
+#include "clients/lazaret/help/help.h"
 #include "clients/lazaret/serviceset/launch.h"
 #include "clients/lazaret/serviceset/shutdown.h"
 #include "clients/lazaret/serviceset/status.h"
@@ -25,8 +26,7 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
     if (a == "--foreground") {
       foreground = true;
     } else {
-      std::fprintf(stderr, "lazaret up: unknown argument '%s'\nusage: lazaret up [--foreground]\n",
-                   a.c_str());
+      std::fprintf(stderr, "lazaret up: unknown argument '%s'\n%s", a.c_str(), help::kUpUsage);
       return 2;
     }
   }
@@ -84,8 +84,8 @@ int CmdUp(const Context& ctx, const std::vector<std::string>& args) {
 
 int CmdDown(const Context& ctx, const std::vector<std::string>& args) {
   if (!args.empty()) {
-    std::fprintf(stderr, "lazaret down: unexpected argument '%s'\nusage: lazaret down\n",
-                 args[0].c_str());
+    std::fprintf(stderr, "lazaret down: unexpected argument '%s'\n%s", args[0].c_str(),
+                 help::kDownUsage);
     return 2;
   }
   if (absl::Status s = ss::RequestShutdown(ctx.runtime_dir); !s.ok()) {
@@ -112,11 +112,7 @@ int CmdDown(const Context& ctx, const std::vector<std::string>& args) {
 int CmdStatus(const Context& ctx, const std::vector<std::string>& args) {
   bool json = false;
   if (std::optional<int> exit_code =
-          ParseJsonFlag("status", args,
-                        "usage: lazaret status [--json]\n\n"
-                        "The health, pid and capabilities of each service; --json prints\n"
-                        "lazaret.supervisor.v1.GetStatusResponse with proto field names.\n",
-                        "usage: lazaret status [--json]\n", &json)) {
+          ParseJsonFlag("status", args, help::kStatusHelp, help::kStatusUsage, &json)) {
     return *exit_code;
   }
   absl::StatusOr<supervisor::v1::GetStatusResponse> st =

@@ -19,6 +19,7 @@
 #include "clients/lazaret/attach/sessiond_client.h"
 #include "clients/lazaret/cli.h"
 #include "clients/lazaret/commands.h"
+#include "clients/lazaret/help/help.h"
 #include "clients/lazaret/persist/mount_client.h"
 #include "clients/lazaret/persist/state_format.h"
 #include "clients/lazaret/ps/listing.h"
@@ -29,18 +30,6 @@ namespace lazaret::cli {
 namespace {
 
 namespace pb = ::lazaret::session::v1;
-
-constexpr char kPsUsage[] = "usage: lazaret ps [--json]\n";
-constexpr char kPsHelp[] =
-    "usage: lazaret ps [--json]\n"
-    "\n"
-    "The sessions of this runtime directory: those lazaret-sessiond runs, and the\n"
-    "orphaned ones a killed worker left (lazaret clean reaps them).\n"
-    "\n"
-    "  --json  one JSON object {\"sessions\": [...]} on stdout, each session with\n"
-    "          id, state, profile, workspace, started, started_unix, attached,\n"
-    "          detached_since, detached_since_unix, stop_at, stop_at_unix, tty,\n"
-    "          worker_pid, command and attach_socket (docs/operations.md)\n";
 
 // What a reap did, on stdout.
 void PrintLines(const std::vector<std::string>& lines) {
@@ -92,7 +81,8 @@ int CleanOneSession(const Context& ctx, const std::string& id) {
 
 int CmdPs(const Context& ctx, const std::vector<std::string>& args) {
   bool json = false;
-  if (std::optional<int> exit_code = ParseJsonFlag("ps", args, kPsHelp, kPsUsage, &json)) {
+  if (std::optional<int> exit_code =
+          ParseJsonFlag("ps", args, help::kPsHelp, help::kPsUsage, &json)) {
     return *exit_code;
   }
   attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
@@ -126,9 +116,7 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args) {
 
 int CmdStop(const Context& ctx, const std::vector<std::string>& args) {
   if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
-    std::fprintf(stderr,
-                 "usage: lazaret stop SESSION   (the id, or a unique prefix, from "
-                 "lazaret ps)\n");
+    std::fputs(help::kStopUsage, stderr);
     return 2;
   }
   attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
@@ -184,9 +172,8 @@ int CleanOverlays(const Context& ctx) {
 int CmdClean(const Context& ctx, const std::vector<std::string>& args) {
   if (args.size() == 2 && args[0] == "--session") return CleanOneSession(ctx, args[1]);
   if (!args.empty()) {
-    std::fprintf(stderr,
-                 "lazaret clean: unexpected argument '%s'\nusage: lazaret clean [--session ID]\n",
-                 args[0].c_str());
+    std::fprintf(stderr, "lazaret clean: unexpected argument '%s'\n%s", args[0].c_str(),
+                 help::kCleanUsage);
     return 2;
   }
   attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
