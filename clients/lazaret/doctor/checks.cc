@@ -79,6 +79,32 @@ bool CheckProgram(const Report& report, const std::string& what,
   return true;
 }
 
+// runsc runs, and is a release agents work under (kRunscMinReleaseDate).
+// A version that names no release date (a local build) passes with a
+// warning.
+void CheckRunsc(const Report& report, const std::string& runsc) {
+  const std::string what = "runsc (gVisor)";
+  absl::StatusOr<std::string> v = VersionOf({runsc, "--version"});
+  if (!v.ok()) {
+    Say(report, Verdict::kFail, what, std::string(v.status().message()),
+        absl::StrCat(runsc, " does not run; reinstall runsc or fix ", kRunscEnv));
+    return;
+  }
+  const int date = RunscReleaseDate(*v);
+  if (date == 0) {
+    Say(report, Verdict::kWarn, what, absl::StrCat(*v, " (no release date in its version)"),
+        absl::StrCat("use a gVisor release of ", kRunscMinReleaseDate, " or newer"));
+  } else if (date < kRunscMinReleaseDate) {
+    Say(report, Verdict::kFail, what,
+        absl::StrCat(*v, " is older than ", kRunscMinReleaseDate,
+                     ": `ls -l` and other statx callers fail inside its sandboxes"),
+        "apt-get install -t bookworm-backports runsc (deploy/setup-host.sh does), or gVisor's "
+        "own apt repository");
+  } else {
+    Say(report, Verdict::kOk, what, *v);
+  }
+}
+
 // The session registry identifies each `lazaret run` by a pidfd the
 // kernel takes from the socket (SO_PEERPIDFD, Linux 6.5): asked of a real
 // socket pair, not guessed from the version.
@@ -260,8 +286,7 @@ void RunChecks(const HostUser& user, const CheckOptions& options, const Report& 
     Say(report, Verdict::kFail, "runsc (gVisor)", std::string(runsc.status().message()),
         "apt-get install runsc");
   } else {
-    CheckProgram(report, "runsc (gVisor)", {*runsc, "--version"},
-                 absl::StrCat(*runsc, " does not run; reinstall runsc or fix ", kRunscEnv));
+    CheckRunsc(report, *runsc);
   }
   CheckProgram(report, "runc", {"runc", "--version"}, "apt-get install runc");
   CheckProgram(report, "fuse-overlayfs", {"fuse-overlayfs", "--version"},

@@ -35,6 +35,17 @@ bool GitAtLeast(const std::string& version_line, int want_major, int want_minor)
   return ma > want_major || (ma == want_major && mi >= want_minor);
 }
 
+int RunscReleaseDate(const std::string& version_line) {
+  for (const std::string marker : {"~", "release-"}) {
+    const size_t at = version_line.find(marker);
+    if (at == std::string::npos) continue;
+    const std::string digits = version_line.substr(at + marker.size(), 8);
+    int date = 0;
+    if (digits.size() == 8 && absl::SimpleAtoi(digits, &date) && date >= 20000101) return date;
+  }
+  return 0;
+}
+
 bool HasSubordinateRange(absl::string_view text, const std::string& name, uid_t uid) {
   std::istringstream in{std::string(text)};
   for (std::string line; std::getline(in, line);) {

@@ -21,6 +21,15 @@ std::string FirstLine(const std::string& s);
 // "git version 2.39.5" -> at least {2, 39}?
 bool GitAtLeast(const std::string& version_line, int want_major, int want_minor);
 
+// The release date (YYYYMMDD) a `runsc --version` first line names:
+// Debian's "runsc version 0.0~20240729.0" or gVisor's own
+// "runsc version release-20240729.0"; 0 when it names none.
+int RunscReleaseDate(const std::string& version_line);
+// The oldest runsc Lazaret runs agents under: bookworm's own
+// (0.0~20221219) rejects the statx flags coreutils passes, so `ls -l`
+// fails in every sandbox (deploy/setup-host.sh installs a newer one).
+inline constexpr int kRunscMinReleaseDate = 20240729;
+
 // Whether `text` (of /etc/subuid or /etc/subgid) gives `name` - by name or
 // by `uid` - a range of at least 65536 ids.
 bool HasSubordinateRange(absl::string_view text, const std::string& name, uid_t uid);

@@ -12,6 +12,16 @@
 namespace lazaret::cli::doctor {
 namespace {
 
+TEST(HostFactsTest, RunscReleaseDateReadsDebiansAndGvisorsVersions) {
+  EXPECT_EQ(RunscReleaseDate("runsc version 0.0~20240729.0"), 20240729);
+  EXPECT_EQ(RunscReleaseDate("runsc version 0.0~20221219.0"), 20221219);
+  EXPECT_EQ(RunscReleaseDate("runsc version release-20250512.0"), 20250512);
+  EXPECT_EQ(RunscReleaseDate("runsc version 0.0~2024"), 0);
+  EXPECT_EQ(RunscReleaseDate("runsc version VERSION_MISSING"), 0);
+  EXPECT_EQ(RunscReleaseDate(""), 0);
+  EXPECT_LT(RunscReleaseDate("runsc version 0.0~20221219.0"), kRunscMinReleaseDate);
+}
+
 TEST(HostFactsTest, GitAtLeastComparesMajorThenMinor) {
   EXPECT_TRUE(GitAtLeast("git version 2.39.5", 2, 35));
   EXPECT_TRUE(GitAtLeast("git version 2.35.0", 2, 35));
