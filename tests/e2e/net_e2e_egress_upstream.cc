@@ -24,10 +24,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clients/lazaret/json/json_writer.h"
 #include "tests/e2e/net_e2e_support.h"
 
 namespace lazaret::test::e2e::net {
 namespace {
+
+namespace json = ::lazaret::cli::json;
 
 // What one connection may send: a request head a proxy should have
 // refused long before (so that a 431 the sandbox sees can only be the
@@ -401,16 +404,21 @@ FakeUpstream::Reply FakeUpstream::MakeReply(const UpstreamRequest& r) const {
     // An upstream that echoes the credential back, in its body and in a
     // header: the proxy must not let it reach the sandbox.
     reply.headers = {{"content-type", "application/json"}, {"x-echo-key", credentials_.api_key}};
-    reply.body = absl::StrCat("{\"echo\":\"", JsonEscape(credentials_.api_key), "\"}\n");
+    reply.body = json::Object().String("echo", credentials_.api_key).Text() + "\n";
   } else {
     reply.headers = {{"content-type", "application/json"}};
-    reply.body = absl::StrCat(
-        "{\"protocol\":\"", r.protocol, "\",\"method\":\"", JsonEscape(r.method), "\",\"path\":\"",
-        JsonEscape(r.target), "\",\"host\":\"", JsonEscape(Header(r, "host")),
-        "\",\"x_api_key\":\"", JsonEscape(Header(r, "x-api-key")), "\",\"authorization\":\"",
-        JsonEscape(Header(r, "authorization")), "\",\"key_ok\":", r.key_ok ? "true" : "false",
-        ",\"bearer_ok\":", r.bearer_ok ? "true" : "false",
-        ",\"basic_ok\":", r.basic_ok ? "true" : "false", "}\n");
+    reply.body = json::Object()
+                     .String("protocol", r.protocol)
+                     .String("method", r.method)
+                     .String("path", r.target)
+                     .String("host", Header(r, "host"))
+                     .String("x_api_key", Header(r, "x-api-key"))
+                     .String("authorization", Header(r, "authorization"))
+                     .Bool("key_ok", r.key_ok)
+                     .Bool("bearer_ok", r.bearer_ok)
+                     .Bool("basic_ok", r.basic_ok)
+                     .Text() +
+                 "\n";
   }
   return reply;
 }
@@ -676,21 +684,6 @@ HttpResponse ParseHttpResponse(const std::string& text) {
     }
     out.body.append(rest, eol + 2, std::min<uint64_t>(size, rest.size() - (eol + 2)));
     pos = eol + 2 + size + 2;
-  }
-  return out;
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out += static_cast<char>(c);
-    }
   }
   return out;
 }

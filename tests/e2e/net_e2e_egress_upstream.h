@@ -163,8 +163,6 @@ struct HttpResponse {
 };
 HttpResponse ParseHttpResponse(const std::string& text);
 
-// Escapes `s` for a JSON string (quotes, backslashes, control bytes).
-std::string JsonEscape(const std::string& s);
 
 }  // namespace lazaret::test::e2e::net
 
