@@ -104,7 +104,7 @@ std::vector<std::string> SessionContainers();
 std::vector<std::string> SessionDirs();
 // The containers and session directories still there once all are gone or
 // `timeout_seconds` have passed: a session's owner removes them right
-// after it reports the exit (docs/architecture.md "Teardown").
+// after it reports the exit (docs/architecture.md "Seams").
 std::vector<std::string> LeftBehind(int timeout_seconds = 30);
 // The session ids `lazaret ps` shows.
 std::vector<std::string> PsSessions();
