@@ -95,6 +95,10 @@ void SandboxWrites::WriteBackNow(bool final_attempt) {
   write_back_log_.Add(gitshadow::WriteBack(git_->write_back, options));
 }
 
+void SandboxWrites::ReleaseRepository() {
+  if (git_.has_value()) git_->lease.reset();
+}
+
 void SandboxWrites::SweepPrivilegeBits() {
   if (!scan_snapshot_.has_value() || Clock::now() < next_sweep_) return;
   const auto start = Clock::now();

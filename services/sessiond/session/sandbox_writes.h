@@ -70,6 +70,10 @@ class SandboxWrites {
 
   // One Git Shadow write-back; `final_attempt` at the session's end.
   void WriteBackNow(bool final_attempt);
+  // After the final write-back: the repository's lease (gitshadow/state.h
+  // AcquireLease) ends, so that the next session of the profile on the
+  // same repository may start while this one's containers are removed.
+  void ReleaseRepository();
   // The periodic setuid/setgid/capability sweep; skipped until the duty
   // cycle allows the next one.
   void SweepPrivilegeBits();

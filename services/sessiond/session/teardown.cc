@@ -152,6 +152,10 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   Trace("held paths captured");
   s->writes.ScanWorkspaceAtEnd();
   Trace("workspace scanned");
+  // The agent's commits are on the host and the workspace is scanned: the
+  // next session on this repository need not wait for the containers'
+  // removal.
+  s->writes.ReleaseRepository();
 
   if (s->supervisor_lost) {
     Say("the supervisor (lazaret up) is gone or no longer knows this session; the session was "
