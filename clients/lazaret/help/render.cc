@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "services/common/status_util.h"
+#include "services/spawn/command_line.h"
 
 namespace lazaret::cli::help {
 namespace {
@@ -88,19 +89,6 @@ absl::StatusOr<std::vector<Completion>> Completions() {
     out.push_back(std::move(k));
   }
   return out;
-}
-
-// `s` inside single quotes for sh/zsh: ' as '\''.
-std::string ShQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 // `s` inside single quotes for fish: \ and ' escaped with a backslash.
@@ -228,7 +216,7 @@ absl::StatusOr<std::string> RenderZshCompletion() {
       "    local -a commands verbs opts\n"
       "    commands=(\n";
   for (const Completion& c : all) {
-    absl::StrAppend(&out, "        ", ShQuote(absl::StrCat(c.name, ":", c.summary)), "\n");
+    absl::StrAppend(&out, "        ", ShellQuote(absl::StrCat(c.name, ":", c.summary)), "\n");
   }
   out +=
       "    )\n"
