@@ -60,6 +60,8 @@ absl::Status CheckNoSession(const std::string& runtime_dir, const std::string& p
                        session::FindSessionDirs(runtime_dir));
   std::vector<std::string> live, dead;
   for (const session::FoundSession& f : found) {
+    // A spare holds no view (it has no sandbox yet).
+    if (f.spare) continue;
     if (!f.has_record) {
       // A session still starting has no record yet; its workspace is
       // unknown, so it counts while its owner lives.

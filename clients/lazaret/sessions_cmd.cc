@@ -86,20 +86,22 @@ int CmdPs(const Context& ctx, const std::vector<std::string>& args) {
     return *exit_code;
   }
   attach::SessiondClient client(attach::SessiondSocket(ctx.runtime_dir));
-  absl::StatusOr<std::vector<pb::SessionInfo>> live = client.List();
-  if (!live.ok()) {
-    std::fprintf(stderr, "lazaret ps: %s\n", std::string(live.status().message()).c_str());
+  absl::StatusOr<pb::ListResponse> answer = client.ListAll();
+  if (!answer.ok()) {
+    std::fprintf(stderr, "lazaret ps: %s\n", std::string(answer.status().message()).c_str());
     return 1;
   }
+  const std::vector<pb::SessionInfo> live(answer->sessions().begin(), answer->sessions().end());
   absl::StatusOr<std::vector<session::FoundSession>> dirs =
       session::FindSessionDirs(ctx.runtime_dir);
   if (!dirs.ok()) {
     std::fprintf(stderr, "lazaret ps: %s\n", std::string(dirs.status().message()).c_str());
     return 1;
   }
-  const std::vector<ps::Row> rows = ps::Rows(*live, *dirs);
+  const std::vector<ps::Row> rows = ps::Rows(live, *dirs);
   if (json) {
-    std::printf("%s\n", ps::Json(rows).c_str());
+    std::printf("%s\n",
+                ps::Json(rows, {answer->spares().begin(), answer->spares().end()}).c_str());
     return 0;
   }
   for (const std::string& line : ps::TableLines(rows, static_cast<int64_t>(time(nullptr)))) {

@@ -25,6 +25,7 @@
 #include "services/common/session_id.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
+#include "services/sessiond/spare.h"
 #include "services/spawn/spawn.h"
 
 namespace lazaret::sessiond {
@@ -160,6 +161,10 @@ absl::StatusOr<ReapRun> RunReapChild(const std::string& program, const std::stri
 }  // namespace
 
 absl::Status CheckStartRequest(const pb::StartRequest& r) {
+  if (r.spare()) {
+    return absl::InvalidArgumentError(
+        "spare is set only by lazaret-sessiond for its own workers; leave it unset");
+  }
   if (r.ByteSizeLong() > kMaxStartRequestBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("the start request has ", r.ByteSizeLong(), " bytes; at most ",
@@ -219,17 +224,25 @@ absl::Status CheckStartRequest(const pb::StartRequest& r) {
 
 SessionServiceImpl::SessionServiceImpl(std::shared_ptr<WorkerTable> workers,
                                        std::string runtime_dir, std::string program,
-                                       absl::Duration reap_timeout)
+                                       absl::Duration reap_timeout, bool spare_sidecars)
     : workers_(std::move(workers)),
       runtime_dir_(std::move(runtime_dir)),
       program_(std::move(program)),
-      reap_timeout_(reap_timeout) {}
+      reap_timeout_(reap_timeout),
+      spare_sidecars_(spare_sidecars) {}
 
 grpc::Status SessionServiceImpl::Start(grpc::ServerContext* context,
                                        const pb::StartRequest* request,
                                        grpc::ServerWriter<pb::StartEvent>* writer) {
   if (absl::Status s = CheckStartRequest(*request); !s.ok()) return ToGrpcStatus(s);
-  absl::StatusOr<WorkerKey> key = workers_->Launch(request->SerializeAsString());
+  const std::string bytes = request->SerializeAsString();
+  // A spare prepared for requests like this one takes it; otherwise, and
+  // when the spare declines it, a new worker.
+  const std::optional<std::string> spare_key = spare_sidecars_ ? SpareKey(*request) : std::nullopt;
+  std::optional<WorkerKey> adopted;
+  if (spare_key.has_value()) adopted = workers_->AdoptSpare(*spare_key, bytes);
+  absl::StatusOr<WorkerKey> key =
+      adopted.has_value() ? absl::StatusOr<WorkerKey>(*adopted) : workers_->Launch(bytes);
   if (!key.ok()) {
     writer->Write(FailedEvent(kLazaretFailed,
                               absl::StrCat("lazaret-sessiond could not start a session worker: ",
@@ -247,7 +260,25 @@ grpc::Status SessionServiceImpl::Start(grpc::ServerContext* context,
     WorkerTable::StartProgress p = workers_->TakeStartEvents(*key, absl::Now() + kCancelPoll);
     for (const pb::StartEvent& e : p.events) {
       if (!writer->Write(e)) return abandon("the caller went away");
-      if (EndsStart(e)) return grpc::Status::OK;
+      if (!EndsStart(e)) continue;
+      // The session runs: a spare for the next one like it, prepared once
+      // this one has ended.
+      if (e.has_started() && spare_key.has_value()) {
+        workers_->PrepareSpareAfterExit(*key, SpareRequest(*request).SerializeAsString(),
+                                        *spare_key);
+      }
+      return grpc::Status::OK;
+    }
+    if (p.declined && adopted.has_value()) {
+      adopted.reset();
+      key = workers_->Launch(bytes);
+      if (!key.ok()) {
+        writer->Write(FailedEvent(kLazaretFailed,
+                                  absl::StrCat("lazaret-sessiond could not start a session worker: ",
+                                               key.status().message())));
+        return grpc::Status::OK;
+      }
+      continue;
     }
     if (p.exited) {
       const int code = p.wait_status >= 0 && WIFEXITED(p.wait_status) && WEXITSTATUS(p.wait_status)
@@ -270,6 +301,9 @@ grpc::Status SessionServiceImpl::List(grpc::ServerContext*, const pb::ListReques
     return std::make_pair(a.started_unix(), a.id()) < std::make_pair(b.started_unix(), b.id());
   });
   for (pb::SessionInfo& s : sessions) *response->add_sessions() = std::move(s);
+  if (std::optional<pb::SpareInfo> spare = workers_->Spare(); spare.has_value()) {
+    *response->add_spares() = *std::move(spare);
+  }
   return grpc::Status::OK;
 }
 

@@ -45,9 +45,11 @@ absl::Status CheckStartRequest(const session::v1::StartRequest& request);
 class SessionServiceImpl final : public session::v1::SessionService::Service {
  public:
   // `program`: the binary run as `--reap-session=ID --runtime-dir=DIR` for
-  // a reap (lazaret-sessiond itself).
+  // a reap (lazaret-sessiond itself). `spare_sidecars`: a started session
+  // gets a spare prepared for the next one like it (spare.h).
   SessionServiceImpl(std::shared_ptr<WorkerTable> workers, std::string runtime_dir,
-                     std::string program, absl::Duration reap_timeout = kReapTimeout);
+                     std::string program, absl::Duration reap_timeout = kReapTimeout,
+                     bool spare_sidecars = true);
 
   grpc::Status Start(grpc::ServerContext* context, const session::v1::StartRequest* request,
                      grpc::ServerWriter<session::v1::StartEvent>* writer) override;
@@ -63,6 +65,7 @@ class SessionServiceImpl final : public session::v1::SessionService::Service {
   const std::string runtime_dir_;
   const std::string program_;
   const absl::Duration reap_timeout_;
+  const bool spare_sidecars_;
 
   absl::Mutex mu_;
   std::set<std::string> reaping_ ABSL_GUARDED_BY(mu_);  // session ids being reaped now

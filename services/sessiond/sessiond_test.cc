@@ -1,6 +1,7 @@
 // lazaret-sessiond's SessionService with real processes and a real gRPC
 // socket, but no podman: the workers are fake_worker.cc, which speaks the
-// descriptor-3 protocol and acts out a start, a plan, a failure or a hang.
+// descriptor-3 protocol and acts out a start, a plan, a failure or a hang,
+// and a spare that is adopted, declines or is told to end.
 #include "services/sessiond/sessiond.h"
 
 #include <gtest/gtest.h>
@@ -10,13 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "lazaret/session/v1/session.grpc.pb.h"
+#include "services/common/session_id.h"
 #include "services/common/unix_server.h"
 #include "services/sessiond/session_service.h"
 #include "services/sessiond/worker_table.h"
@@ -40,8 +46,31 @@ bool EventuallyExists(const std::string& path, absl::Duration within = absl::Sec
   return Exists(path);
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The fake worker's spare takes its pid, in 12 hex digits, as session id.
+pid_t SparePid(const pb::SpareInfo& spare) {
+  return static_cast<pid_t>(std::strtol(spare.id().c_str(), nullptr, 16));
+}
+
+bool EventuallyGone(pid_t pid, absl::Duration within = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + within;
+  while (absl::Now() < deadline) {
+    if (kill(pid, 0) != 0) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return kill(pid, 0) != 0;
+}
+
 class SessiondTest : public ::testing::Test {
  protected:
+  virtual bool SpareSidecars() const { return true; }
+
   void SetUp() override {
     char tmpl[] = "/tmp/laz-sessiond-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -52,8 +81,8 @@ class SessiondTest : public ::testing::Test {
         {.program = LAZARET_FAKE_WORKER, .runtime_dir = dir_, .libexec_dir = dir_});
     ASSERT_TRUE(table.ok()) << table.status();
     workers_ = std::move(*table);
-    service_ =
-        std::make_unique<SessionServiceImpl>(workers_, dir_, LAZARET_FAKE_WORKER, absl::Seconds(1));
+    service_ = std::make_unique<SessionServiceImpl>(workers_, dir_, LAZARET_FAKE_WORKER,
+                                                    absl::Seconds(1), SpareSidecars());
     auto listener = UnixListener::Bind(dir_ + "/sessiond.sock");
     ASSERT_TRUE(listener.ok()) << listener.status();
     auto server =
@@ -92,6 +121,36 @@ class SessiondTest : public ::testing::Test {
     pb::ListResponse resp;
     EXPECT_TRUE(stub_->List(&ctx, pb::ListRequest(), &resp).ok());
     return {resp.sessions().begin(), resp.sessions().end()};
+  }
+
+  pb::ListResponse ListAll() {
+    grpc::ClientContext ctx;
+    pb::ListResponse resp;
+    EXPECT_TRUE(stub_->List(&ctx, pb::ListRequest(), &resp).ok());
+    return resp;
+  }
+
+  // The one spare once it is ready for `workspace`; nullopt when none is
+  // within 10 seconds.
+  std::optional<pb::SpareInfo> AwaitReadySpare(const std::string& workspace) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    do {
+      pb::ListResponse resp = ListAll();
+      EXPECT_LE(resp.spares_size(), 1);
+      if (resp.spares_size() == 1 && resp.spares(0).ready() &&
+          resp.spares(0).workspace() == workspace) {
+        return resp.spares(0);
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    } while (absl::Now() < deadline);
+    return std::nullopt;
+  }
+
+  // A canonical workspace directory beside dir_'s own files.
+  std::string MakeWorkspace(const std::string& name) {
+    const std::string ws = dir_ + "/" + name;
+    EXPECT_EQ(mkdir(ws.c_str(), 0700), 0);
+    return ws;
   }
 
   grpc::Status Stop(const std::string& id, bool wait) {
@@ -218,6 +277,202 @@ TEST_F(SessiondTest, ShuttingDownSendsEveryWorkerItsCleanEnd) {
   EXPECT_TRUE(Exists(dir_ + "/terminated"));
 }
 
+// Spares: a session that started gets, once its worker has exited, a
+// spare for the next request with its SpareKey (spare.h).
+
+TEST_F(SessiondTest, ASessionThatEndsLeavesASpareThatListShowsApartFromSessions) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // Not while the session runs: preparing one would slow it.
+  pb::ListResponse running = ListAll();
+  EXPECT_EQ(running.spares_size(), 0);
+  ASSERT_EQ(running.sessions_size(), 1);
+
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  ASSERT_TRUE(spare.has_value());
+  EXPECT_TRUE(IsValidSessionId(spare->id())) << spare->id();
+  EXPECT_EQ(kill(SparePid(*spare), 0), 0);
+  // The spare is no session.
+  EXPECT_EQ(ListAll().sessions_size(), 0);
+  EXPECT_FALSE(Exists(dir_ + "/adopted"));
+  EXPECT_FALSE(Exists(dir_ + "/spare-terminated"));
+}
+
+TEST_F(SessiondTest, TheNextStartLikeTheLastIsServedByItsSpareAndANewSpareFollows) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  ASSERT_TRUE(spare.has_value());
+
+  // Another command of the same profile in the same workspace.
+  std::vector<pb::StartEvent> events =
+      StartAll(Request({"start", "0123456789ad", "--", "make", "test"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].notice(), "planning; stdin /dev/null");
+  ASSERT_TRUE(events[1].has_started());
+  EXPECT_EQ(events[1].started().session_id(), "0123456789ad");
+  EXPECT_EQ(ReadFile(dir_ + "/adopted"), "start 0123456789ad -- make test\n");
+
+  // The spare's process runs the session, and is no spare any more.
+  std::vector<pb::SessionInfo> sessions = ListNow();
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].id(), "0123456789ad");
+  EXPECT_EQ(sessions[0].worker_pid(), SparePid(*spare));
+  EXPECT_EQ(ListAll().spares_size(), 0);
+
+  // Adopted, it ends its session like any worker; then a new spare.
+  ASSERT_TRUE(Stop("0123456789ad", /*wait=*/true).ok());
+  EXPECT_TRUE(Exists(dir_ + "/terminated"));
+  EXPECT_FALSE(Exists(dir_ + "/spare-terminated"));
+  std::optional<pb::SpareInfo> next = AwaitReadySpare(dir_);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_NE(next->id(), spare->id());
+}
+
+TEST_F(SessiondTest, AStartOfAnotherKeyIsNotGivenToTheSpareWhichIsReplaced) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  std::optional<pb::SpareInfo> first = AwaitReadySpare(dir_);
+  ASSERT_TRUE(first.has_value());
+
+  // Another workspace: a worker of its own; the spare waits on until that
+  // session ends and one for its key replaces it.
+  const std::string other = MakeWorkspace("other");
+  pb::StartRequest in_other = Request({"start", "0123456789ae"});
+  in_other.set_workspace_dir(other);
+  std::vector<pb::StartEvent> events = StartAll(in_other, &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().has_started());
+  EXPECT_FALSE(Exists(dir_ + "/adopted"));
+  EXPECT_FALSE(Exists(other + "/adopted"));
+  std::vector<pb::SessionInfo> sessions = ListNow();
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_NE(sessions[0].worker_pid(), SparePid(*first));
+  ASSERT_TRUE(Stop("0123456789ae", /*wait=*/true).ok());
+  EXPECT_TRUE(EventuallyExists(dir_ + "/spare-terminated"));
+  EXPECT_TRUE(EventuallyGone(SparePid(*first)));
+  std::optional<pb::SpareInfo> second = AwaitReadySpare(other);
+  ASSERT_TRUE(second.has_value());
+
+  // Another profile in that workspace ("decline" starts like "start" when
+  // no spare is handed it).
+  pb::StartRequest other_profile = Request({"decline", "0123456789af"});
+  other_profile.set_workspace_dir(other);
+  events = StartAll(other_profile, &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().has_started());
+  EXPECT_FALSE(Exists(other + "/adopted"));
+  EXPECT_FALSE(Exists(other + "/declined"));
+  ASSERT_TRUE(Stop("0123456789af", /*wait=*/true).ok());
+  EXPECT_TRUE(EventuallyExists(other + "/spare-terminated"));
+  EXPECT_TRUE(EventuallyGone(SparePid(*second)));
+  std::optional<pb::SpareInfo> third = AwaitReadySpare(other);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_NE(third->id(), second->id());
+}
+
+TEST_F(SessiondTest, ASpareThatDeclinesItsRequestLeavesItToANewWorker) {
+  grpc::Status st;
+  StartAll(Request({"decline", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  ASSERT_TRUE(spare.has_value());
+
+  std::vector<pb::StartEvent> events = StartAll(Request({"decline", "0123456789ad"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // The new worker's start, relayed whole; nothing of the spare's.
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].notice(), "planning; stdin /dev/null");
+  ASSERT_TRUE(events[1].has_started());
+  EXPECT_EQ(events[1].started().session_id(), "0123456789ad");
+  EXPECT_TRUE(Exists(dir_ + "/declined"));
+  EXPECT_FALSE(Exists(dir_ + "/adopted"));
+  EXPECT_TRUE(EventuallyGone(SparePid(*spare)));
+
+  std::vector<pb::SessionInfo> sessions = ListNow();
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].id(), "0123456789ad");
+  EXPECT_NE(sessions[0].worker_pid(), SparePid(*spare));
+  EXPECT_EQ(kill(sessions[0].worker_pid(), 0), 0);
+
+  // That session, too, leaves a spare when it ends.
+  ASSERT_TRUE(Stop("0123456789ad", /*wait=*/true).ok());
+  std::optional<pb::SpareInfo> next = AwaitReadySpare(dir_);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_NE(next->id(), spare->id());
+}
+
+TEST_F(SessiondTest, AClientRequestWithSpareSetIsRefused) {
+  pb::StartRequest r = Request({"start", "0123456789ab"});
+  r.set_spare(true);
+  grpc::Status st;
+  std::vector<pb::StartEvent> events = StartAll(r, &st);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(st.error_message(), "spare")) << st.error_message();
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(ListAll().sessions_size(), 0);
+}
+
+TEST_F(SessiondTest, AStartThatEndsWithoutASessionLeavesNoSpare) {
+  grpc::Status st;
+  StartAll(Request({"plan"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  StartAll(Request({"die"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // Both workers have exited; a spare would be on its way by now.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(ListAll().spares_size(), 0);
+}
+
+TEST_F(SessiondTest, ShuttingDownEndsAWaitingSpare) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  ASSERT_TRUE(spare.has_value());
+  workers_->Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(Exists(dir_ + "/spare-terminated"));
+  EXPECT_TRUE(EventuallyGone(SparePid(*spare)));
+}
+
+TEST_F(SessiondTest, ShuttingDownWhileASessionRunsPreparesNoSpare) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  workers_->Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(Exists(dir_ + "/terminated"));
+  // A spare started now would be ended by its death signal and say so.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(Exists(dir_ + "/spare-terminated"));
+}
+
+class SessiondWithoutSparesTest : public SessiondTest {
+ protected:
+  bool SpareSidecars() const override { return false; }
+};
+
+TEST_F(SessiondWithoutSparesTest, ASessionThatEndsLeavesNoSpare) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(ListAll().spares_size(), 0);
+  workers_->Shutdown(absl::Seconds(5));
+  EXPECT_FALSE(Exists(dir_ + "/spare-terminated"));
+}
+
 TEST(CheckStartRequestTest, RefusesWhatAWorkerMustNotBeGiven) {
   char tmpl[] = "/tmp/laz-sessiond-req-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -247,6 +502,12 @@ TEST(CheckStartRequestTest, RefusesWhatAWorkerMustNotBeGiven) {
   EXPECT_TRUE(refused([](pb::StartRequest& r) { r.mutable_terminal()->set_cols(70000); }));
   EXPECT_TRUE(
       refused([](pb::StartRequest& r) { r.add_args(std::string(kMaxStartRequestBytes, 'x')); }));
+  // Only sessiond makes spares.
+  pb::StartRequest spare = ok;
+  spare.set_spare(true);
+  const absl::Status spare_status = CheckStartRequest(spare);
+  EXPECT_EQ(spare_status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(spare_status.message(), "spare")) << spare_status;
   rmdir(canonical);
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/log.h"
+#include "services/common/session_id.h"
 #include "services/common/status_util.h"
 
 namespace lazaret::sessiond {
@@ -97,6 +98,8 @@ void WorkerTable::RunLaunchJobs() {
       const WorkerKey key = next_key_++;
       LAZ_LOG_INFO << "started session worker " << launched->pid;
       workers_[key].process = *launched;
+      // Shutdown began while it was being launched: it ends with the rest.
+      if (stopping_) SendSignal(launched->pidfd, SIGTERM);
       job->result = key;
     } else {
       LAZ_LOG_WARNING << "could not start a session worker: " << launched.status().message();
@@ -120,6 +123,26 @@ void WorkerTable::Apply(WorkerKey key, Worker& w, pb::WorkerReport report) {
     case pb::WorkerReport::kInfo:
       w.info = std::move(*report.mutable_info());
       w.info->set_worker_pid(w.process.pid);
+      return;
+    case pb::WorkerReport::kSpareReady:
+      if (!w.spare_key.has_value() || !w.spare_id.empty() ||
+          !IsValidSessionId(report.spare_ready())) {
+        LAZ_LOG_WARNING << "session worker " << w.process.pid
+                        << " reported a spare it was not asked for; dropped";
+        return;
+      }
+      w.spare_id = report.spare_ready();
+      LAZ_LOG_INFO << "spare worker " << w.process.pid << " ready as session " << w.spare_id;
+      return;
+    case pb::WorkerReport::kSpareDeclined:
+      if (!w.adopted) {
+        LAZ_LOG_WARNING << "session worker " << w.process.pid
+                        << " declined a request it was not handed; dropped";
+        return;
+      }
+      LAZ_LOG_INFO << "spare worker " << w.process.pid
+                   << " declined its request: " << report.spare_declined();
+      w.declined = true;
       return;
     case pb::WorkerReport::REPORT_NOT_SET:
       break;
@@ -164,6 +187,10 @@ void WorkerTable::CheckExit(WorkerKey key, Worker& w) {
   w.exited = true;
   w.wait_status = r < 0 ? -1 : st;
   w.exited_at = absl::Now();
+  if (w.spare_after_exit.has_value()) {
+    pending_spares_.push_back(*std::move(w.spare_after_exit));
+    w.spare_after_exit.reset();
+  }
   LAZ_LOG_INFO << "session worker " << w.process.pid
                << (w.info.has_value() ? absl::StrCat(" (session ", w.info->id(), ")") : "") << " "
                << DescribeWaitStatus(st);
@@ -228,18 +255,21 @@ void WorkerTable::Loop() {
       (void)!read(wake_fd_, &count, sizeof(count));
       RunLaunchJobs();
     }
-    absl::MutexLock lock(&mu_);
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      auto it = workers_.find(what[i].first);
-      if (it == workers_.end()) continue;
-      if (what[i].second == Kind::kControl) {
-        DrainReports(it->first, it->second);
-      } else {
-        CheckExit(it->first, it->second);
+    {
+      absl::MutexLock lock(&mu_);
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        auto it = workers_.find(what[i].first);
+        if (it == workers_.end()) continue;
+        if (what[i].second == Kind::kControl) {
+          DrainReports(it->first, it->second);
+        } else {
+          CheckExit(it->first, it->second);
+        }
       }
+      Forget(absl::Now());
     }
-    Forget(absl::Now());
+    RunPendingSpares();
   }
   // A launch asked for while shutting down is refused, not left waiting.
   absl::MutexLock lock(&mu_);
@@ -250,11 +280,112 @@ void WorkerTable::Loop() {
   jobs_.clear();
 }
 
+bool WorkerTable::KeepOnlySpare(const std::string& key) {
+  bool kept = false;
+  for (auto& [k, w] : workers_) {
+    if (w.exited || !w.spare_key.has_value()) continue;
+    if (*w.spare_key == key) {
+      kept = true;
+      continue;
+    }
+    // A spare for other requests: only one is kept.
+    LAZ_LOG_INFO << "ending spare worker " << w.process.pid << ": replaced";
+    w.spare_key.reset();
+    SendSignal(w.process.pidfd, SIGTERM);
+  }
+  return kept;
+}
+
+void WorkerTable::PrepareSpareAfterExit(WorkerKey after, std::string spare_request,
+                                        std::string key) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(after);
+  if (it == workers_.end() || stopping_) return;
+  if (it->second.exited) {
+    pending_spares_.emplace_back(std::move(spare_request), std::move(key));
+    Wake();
+    return;
+  }
+  it->second.spare_after_exit.emplace(std::move(spare_request), std::move(key));
+}
+
+void WorkerTable::RunPendingSpares() {
+  std::vector<std::pair<std::string, std::string>> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      pending_spares_.clear();
+      return;
+    }
+    pending.swap(pending_spares_);
+  }
+  for (auto& [request, key] : pending) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_ || KeepOnlySpare(key)) continue;
+    }
+    absl::StatusOr<LaunchedWorker> launched = LaunchWorker(command_, request);
+    if (!launched.ok()) {
+      LAZ_LOG_WARNING << "no spare sidecar prepared: " << launched.status().message();
+      continue;
+    }
+    absl::MutexLock lock(&mu_);
+    const WorkerKey k = next_key_++;
+    Worker& w = workers_[k];
+    w.process = *launched;
+    // Shutdown began while it was being launched: it ends with the rest.
+    if (stopping_) SendSignal(w.process.pidfd, SIGTERM);
+    w.spare_key = key;
+    pb::StartRequest parsed;
+    if (parsed.ParseFromString(request)) w.spare_workspace = parsed.workspace_dir();
+    LAZ_LOG_INFO << "started spare worker " << launched->pid;
+  }
+}
+
+std::optional<WorkerKey> WorkerTable::AdoptSpare(const std::string& key,
+                                                 const std::string& request) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [k, w] : workers_) {
+    if (w.exited || !w.spare_key.has_value() || *w.spare_key != key || w.spare_id.empty()) {
+      continue;
+    }
+    w.spare_key.reset();
+    w.adopted = true;
+    if (w.process.control_fd < 0) {
+      SendSignal(w.process.pidfd, SIGTERM);
+      return std::nullopt;
+    }
+    if (absl::Status s = SendPacket(w.process.control_fd, request); !s.ok()) {
+      LAZ_LOG_WARNING << "spare worker " << w.process.pid << " could not be handed a request: "
+                      << s.message() << "; ending it";
+      SendSignal(w.process.pidfd, SIGTERM);
+      return std::nullopt;
+    }
+    LAZ_LOG_INFO << "session worker " << w.process.pid << " adopted as spare " << w.spare_id;
+    return k;
+  }
+  return std::nullopt;
+}
+
+std::optional<pb::SpareInfo> WorkerTable::Spare() const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [k, w] : workers_) {
+    if (w.exited || !w.spare_key.has_value()) continue;
+    pb::SpareInfo info;
+    info.set_id(w.spare_id);
+    info.set_workspace(w.spare_workspace);
+    info.set_ready(!w.spare_id.empty());
+    return info;
+  }
+  return std::nullopt;
+}
+
 WorkerTable::StartProgress WorkerTable::TakeStartEvents(WorkerKey key, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = workers_.find(key);
-    return it == workers_.end() || it->second.exited || !it->second.start_events.empty();
+    return it == workers_.end() || it->second.exited || it->second.declined ||
+           !it->second.start_events.empty();
   };
   mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
   StartProgress p;
@@ -270,6 +401,7 @@ WorkerTable::StartProgress WorkerTable::TakeStartEvents(WorkerKey key, absl::Tim
   w.start_events.clear();
   p.exited = w.exited;
   p.wait_status = w.wait_status;
+  p.declined = w.declined;
   return p;
 }
 
@@ -289,7 +421,9 @@ absl::Status WorkerTable::Signal(WorkerKey key, int signal) {
 std::optional<WorkerKey> WorkerTable::FindLive(const std::string& session_id) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [key, w] : workers_) {
-    if (!w.exited && w.info.has_value() && w.info->id() == session_id) return key;
+    if (w.exited) continue;
+    if (w.info.has_value() && w.info->id() == session_id) return key;
+    if (w.spare_id == session_id) return key;
   }
   return std::nullopt;
 }

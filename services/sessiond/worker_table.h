@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -49,6 +50,22 @@ class WorkerTable {
   // serialized StartRequest). Unavailable once the table shuts down.
   absl::StatusOr<WorkerKey> Launch(std::string request);
 
+  // Spares (docs/architecture.md "Spare sidecar"): at most one worker
+  // prepared ahead for the next request whose SpareKey is `key`. Once
+  // worker `after` has exited (its session torn down: a spare prepared
+  // while a session starts or ends would slow both on a small machine),
+  // starts one with `spare_request` (a serialized StartRequest with spare
+  // set) unless a live spare already has `key`; a spare of another key is
+  // told to end (SIGTERM: it removes what it prepared). Nothing once the
+  // table shuts down.
+  void PrepareSpareAfterExit(WorkerKey after, std::string spare_request, std::string key);
+  // Hands `request` to the ready spare of `key` and makes it an ordinary
+  // worker; nullopt when there is none ready (one still preparing is left
+  // to finish) or it could not be given the request (it is told to end).
+  std::optional<WorkerKey> AdoptSpare(const std::string& key, const std::string& request);
+  // The spare, for List; nullopt when there is none.
+  std::optional<session::v1::SpareInfo> Spare() const;
+
   // What a Start caller sees of its worker.
   struct StartProgress {
     // Events not taken before, in order; the last is started, plan or
@@ -56,6 +73,9 @@ class WorkerTable {
     std::vector<session::v1::StartEvent> events;
     bool exited = false;
     int wait_status = 0;  // when exited; -1 when the worker was forgotten
+    // An adopted spare declined the request: it is ending; the caller
+    // starts a new worker.
+    bool declined = false;
   };
   // Waits until `key` has events not yet taken, has exited, or `deadline`
   // passed, and takes the events.
@@ -88,6 +108,15 @@ class WorkerTable {
     bool exited = false;
     int wait_status = 0;
     absl::Time exited_at;
+    // A spare: the key of the requests it is for, its session id once
+    // ready. Cleared when it is adopted or told to end.
+    std::optional<std::string> spare_key;
+    std::string spare_workspace;
+    std::string spare_id;
+    bool declined = false;
+    bool adopted = false;  // AdoptSpare handed it a request
+    // PrepareSpareAfterExit: the spare's request and key.
+    std::optional<std::pair<std::string, std::string>> spare_after_exit;
   };
   struct LaunchJob {
     std::string request;
@@ -99,6 +128,11 @@ class WorkerTable {
   void Wake();
   void Loop();
   void RunLaunchJobs();
+  // Launches the spares that exited workers asked for (on the thread).
+  void RunPendingSpares();
+  // Ends every live spare whose key is not `key`; true when one with `key`
+  // lives.
+  bool KeepOnlySpare(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads every pending report of `w`; closes its control socket at EOF.
   void DrainReports(WorkerKey key, Worker& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Apply(WorkerKey key, Worker& w, session::v1::WorkerReport report)
@@ -114,6 +148,7 @@ class WorkerTable {
   mutable absl::Mutex mu_;
   std::map<WorkerKey, Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::deque<LaunchJob*> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::string>> pending_spares_ ABSL_GUARDED_BY(mu_);
   WorkerKey next_key_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Time> stop_deadline_ ABSL_GUARDED_BY(mu_);

@@ -10,6 +10,13 @@
 # is printed as the ratio of the run to the run without that step
 # (target <= 1.05x).
 #
+# lazaret-sessiond prepares a spare sidecar once a session has ended
+# (docs/architecture.md "Spare sidecar"), which the next run adopts. Before
+# each timed run, of either kind, the bench waits until that spare is
+# ready, as it is whenever the previous session ended more than about half
+# a second before: neither run is timed while the spare is being made. The
+# cold start, the first run after `lazaret up`, has no spare.
+#
 #   run_bench.sh [N]      N runs of each (default 10)
 #
 # Fails only on a gross regression (ratio > LAZARET_BENCH_MAX_RATIO, default
@@ -45,9 +52,21 @@ t0=$(now_ms)
 "$lazaret" run -- true 2>/dev/null
 cold=$(($(now_ms) - t0))
 
+# Until `lazaret ps --json` shows a ready spare (at most 30 s).
+await_spare() {
+    local i
+    for ((i = 0; i < 300; i++)); do
+        "$lazaret" ps --json | grep -q '"ready":true' && return 0
+        sleep 0.1
+    done
+    echo "FAIL: no spare sidecar became ready within 30 s" >&2
+    exit 1
+}
+
 lazaret_times=() bare_times=() policy_times=()
 trace=$base/trace
 for ((i = 0; i < n; i++)); do
+    await_spare
     t0=$(now_ms)
     LAZARET_TRACE=1 "$lazaret" run -- true 2>"$trace"
     lazaret_times+=($(($(now_ms) - t0)))
@@ -58,6 +77,7 @@ for ((i = 0; i < n; i++)); do
         cat "$trace" >&2
         exit 1
     }
+    await_spare
     t0=$(now_ms)
     podman --runtime-flag=network=host run --rm --runtime=runsc --network=none --pull=never \
         "$image" true

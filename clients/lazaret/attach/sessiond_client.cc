@@ -55,11 +55,16 @@ void SessiondClient::Cancel() {
   if (start_context_ != nullptr) start_context_->TryCancel();
 }
 
-absl::StatusOr<std::vector<pb::SessionInfo>> SessiondClient::List() {
+absl::StatusOr<pb::ListResponse> SessiondClient::ListAll() {
   grpc::ClientContext cc;
   SetDeadline(&cc, kCallTimeout);
   pb::ListResponse resp;
   LAZ_RETURN_IF_ERROR(Explain("List", stub_->List(&cc, pb::ListRequest(), &resp), kCallTimeout));
+  return resp;
+}
+
+absl::StatusOr<std::vector<pb::SessionInfo>> SessiondClient::List() {
+  LAZ_ASSIGN_OR_RETURN(pb::ListResponse resp, ListAll());
   return std::vector<pb::SessionInfo>(resp.sessions().begin(), resp.sessions().end());
 }
 

@@ -46,6 +46,8 @@ class SessiondClient {
   void Cancel();
 
   absl::StatusOr<std::vector<::lazaret::session::v1::SessionInfo>> List();
+  // The whole answer: the sessions and the spare sidecars.
+  absl::StatusOr<::lazaret::session::v1::ListResponse> ListAll();
   absl::Status Stop(const std::string& session_id, bool wait);
   absl::StatusOr<std::vector<std::string>> Reap(const std::string& session_id);
 

@@ -44,10 +44,12 @@ const char kPsHelp[] =
     "The sessions of this runtime directory: those lazaret-sessiond runs, and the\n"
     "orphaned ones a killed worker left (lazaret clean reaps them).\n"
     "\n"
-    "  --json  one JSON object {\"sessions\": [...]} on stdout, each session with\n"
-    "          id, state, profile, workspace, started, started_unix, attached,\n"
-    "          detached_since, detached_since_unix, stop_at, stop_at_unix, tty,\n"
-    "          worker_pid, command and attach_socket (docs/operations.md)\n";
+    "  --json  one JSON object {\"sessions\": [...], \"spares\": [...]} on stdout,\n"
+    "          each session with id, state, profile, workspace, started,\n"
+    "          started_unix, attached, detached_since, detached_since_unix,\n"
+    "          stop_at, stop_at_unix, tty, worker_pid, command and attach_socket\n"
+    "          (docs/operations.md); each spare sidecar kept for the next\n"
+    "          lazaret run with id, workspace and ready (docs/architecture.md)\n";
 const char kStopUsage[] =
     "usage: lazaret stop SESSION   (the id, or a unique prefix, from lazaret ps)\n";
 const char kCleanUsage[] = "usage: lazaret clean [--session ID]\n";

@@ -100,7 +100,7 @@ std::vector<std::string> TableLines(const std::vector<Row>& rows, int64_t now_un
   return lines;
 }
 
-std::string Json(const std::vector<Row>& rows) {
+std::string Json(const std::vector<Row>& rows, const std::vector<pb::SpareInfo>& spares) {
   std::vector<std::string> sessions;
   sessions.reserve(rows.size());
   for (const Row& r : rows) {
@@ -123,7 +123,18 @@ std::string Json(const std::vector<Row>& rows) {
         .String("attach_socket", s.attach_socket());
     sessions.push_back(o.Text());
   }
-  return json::Object().Raw("sessions", json::Array(sessions)).Text();
+  std::vector<std::string> spare_objects;
+  for (const pb::SpareInfo& s : spares) {
+    spare_objects.push_back(json::Object()
+                                .String("id", s.id())
+                                .String("workspace", s.workspace())
+                                .Bool("ready", s.ready())
+                                .Text());
+  }
+  return json::Object()
+      .Raw("sessions", json::Array(sessions))
+      .Raw("spares", json::Array(spare_objects))
+      .Text();
 }
 
 std::string Rfc3339Utc(int64_t unix_seconds) {

@@ -37,8 +37,11 @@ std::vector<Row> Rows(const std::vector<::lazaret::session::v1::SessionInfo>& li
 // `now_unix`.
 std::vector<std::string> TableLines(const std::vector<Row>& rows, int64_t now_unix);
 
-// `lazaret ps --json`: {"sessions": [...]}, one object per row with the
-// members (names stable, docs/operations.md)
+// `lazaret ps --json`: {"sessions": [...], "spares": [...]}: `spares`
+// lists the spare sidecars sessiond keeps for the next `lazaret run`, each
+// {"id", "workspace", "ready"} (docs/architecture.md "Spare sidecar");
+// `sessions` has one object per row with the members (names stable,
+// docs/operations.md)
 //   id, state ("starting", "running", "stopping", "orphaned"),
 //   profile, workspace ("" when not known),
 //   started, detached_since, stop_at (RFC 3339 UTC; null when 0),
@@ -46,7 +49,8 @@ std::vector<std::string> TableLines(const std::vector<Row>& rows, int64_t now_un
 //   attached (terminals attached now), tty, worker_pid (0: not known),
 //   command (argv), attach_socket.
 // Every field of SessionInfo appears under its proto name.
-std::string Json(const std::vector<Row>& rows);
+std::string Json(const std::vector<Row>& rows,
+                 const std::vector<::lazaret::session::v1::SpareInfo>& spares = {});
 
 // "2026-12-05T19:30:53Z"; empty for 0 or less, and after the year 9999.
 std::string Rfc3339Utc(int64_t unix_seconds);

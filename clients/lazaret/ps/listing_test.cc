@@ -91,7 +91,24 @@ TEST(PsListingTest, JsonIsExactlyTheDocumentedObject) {
                   R"({"id":"ffffffffffff","state":"orphaned","profile":"","workspace":"",)"
                   R"("started":null,"started_unix":0,"attached":0,"detached_since":null,)"
                   R"("detached_since_unix":0,"stop_at":null,"stop_at_unix":0,"tty":false,)"
-                  R"("worker_pid":0,"command":[],"attach_socket":""}]})");
+                  R"("worker_pid":0,"command":[],"attach_socket":""}],"spares":[]})");
+}
+
+TEST(PsListingTest, SparesAreListedBesideTheSessions) {
+  pb::SpareInfo ready;
+  ready.set_id("0123456789ab");
+  ready.set_workspace("/home/u/src/app");
+  ready.set_ready(true);
+  pb::SpareInfo preparing;
+  preparing.set_workspace("/srv/x\"y");
+  EXPECT_EQ(Json({}, {ready, preparing}),
+            R"({"sessions":[],"spares":[{"id":"0123456789ab","workspace":"/home/u/src/app",)"
+            R"("ready":true},{"id":"","workspace":"/srv/x\"y","ready":false}]})");
+  const google::protobuf::Struct doc = Parse(Json(Rows({Live()}, {}), {ready}));
+  EXPECT_EQ(doc.fields().at("sessions").list_value().values_size(), 1);
+  const auto& spare = doc.fields().at("spares").list_value().values(0).struct_value().fields();
+  EXPECT_EQ(spare.at("id").string_value(), "0123456789ab");
+  EXPECT_TRUE(spare.at("ready").bool_value());
 }
 
 TEST(PsListingTest, JsonParsesBackToTheSameNames) {
@@ -118,7 +135,9 @@ TEST(PsListingTest, EveryFieldOfSessionInfoIsInTheJsonUnderItsProtoName) {
   }
 }
 
-TEST(PsListingTest, NoSessionsIsAnEmptyList) { EXPECT_EQ(Json({}), R"({"sessions":[]})"); }
+TEST(PsListingTest, NoSessionsIsAnEmptyList) {
+  EXPECT_EQ(Json({}), R"({"sessions":[],"spares":[]})");
+}
 
 TEST(PsListingTest, TimesOutsideRfc3339AreNull) {
   EXPECT_EQ(Rfc3339Utc(0), "");

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
+#include "clients/lazaret/escalation/endpoint.h"
 #include "lazaret/common/v1/common.pb.h"
 #include "services/sessiond/session/plan.h"
 #include "services/sessiond/session/attach_hub.h"
@@ -77,6 +78,12 @@ struct LiveSession {
   bool persistence_attached = false;
   // brokerd's AttachSession was called: the teardown detaches the endpoint.
   bool escalation_attached = false;
+  // The endpoint brokerd made, as checked (AttachEscalation).
+  std::optional<escalation::CheckedEndpoint> escalation_endpoint;
+  // The session was a spare (PrepareSpare) that a request adopted: its
+  // directory, registration, endpoint, sidecar and hold were made before
+  // the request came; StartSession does the rest.
+  bool adopted = false;
   // The profile's secrets, resolved (secrets.h); their values are wiped
   // once lazaret-egressd holds them.
   std::unique_ptr<SessionSecrets> secrets;

@@ -225,6 +225,54 @@ std::string GitStateDir(const pb::ResolvedProfile& profile) {
   return absl::StrCat(profile.profile_dir(), "/git");
 }
 
+namespace {
+
+// Secrets and HTTP rules are kept by the egress proxy.
+bool HasEgressProxy(const pb::ResolvedProfile& profile) {
+  return profile.secrets_size() > 0 || profile.http_rules_size() > 0;
+}
+
+// The session path and the sidecar, for PlanSession and PlanSpare alike.
+absl::Status PlanSidecar(const PlanInputs& in, const pb::ResolvedProfile& profile,
+                         const std::optional<EscalationMounts>& escalation, SessionPlan* plan) {
+  plan->session_path = SessionPath(in.runtime_dir, plan->id);
+  if (const std::string sock = absl::StrCat(plan->session_path, "/router/router.sock");
+      sock.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the router socket path ", sock, " is longer than a Unix socket path may be (",
+        sizeof(sockaddr_un::sun_path) - 1, " bytes); use a shorter LAZARET_RUNTIME_DIR"));
+  }
+  plan->sidecar = SidecarSpec{plan->id,
+                              profile.name(),
+                              in.runtime_dir,
+                              absl::StrCat(plan->session_path, "/router"),
+                              kSidecarImage,
+                              in.rootless,
+                              in.runc_path,
+                              escalation.has_value() ? escalation->socket_dir : std::string(),
+                              HasEgressProxy(profile)};
+  plan->sidecar_argv = SidecarArgv(plan->sidecar);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SessionPlan> PlanSpare(const PlanInputs& in, const pb::ResolvedProfile& profile) {
+  SessionPlan plan;
+  plan.id = in.session_id;
+  std::optional<EscalationMounts> escalation;
+  if (profile.escalation().enabled()) {
+    LAZ_ASSIGN_OR_RETURN(escalation, PlanEscalation(in, profile));
+  }
+  LAZ_RETURN_IF_ERROR(PlanSidecar(in, profile, escalation, &plan));
+  plan.sandbox.session_id = plan.id;
+  plan.sandbox.profile = profile.name();
+  plan.sandbox.runtime_dir = in.runtime_dir;
+  plan.sandbox.rootless = in.rootless;
+  plan.sandbox.escalation = std::move(escalation);
+  return plan;
+}
+
 absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::ResolvedProfile& profile,
                                         const gitshadow::GitShadowPlan& git) {
   SessionPlan plan;
@@ -259,8 +307,7 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   std::vector<std::string> init_args = git.init_args;
   // Secrets and HTTP rules are kept by the egress proxy, whose CA the
   // sandbox trusts through the same bundle as the host's CAs.
-  const bool egress_proxy = profile.secrets_size() > 0 || profile.http_rules_size() > 0;
-  if (profile.trust_host_ca() || egress_proxy) {
+  if (profile.trust_host_ca() || HasEgressProxy(profile)) {
     PlanHostCa(SessionPath(in.runtime_dir, plan.id), &mounts, &plan.env, &init_args);
   }
   plan.env.insert(plan.env.end(), in.profile_env.begin(), in.profile_env.end());
@@ -273,20 +320,7 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& in, const pb::Resolved
   }
   LAZ_RETURN_IF_ERROR(EnvFileText(plan.env).status());
 
-  plan.session_path = SessionPath(in.runtime_dir, plan.id);
-  if (const std::string sock = absl::StrCat(plan.session_path, "/router/router.sock");
-      sock.size() >= sizeof(sockaddr_un::sun_path)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the router socket path ", sock, " is longer than a Unix socket path may be (",
-        sizeof(sockaddr_un::sun_path) - 1, " bytes); use a shorter LAZARET_RUNTIME_DIR"));
-  }
-  plan.sidecar =
-      SidecarSpec{plan.id,        profile.name(),
-                  in.runtime_dir, absl::StrCat(plan.session_path, "/router"),
-                  kSidecarImage,  in.rootless,
-                  in.runc_path,   escalation.has_value() ? escalation->socket_dir : std::string(),
-                  egress_proxy};
-  plan.sidecar_argv = SidecarArgv(plan.sidecar);
+  LAZ_RETURN_IF_ERROR(PlanSidecar(in, profile, escalation, &plan));
   SandboxSpec& sandbox = plan.sandbox;
   sandbox.session_id = plan.id;
   sandbox.profile = profile.name();

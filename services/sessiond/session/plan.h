@@ -218,6 +218,14 @@ absl::StatusOr<SessionPlan> PlanSession(const PlanInputs& inputs,
                                         const lazaret::config::v1::ResolvedProfile& profile,
                                         const gitshadow::GitShadowPlan& git);
 
+// The part of a plan a spare is prepared from (docs/architecture.md "Spare
+// sidecar"): the id, the session path, the sidecar and its command line,
+// and with escalation the endpoint's directories (sandbox.escalation).
+// Exactly what PlanSession plans for them from the same inputs, so the
+// session that adopts the spare can compare the two sidecar command lines.
+absl::StatusOr<SessionPlan> PlanSpare(const PlanInputs& inputs,
+                                      const lazaret::config::v1::ResolvedProfile& profile);
+
 // The broker's checked endpoint into the plan: its certificate directory
 // replaces the expected one and the sandbox's command line is rebuilt.
 // Refuses a plan without escalation and an endpoint of another session or

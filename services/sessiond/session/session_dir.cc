@@ -94,7 +94,8 @@ absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& text) {
 }
 
 absl::StatusOr<std::unique_ptr<SessionDir>> SessionDir::Create(const std::string& runtime_dir,
-                                                               const SessionRecord& record) {
+                                                               const SessionRecord& record,
+                                                               bool spare) {
   if (!IsValidSessionId(record.id)) return absl::InvalidArgumentError("bad session id");
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(runtime_dir).status());
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(SessionsDir(runtime_dir)).status());
@@ -104,6 +105,9 @@ absl::StatusOr<std::unique_ptr<SessionDir>> SessionDir::Create(const std::string
   }
   LAZ_RETURN_IF_ERROR(EnsurePrivateDir(path).status());
   LAZ_ASSIGN_OR_RETURN(fs::DirFd dir_fd, fs::DirFd::Open(path));
+  // Before the lock: nobody sees a live owner of a spare's directory
+  // without its marker.
+  if (spare) LAZ_RETURN_IF_ERROR(fs::WriteNewFileAt(dir_fd, kSpareMarker, "", 0600));
   fs::LockOptions lock_options;
   lock_options.wait = false;
   lock_options.create_new = true;
@@ -125,6 +129,14 @@ absl::Status SessionDir::WriteEnvFile(const std::string& text) {
 
 absl::Status SessionDir::WriteTraceConfig(const std::string& text) {
   return fs::WriteNewFileAt(dir_, "trace.json", text, 0600);
+}
+
+absl::Status SessionDir::Adopt() {
+  if (unlinkat(dir_.get(), kSpareMarker, 0) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat("removing ", path_, "/", kSpareMarker,
+                                            " failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SessionDir::RemoveEnvFile() {
@@ -164,6 +176,8 @@ absl::StatusOr<std::vector<FoundSession>> FindSessionDirs(const std::string& run
     f.path = absl::StrCat(dir, "/", name);
     f.owner_alive = SessionOwnerAlive(f.path);
     if (absl::StatusOr<fs::DirFd> session = sessions->OpenChild(name); session.ok()) {
+      struct stat st {};
+      f.spare = fstatat(session->get(), kSpareMarker, &st, AT_SYMLINK_NOFOLLOW) == 0;
       if (auto text = fs::ReadRegularFileAt(*session, kRecordFile, kMaxRecordBytes); text.ok()) {
         if (auto rec = ParseSessionRecord(*text); rec.ok() && rec->id == name) {
           f.record = *rec;
@@ -180,7 +194,7 @@ absl::StatusOr<std::string> ChooseLiveSession(const std::vector<FoundSession>& d
                                               const std::string& arg) {
   std::vector<const FoundSession*> live;
   for (const FoundSession& d : dirs) {
-    if (d.owner_alive && absl::StartsWith(d.id, arg)) live.push_back(&d);
+    if (d.owner_alive && !d.spare && absl::StartsWith(d.id, arg)) live.push_back(&d);
   }
   if (live.size() == 1) return live[0]->id;
   if (live.empty()) {

@@ -45,6 +45,9 @@ std::string SessionsDir(const std::string& runtime_dir);
 std::string SessionPath(const std::string& runtime_dir, const std::string& id);
 
 // What session.json records.
+// The file that marks a spare's session directory (SessionDir::Create).
+inline constexpr char kSpareMarker[] = "spare";
+
 struct SessionRecord {
   std::string id;
   std::string profile;
@@ -65,8 +68,12 @@ absl::StatusOr<SessionRecord> ParseSessionRecord(const std::string& json);
 // directory itself.
 class SessionDir {
  public:
+  // `spare`: the directory of a spare (docs/architecture.md "Spare
+  // sidecar"), marked by a file `spare` from its creation on, until
+  // Adopt().
   static absl::StatusOr<std::unique_ptr<SessionDir>> Create(const std::string& runtime_dir,
-                                                            const SessionRecord& record);
+                                                            const SessionRecord& record,
+                                                            bool spare = false);
   ~SessionDir();
   SessionDir(const SessionDir&) = delete;
   SessionDir& operator=(const SessionDir&) = delete;
@@ -83,6 +90,8 @@ class SessionDir {
   // Removes the env file (the sandbox's environment values) once no
   // container reads it any more; absent is fine.
   absl::Status RemoveEnvFile();
+  // A spare's directory becomes its session's: the `spare` marker goes.
+  absl::Status Adopt();
   // Removes the directory tree and releases the lock. Idempotent.
   absl::Status Remove();
 
@@ -102,6 +111,8 @@ struct FoundSession {
   bool owner_alive = false;  // its lock is held
   bool has_record = false;
   SessionRecord record;
+  // A spare's, not a session's: no command runs in it (kSpareMarker).
+  bool spare = false;
 };
 
 // Every session directory under <runtime_dir>/sessions. A missing sessions
@@ -111,7 +122,7 @@ absl::StatusOr<std::vector<FoundSession>> FindSessionDirs(const std::string& run
 // True while some process holds the lock of the session directory `path`.
 bool SessionOwnerAlive(const std::string& path);
 
-// The live session (its owner's lock held) that `arg` names among `dirs`:
+// The live session (its owner's lock held, not a spare) that `arg` names among `dirs`:
 // the full id or a unique prefix; with `arg` empty, the only live session.
 // The error says why (none, several - listing them -, no match) and what
 // to do.

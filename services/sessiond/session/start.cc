@@ -48,7 +48,7 @@ constexpr auto kRouterStartTimeout = std::chrono::seconds(20);
 
 // The session directory, then (fail closed) the supervisor's registration:
 // nothing starts unless the supervisor watches this process.
-absl::Status Register(LiveSession* s) {
+absl::Status Register(LiveSession* s, bool spare) {
   SessionRecord record;
   record.id = s->plan.id;
   record.profile = s->profile.name();
@@ -57,7 +57,7 @@ absl::Status Register(LiveSession* s) {
   record.pid = getpid();
   record.started_unix = time(nullptr);
   record.explicit_config = s->explicit_config;
-  LAZ_ASSIGN_OR_RETURN(s->dir, SessionDir::Create(s->runtime_dir, record));
+  LAZ_ASSIGN_OR_RETURN(s->dir, SessionDir::Create(s->runtime_dir, record, spare));
   LAZ_ASSIGN_OR_RETURN(s->registration, SessionRegistration::Register(s->runtime_dir, record));
   return absl::OkStatus();
 }
@@ -273,16 +273,20 @@ absl::Status ApplyEgressPolicy(LiveSession* s) {
 // the sandbox binds) before either container exists; the answer is checked
 // (escalation/endpoint.h) before either is planned as a mount. No endpoint,
 // no sandbox: never a silent start without it.
-absl::Status AttachEscalation(LiveSession* s) {
+// A spare's plan has no sandbox yet: the endpoint goes into the plan of
+// the request that adopts it (worker.cc).
+absl::Status AttachEscalation(LiveSession* s, bool spare = false) {
   s->escalation_attached = true;  // from here on, the teardown detaches it
   escalation::BrokerClient client(escalation::BrokerSocket(s->runtime_dir));
   LAZ_ASSIGN_OR_RETURN(escalation::CheckedEndpoint endpoint,
                        escalation::AttachEndpoint(
                            client, s->plan.id, s->plan.sandbox.escalation->socket_dir, geteuid()));
-  if (absl::Status st = UseEscalationEndpoint(endpoint, &s->plan); !st.ok()) {
+  if (absl::Status st = spare ? absl::OkStatus() : UseEscalationEndpoint(endpoint, &s->plan);
+      !st.ok()) {
     return absl::InternalError(absl::StrCat("host escalation could not be set up: ", st.message(),
                                             "; the sandbox was not started"));
   }
+  s->escalation_endpoint = endpoint;
   const std::string line = absl::StrCat("escalation endpoint ready: ", endpoint.socket_dir(),
                                         ", certificates in ", endpoint.certs_dir());
   Trace(line.c_str());
@@ -332,6 +336,19 @@ absl::Status PrepareWorkspace(LiveSession* s) {
   return absl::OkStatus();
 }
 
+// The sidecar, its router answering (by then its DNS listeners and, with
+// escalation, its relay to the broker are bound), and both holds.
+absl::Status StartNetwork(LiveSession* s) {
+  LAZ_RETURN_IF_ERROR(StartSidecar(s));
+  Trace("sidecar started");
+  LAZ_RETURN_IF_ERROR(WaitForRouter(s));
+  Trace("router healthy");
+  s->router = RouterProcess::Find(s->dir->router_socket());
+  LAZ_RETURN_IF_ERROR(HoldRouter(s));
+  Trace("router held");
+  return absl::OkStatus();
+}
+
 // A termination signal that is pending ends the start.
 absl::Status CheckNotStopped(LiveSession* s) {
   if (int sig = PendingTermination(); sig != 0) {
@@ -343,10 +360,32 @@ absl::Status CheckNotStopped(LiveSession* s) {
 
 }  // namespace
 
+absl::Status PrepareSpare(LiveSession* s) {
+  LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
+  LAZ_RETURN_IF_ERROR(Register(s, /*spare=*/true));
+  if (s->plan.sandbox.escalation.has_value()) {
+    LAZ_RETURN_IF_ERROR(AttachEscalation(s, /*spare=*/true));
+  }
+  LAZ_RETURN_IF_ERROR(StartNetwork(s));
+  return CheckNotStopped(s);
+}
+
+absl::Status CheckSpareRouter(LiveSession* s) {
+  if (s->dir == nullptr || s->hold == nullptr) {
+    return absl::FailedPreconditionError("the spare holds no router");
+  }
+  return CheckHealth(s->dir->router_socket(), 500);
+}
+
 absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
-  LAZ_RETURN_IF_ERROR(Register(s));
-  Trace("session registered");
+  if (s->adopted) {
+    LAZ_RETURN_IF_ERROR(s->dir->Adopt());
+    Trace("spare adopted");
+  } else {
+    LAZ_RETURN_IF_ERROR(Register(s, /*spare=*/false));
+    Trace("session registered");
+  }
   LAZ_ASSIGN_OR_RETURN(std::string env_text, EnvFileText(s->plan.env));
   LAZ_RETURN_IF_ERROR(s->dir->WriteEnvFile(env_text));
   LAZ_RETURN_IF_ERROR(WriteTraceConfig(*s->dir));
@@ -361,7 +400,7 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
 
   // 1. The escalation endpoint, when the profile enables it: its socket
   // directory must exist before the sidecar that binds it is created.
-  if (s->plan.sandbox.escalation.has_value()) {
+  if (s->plan.sandbox.escalation.has_value() && !s->adopted) {
     LAZ_RETURN_IF_ERROR(AttachEscalation(s));
     LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
   }
@@ -373,13 +412,11 @@ absl::StatusOr<pid_t> StartSession(LiveSession* s) {
   // future joins on every return.
   std::future<absl::Status> workspace =
       std::async(std::launch::async, [s] { return PrepareWorkspace(s); });
-  LAZ_RETURN_IF_ERROR(StartSidecar(s));
-  Trace("sidecar started");
-  LAZ_RETURN_IF_ERROR(WaitForRouter(s));
-  Trace("router healthy");
-  s->router = RouterProcess::Find(s->dir->router_socket());
-  LAZ_RETURN_IF_ERROR(HoldRouter(s));
-  Trace("router held");
+  if (s->adopted) {
+    Trace("spare's router held");
+  } else {
+    LAZ_RETURN_IF_ERROR(StartNetwork(s));
+  }
   // 3. The egress policy, applied in the router before the sandbox exists.
   LAZ_RETURN_IF_ERROR(CheckNotStopped(s));
   LAZ_RETURN_IF_ERROR(ApplyEgressPolicy(s));

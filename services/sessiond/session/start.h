@@ -36,6 +36,17 @@ namespace lazaret::cli::session {
 // installed (podman.h).
 absl::StatusOr<pid_t> StartSession(LiveSession* session);
 
+// A spare (docs/architecture.md "Spare sidecar"), from a plan of
+// PlanSpare: its session directory (marked spare) and registration, with
+// escalation its endpoint, its sidecar and its router held - what
+// StartSession skips once a request adopts it (session->adopted). No
+// policy is applied: until then the router lets nothing through. On an
+// error, what was acquired is in `*session` for ReleaseSession.
+absl::Status PrepareSpare(LiveSession* session);
+
+// The adopting request's check that the spare's router still answers.
+absl::Status CheckSpareRouter(LiveSession* session);
+
 }  // namespace lazaret::cli::session
 
 #endif  // LAZARET_SERVICES_SESSIOND_SESSION_START_H_

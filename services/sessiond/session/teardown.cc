@@ -51,6 +51,7 @@ void CloseSession(LiveSession* s) {
   // already exited is what keeps the teardown short. Precondition: the
   // sandbox has exited or been removed (it uses the sidecar's netns).
   s->router.Kill(2000);
+  Trace("router stopped");
   // Nothing of the session runs any more: egressd ends the session's
   // proxy (its connections, its CA; the secrets' values are wiped) ...
   if (s->egress_attached) {
@@ -122,6 +123,7 @@ int EndSession(LiveSession* s, pid_t sandbox_pid, int code) {
   // The sandbox's last output reaches the attached terminals before
   // Lazaret's lines.
   if (s->io != nullptr) s->io->Finish();
+  Trace("sandbox output finished");
   // Whether the command ran at all: podman's own failures (125), and a
   // runtime that cannot start a container (126, 127), leave the sandbox
   // "created" or not there at all; the command's own 125-127 come from a

@@ -3,11 +3,14 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -24,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "clients/lazaret/escalation/endpoint.h"
 #include "lazaret/session/v1/session.pb.h"
+#include "services/common/fs/fd.h"
 #include "services/common/status_util.h"
 #include "services/common/unix_server.h"
 #include "services/sessiond/gitshadow/plan.h"
@@ -59,6 +63,9 @@ constexpr absl::Duration kTtyExitGrace = absl::Seconds(2);
 constexpr absl::Duration kStreamExitGrace = absl::Seconds(10);
 // The pty's size is clamped to this (a client's claim).
 constexpr uint32_t kMaxWindowSide = 4096;
+// How long a spare waits for a request before it removes itself; the next
+// started session prepares a new one.
+constexpr absl::Duration kSpareIdle = absl::Minutes(30);
 
 absl::StatusOr<sv1::StartRequest> ReadStartRequest(int fd) {
   std::string buf(kMaxPacket + 1, '\0');
@@ -200,6 +207,7 @@ uint32_t Side(uint32_t v, uint32_t fallback) {
 // The profile, then everything on the host the plan is made of, then the
 // plan. Planning the Git Shadow may create the agent branch and the state
 // directories, also for --dry-run.
+// An adopted spare keeps its session id (s->adopted).
 absl::Status Plan(const WorkerOptions& o, const RunArgs& args, const sv1::StartRequest& req,
                   LiveSession* s) {
   Trace("start");
@@ -265,7 +273,7 @@ absl::Status Plan(const WorkerOptions& o, const RunArgs& args, const sv1::StartR
   Trace("git shadow planned");
   for (const auto& n : git.notices) Say(n);
 
-  in.session_id = NewSessionId();
+  in.session_id = s->adopted ? s->plan.id : NewSessionId();
   in.escalation_certs_dir = escalation::ExpectedCertsDir(geteuid(), in.session_id);
   in.runtime_dir = o.runtime_dir;
   in.workspace_dir = s->workspace_dir;
@@ -276,9 +284,33 @@ absl::Status Plan(const WorkerOptions& o, const RunArgs& args, const sv1::StartR
   return absl::OkStatus();
 }
 
+// Whether the spare in `s` can serve the request planned into it: the
+// same workspace and --config, the sidecar it would start exactly the one
+// it holds (so the same profile name, escalation, egress proxy, runc and
+// mode), and its router still answering. The reason when not.
+std::optional<std::string> SpareMismatch(LiveSession* s, const std::vector<std::string>& held_argv) {
+  if (s->plan.sidecar_argv != held_argv) {
+    return "the profile's sidecar is not the one prepared (the configuration changed)";
+  }
+  if (s->plan.sandbox.escalation.has_value() != s->escalation_endpoint.has_value()) {
+    return "the profile's escalation is not the one prepared";
+  }
+  if (s->escalation_endpoint.has_value()) {
+    if (absl::Status st = UseEscalationEndpoint(*s->escalation_endpoint, &s->plan); !st.ok()) {
+      return absl::StrCat("the prepared escalation endpoint does not fit: ", st.message());
+    }
+  }
+  if (absl::Status st = CheckSpareRouter(s); !st.ok()) {
+    return absl::StrCat("the prepared router does not answer: ", st.message());
+  }
+  return std::nullopt;
+}
+
 // The session from the parsed request to its end. Returns once the
-// session is torn down and every attached terminal had its exit.
-void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* control) {
+// session is torn down and every attached terminal had its exit. `s` is
+// empty, or a spare this request adopts (s->adopted).
+void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* control,
+               LiveSession& s) {
   absl::StatusOr<RunArgs> args = ParseRunArgs({req.args().begin(), req.args().end()},
                                               req.workspace_dir());
   if (!args.ok()) {
@@ -303,16 +335,30 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
     args->explicit_config = resolved;
   }
   // Every podman this session starts reads only Lazaret's containers.conf.
-  // setenv before any thread exists. Without the runtime directory Lazaret
-  // is not up, which the profile request below reports.
-  if (struct stat st{}; stat(o.runtime_dir.c_str(), &st) == 0) {
+  // setenv before any thread exists (a spare did so before it). Without
+  // the runtime directory Lazaret is not up, which the profile request
+  // below reports.
+  if (struct stat st{}; !s.adopted && stat(o.runtime_dir.c_str(), &st) == 0) {
     if (absl::Status s = InstallContainersConf(o.runtime_dir).status(); !s.ok()) {
       control->Failed(kRunFailed, std::string(s.message()));
       return;
     }
   }
+  // What a spare was prepared for: sessiond hands it only requests of the
+  // same workspace and --config (SpareKey); checked again here.
+  const std::vector<std::string> held_argv = s.plan.sidecar_argv;
+  auto decline = [&](const std::string& why) {
+    sv1::WorkerReport r;
+    r.set_spare_declined(why);
+    s.writes.ReleaseRepository();
+    control->Send(r);
+    ReleaseSession(&s);
+  };
+  if (s.adopted &&
+      (s.workspace_dir != req.workspace_dir() || s.explicit_config != args->explicit_config)) {
+    return decline("another workspace or --config than the one prepared");
+  }
 
-  LiveSession s;
   s.runtime_dir = o.runtime_dir;
   s.workspace_dir = req.workspace_dir();
   s.explicit_config = args->explicit_config;
@@ -332,6 +378,11 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
   };
 
   if (absl::Status st = Plan(o, *args, req, &s); !st.ok()) return fail(st);
+  if (s.adopted) {
+    if (std::optional<std::string> why = SpareMismatch(&s, held_argv); why.has_value()) {
+      return decline(*why);
+    }
+  }
   if (args->dry_run) {
     sv1::StartEvent e;
     e.set_plan(DryRunText(s.plan, o.runtime_dir, IsRealDirectory));
@@ -412,6 +463,126 @@ void RunWorker(const WorkerOptions& o, const sv1::StartRequest& req, Control* co
   (*server)->Shutdown();
 }
 
+// The worker's process environment from the request, before any thread
+// exists. `sudo lazaret run` in a developer's repository: host git, run as
+// root for this session, trusts the repository of SUDO_UID and no other,
+// as it did when `lazaret run` itself ran git; only a uid is taken.
+// LAZARET_RUNSC=/path/to/runsc on `lazaret run` picks this session's
+// runsc, as it did when `lazaret run` started podman itself: an absolute
+// path to an executable (FindRunsc), and a runtime that fails ends the
+// start; there is never a fallback to runc or the host. A spare is
+// prepared with both as its request had them, and serves only requests
+// with the same values (spare.h).
+void ApplyWorkerEnvironment(const sv1::StartRequest& req) {
+  if (auto sudo = req.env().find("SUDO_UID"); sudo != req.env().end()) {
+    if (!sudo->second.empty() && sudo->second.size() <= 10 &&
+        sudo->second.find_first_not_of("0123456789") == std::string::npos) {
+      setenv("SUDO_UID", sudo->second.c_str(), 1);
+    } else {
+      unsetenv("SUDO_UID");
+    }
+  } else {
+    unsetenv("SUDO_UID");
+  }
+  if (auto runsc = req.env().find("LAZARET_RUNSC"); runsc != req.env().end()) {
+    setenv("LAZARET_RUNSC", runsc->second.c_str(), 1);
+  }
+}
+
+// Waits for the request that adopts the spare: the next packet on the
+// control socket. nullopt when a termination signal came, the spare
+// waited kSpareIdle, or sessiond closed the socket.
+std::optional<sv1::StartRequest> AwaitAdoption(int control_fd) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  // Readable while one of them is pending (they stay blocked and pending:
+  // PendingTermination takes them).
+  fs::UniqueFd signals(signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals.valid()) return std::nullopt;
+  pollfd fds[2] = {{control_fd, POLLIN, 0}, {signals.get(), POLLIN, 0}};
+  const absl::Time deadline = absl::Now() + kSpareIdle;
+  for (;;) {
+    if (PendingTermination() != 0) return std::nullopt;
+    const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (left <= 0) return std::nullopt;
+    const int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
+    if (n < 0 && errno != EINTR) return std::nullopt;
+    if (n > 0 && fds[0].revents != 0) break;
+  }
+  if (PendingTermination() != 0) return std::nullopt;
+  absl::StatusOr<sv1::StartRequest> req = ReadStartRequest(control_fd);
+  if (!req.ok()) return std::nullopt;
+  return *std::move(req);
+}
+
+// A spare (StartRequest.spare; docs/architecture.md "Spare sidecar"):
+// plans from the profile `req` names what decides the sidecar, prepares
+// it (PrepareSpare), reports spare_ready and waits for the request that
+// adopts it, which it returns with `s` holding the spare. nullopt when it
+// ended instead; what it had is removed by then. Its lines go to the
+// service set's log: no caller waits on it.
+std::optional<sv1::StartRequest> RunSpare(const WorkerOptions& o, const sv1::StartRequest& req,
+                                          Control* control, LiveSession& s) {
+  SetNoticeSink([](const std::string& line) {
+    std::fprintf(stderr, "lazaret-sessiond spare: %s\n", line.c_str());
+  });
+  auto fail = [&](const absl::Status& st) -> std::optional<sv1::StartRequest> {
+    std::fprintf(stderr, "lazaret-sessiond: no spare sidecar for %s: %s\n",
+                 req.workspace_dir().c_str(), std::string(st.message()).c_str());
+    ReleaseSession(&s);
+    SetNoticeSink(nullptr);
+    return std::nullopt;
+  };
+  absl::StatusOr<RunArgs> args = ParseRunArgs({req.args().begin(), req.args().end()},
+                                              req.workspace_dir());
+  if (!args.ok()) return fail(args.status());
+  if (struct stat st{}; stat(o.runtime_dir.c_str(), &st) != 0) {
+    return fail(absl::FailedPreconditionError("the runtime directory is gone"));
+  }
+  if (absl::Status st = InstallContainersConf(o.runtime_dir).status(); !st.ok()) return fail(st);
+  s.runtime_dir = o.runtime_dir;
+  s.workspace_dir = req.workspace_dir();
+  s.explicit_config = args->explicit_config;
+  {
+    absl::StatusOr<lazaret::config::v1::ResolvedProfile> profile =
+        ResolveProfile(o.runtime_dir, s.workspace_dir, args->explicit_config, args->profile);
+    if (!profile.ok()) return fail(profile.status());
+    s.profile = *std::move(profile);
+  }
+  PlanInputs in;
+  {
+    absl::StatusOr<std::string> runc = FindRunc();
+    if (!runc.ok()) return fail(runc.status());
+    in.runc_path = *std::move(runc);
+  }
+  in.session_id = NewSessionId();
+  in.escalation_certs_dir = escalation::ExpectedCertsDir(geteuid(), in.session_id);
+  in.escalate_client_host = absl::StrCat(o.libexec_dir, "/lazaret-escalate");
+  in.runtime_dir = o.runtime_dir;
+  in.workspace_dir = s.workspace_dir;
+  in.rootless = Rootless();
+  {
+    absl::StatusOr<SessionPlan> plan = PlanSpare(in, s.profile);
+    if (!plan.ok()) return fail(plan.status());
+    s.plan = *std::move(plan);
+  }
+  if (absl::Status st = PrepareSpare(&s); !st.ok()) return fail(st);
+  sv1::WorkerReport ready;
+  ready.set_spare_ready(s.plan.id);
+  control->Send(ready);
+  std::optional<sv1::StartRequest> adopting = AwaitAdoption(o.control_fd);
+  if (!adopting.has_value()) {
+    ReleaseSession(&s);
+    SetNoticeSink(nullptr);
+    return std::nullopt;
+  }
+  s.adopted = true;
+  return adopting;
+}
+
 }  // namespace
 
 int RunSessionWorker(const WorkerOptions& options) {
@@ -431,30 +602,20 @@ int RunSessionWorker(const WorkerOptions& options) {
     auto trace = req->env().find("LAZARET_TRACE");
     SetTraceEnabled(trace != req->env().end() && trace->second == "1");
   }
-  // `sudo lazaret run` in a developer's repository: host git, run as root
-  // for this session, trusts the repository of SUDO_UID and no other, as it
-  // did when `lazaret run` itself ran git. Set before any thread exists;
-  // only a uid is taken.
-  if (auto sudo = req->env().find("SUDO_UID"); sudo != req->env().end()) {
-    if (!sudo->second.empty() && sudo->second.size() <= 10 &&
-        sudo->second.find_first_not_of("0123456789") == std::string::npos) {
-      setenv("SUDO_UID", sudo->second.c_str(), 1);
-    } else {
-      unsetenv("SUDO_UID");
-    }
-  } else {
-    unsetenv("SUDO_UID");
-  }
-  // LAZARET_RUNSC=/path/to/runsc on `lazaret run` picks this session's
-  // runsc, as it did when `lazaret run` started podman itself: an absolute
-  // path to an executable (FindRunsc), and a runtime that fails ends the
-  // start; there is never a fallback to runc or the host.
-  if (auto runsc = req->env().find("LAZARET_RUNSC"); runsc != req->env().end()) {
-    setenv("LAZARET_RUNSC", runsc->second.c_str(), 1);
+  ApplyWorkerEnvironment(*req);
+  LiveSession s;
+  if (req->spare()) {
+    std::optional<sv1::StartRequest> adopting = RunSpare(options, *req, &control, s);
+    if (!adopting.has_value()) return 0;
+    *req = *std::move(adopting);
+    auto trace = req->env().find("LAZARET_TRACE");
+    SetTraceEnabled(trace != req->env().end() && trace->second == "1");
   }
   // Until the session runs, Lazaret's lines go to the Start caller.
   SetNoticeSink([&control](const std::string& line) { control.Notice(line); });
-  RunWorker(options, *req, &control);
+  RunWorker(options, *req, &control, s);
+  // Whatever a return before the start left of an adopted spare.
+  ReleaseSession(&s);
   SetNoticeSink(nullptr);
   return 0;
 }
