@@ -240,7 +240,10 @@ grpc::Status SessionServiceImpl::Start(grpc::ServerContext* context,
   // when the spare declines it, a new worker.
   const std::optional<std::string> spare_key = spare_sidecars_ ? SpareKey(*request) : std::nullopt;
   std::optional<WorkerKey> adopted;
-  if (spare_key.has_value()) adopted = workers_->AdoptSpare(*spare_key, bytes);
+  if (spare_key.has_value()) {
+    adopted = workers_->AdoptSpare(*spare_key, bytes);
+    if (!adopted.has_value()) workers_->EndSparesExcept(*spare_key);
+  }
   absl::StatusOr<WorkerKey> key =
       adopted.has_value() ? absl::StatusOr<WorkerKey>(*adopted) : workers_->Launch(bytes);
   if (!key.ok()) {

@@ -296,6 +296,11 @@ bool WorkerTable::KeepOnlySpare(const std::string& key) {
   return kept;
 }
 
+void WorkerTable::EndSparesExcept(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  (void)KeepOnlySpare(key);
+}
+
 void WorkerTable::PrepareSpareAfterExit(WorkerKey after, std::string spare_request,
                                         std::string key) {
   absl::MutexLock lock(&mu_);

@@ -63,6 +63,9 @@ class WorkerTable {
   // worker; nullopt when there is none ready (one still preparing is left
   // to finish) or it could not be given the request (it is told to end).
   std::optional<WorkerKey> AdoptSpare(const std::string& key, const std::string& request);
+  // Tells every live spare not of `key` to end (a request of another key
+  // came: its spare is made once that session ends).
+  void EndSparesExcept(const std::string& key);
   // The spare, for List; nullopt when there is none.
   std::optional<session::v1::SpareInfo> Spare() const;
 
