@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,11 +12,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -92,6 +96,202 @@ std::vector<std::string> SplitNul(const std::string& s) {
     start = end + 1;
   }
   return out;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// A JSON value as `lazaret ps --json` prints them. The support library is
+// linked into binaries without protobuf (persist_bench), so it reads JSON
+// itself: RFC 8259 values, nesting bounded.
+struct JsonValue {
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+  Kind kind = Kind::kNull;
+  bool boolean = false;
+  std::string text;  // a string's value, a number's characters
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  // The member `name` of an object, or nullptr.
+  const JsonValue* Member(const std::string& name) const {
+    for (const auto& [k, v] : members) {
+      if (k == name) return &v;
+    }
+    return nullptr;
+  }
+  // The member `name` when it is a string.
+  std::optional<std::string> StringMember(const std::string& name) const {
+    const JsonValue* v = Member(name);
+    if (v == nullptr || v->kind != Kind::kString) return std::nullopt;
+    return v->text;
+  }
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& text) : s_(text) {}
+  // Exactly one value, with nothing but white space around it.
+  bool ReadDocument(JsonValue* out) {
+    if (!Value(out, 0)) return false;
+    SkipSpace();
+    return at_ == s_.size();
+  }
+
+ private:
+  static constexpr int kMaxDepth = 32;
+
+  void SkipSpace() {
+    while (at_ < s_.size() &&
+           (s_[at_] == ' ' || s_[at_] == '\n' || s_[at_] == '\r' || s_[at_] == '\t')) {
+      ++at_;
+    }
+  }
+  bool Eat(char c) {
+    SkipSpace();
+    if (at_ < s_.size() && s_[at_] == c) {
+      ++at_;
+      return true;
+    }
+    return false;
+  }
+  bool Word(const std::string& word) {
+    if (s_.compare(at_, word.size(), word) != 0) return false;
+    at_ += word.size();
+    return true;
+  }
+  static void AppendUtf8(uint32_t cp, std::string* out) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else {
+      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    }
+  }
+  bool String(std::string* out) {
+    if (!Eat('"')) return false;
+    while (at_ < s_.size()) {
+      const char c = s_[at_++];
+      if (c == '"') return true;
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c != '\\') {
+        out->push_back(c);
+        continue;
+      }
+      if (at_ >= s_.size()) return false;
+      const char e = s_[at_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(e);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
+        case 'u': {
+          // A surrogate half stays a code unit of its own: the values read
+          // here (ids, paths) are compared, never printed.
+          if (s_.size() - at_ < 4) return false;
+          uint32_t cp = 0;
+          for (int i = 0; i < 4; ++i) {
+            const char h = s_[at_++];
+            cp <<= 4;
+            if (h >= '0' && h <= '9') {
+              cp |= static_cast<uint32_t>(h - '0');
+            } else if (h >= 'a' && h <= 'f') {
+              cp |= static_cast<uint32_t>(h - 'a' + 10);
+            } else if (h >= 'A' && h <= 'F') {
+              cp |= static_cast<uint32_t>(h - 'A' + 10);
+            } else {
+              return false;
+            }
+          }
+          AppendUtf8(cp, out);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+  bool Value(JsonValue* v, int depth) {
+    if (depth > kMaxDepth) return false;
+    SkipSpace();
+    if (at_ >= s_.size()) return false;
+    const char c = s_[at_];
+    if (c == '"') {
+      v->kind = JsonValue::Kind::kString;
+      return String(&v->text);
+    }
+    if (c == '{') {
+      ++at_;
+      v->kind = JsonValue::Kind::kObject;
+      if (Eat('}')) return true;
+      do {
+        std::pair<std::string, JsonValue> m;
+        if (!String(&m.first) || !Eat(':') || !Value(&m.second, depth + 1)) return false;
+        v->members.push_back(std::move(m));
+      } while (Eat(','));
+      return Eat('}');
+    }
+    if (c == '[') {
+      ++at_;
+      v->kind = JsonValue::Kind::kArray;
+      if (Eat(']')) return true;
+      do {
+        JsonValue item;
+        if (!Value(&item, depth + 1)) return false;
+        v->items.push_back(std::move(item));
+      } while (Eat(','));
+      return Eat(']');
+    }
+    if (Word("true") || Word("false")) {
+      v->kind = JsonValue::Kind::kBool;
+      v->boolean = c == 't';
+      return true;
+    }
+    if (Word("null")) return true;
+    const size_t start = at_;
+    while (at_ < s_.size() && std::strchr("+-0123456789.eE", s_[at_]) != nullptr) ++at_;
+    if (at_ == start) return false;
+    v->kind = JsonValue::Kind::kNumber;
+    v->text = s_.substr(start, at_ - start);
+    return true;
+  }
+
+  const std::string& s_;
+  size_t at_ = 0;
+};
+
+// True when `pid` has a file descriptor open on `dir` or below it.
+bool HoldsOpenBelow(pid_t pid, const std::string& dir) {
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const std::string& fd : ListDir(fds)) {
+    char target[PATH_MAX];
+    const ssize_t n = readlink((fds + "/" + fd).c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    const std::string t(target, static_cast<size_t>(n));
+    if (t == dir || t.rfind(dir + "/", 0) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -234,13 +434,43 @@ std::string UserDir::Write(const std::string& name, const std::string& content) 
   return p;
 }
 
+std::vector<std::string> SpareIds() {
+  const std::string sessions = Env().runtime_dir + "/sessions";
+  std::vector<std::string> out;
+  for (const std::string& id : ListDir(sessions)) {
+    struct stat st {};
+    if (lstat((sessions + "/" + id + "/spare").c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      out.push_back(id);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> SessionContainers() {
   CommandResult r = Podman({"ps", "--all", "--format", "{{.Names}}", "--filter",
                             "label=io.lazaret.runtime-dir=" + Env().runtime_dir});
-  return Lines(r.out);
+  // The spares after the containers: a spare's directory and marker exist
+  // before its sidecar is created.
+  const std::vector<std::string> spares = SpareIds();
+  std::vector<std::string> out;
+  for (const std::string& name : Lines(r.out)) {
+    const bool spare = std::any_of(spares.begin(), spares.end(), [&](const std::string& id) {
+      return name == "lazaret-" + id + "-sidecar";
+    });
+    if (!spare) out.push_back(name);
+  }
+  return out;
 }
 
-std::vector<std::string> SessionDirs() { return ListDir(Env().runtime_dir + "/sessions"); }
+std::vector<std::string> SessionDirs() {
+  const std::vector<std::string> all = ListDir(Env().runtime_dir + "/sessions");
+  const std::vector<std::string> spares = SpareIds();
+  std::vector<std::string> out;
+  for (const std::string& d : all) {
+    if (!Contains(spares, d)) out.push_back(d);
+  }
+  return out;
+}
 
 std::vector<std::string> LeftBehind(int timeout_seconds) {
   std::vector<std::string> left;
@@ -264,6 +494,69 @@ std::vector<std::string> PsSessions() {
   return out;
 }
 
+PsListing PsJson() {
+  PsListing out;
+  CommandResult r = Lazaret("/", {"ps", "--json"});
+  if (r.exit_code != 0) {
+    out.error = absl::StrCat("lazaret ps --json exited ", r.exit_code, ": ", Trim(r.err));
+    return out;
+  }
+  JsonValue doc;
+  if (!JsonReader(r.out).ReadDocument(&doc) || doc.kind != JsonValue::Kind::kObject) {
+    out.error = "lazaret ps --json printed no JSON object: " + r.out.substr(0, 2000);
+    return out;
+  }
+  const JsonValue* sessions = doc.Member("sessions");
+  const JsonValue* spares = doc.Member("spares");
+  if (sessions == nullptr || sessions->kind != JsonValue::Kind::kArray || spares == nullptr ||
+      spares->kind != JsonValue::Kind::kArray) {
+    out.error = "lazaret ps --json has no arrays sessions and spares: " + r.out.substr(0, 2000);
+    return out;
+  }
+  for (const JsonValue& s : sessions->items) {
+    std::optional<std::string> id = s.StringMember("id");
+    if (!id.has_value()) {
+      out.error = "a session without an id in: " + r.out.substr(0, 2000);
+      return out;
+    }
+    out.session_ids.push_back(*id);
+  }
+  for (const JsonValue& s : spares->items) {
+    std::optional<std::string> id = s.StringMember("id");
+    std::optional<std::string> workspace = s.StringMember("workspace");
+    const JsonValue* ready = s.Member("ready");
+    if (!id.has_value() || !workspace.has_value() || ready == nullptr ||
+        ready->kind != JsonValue::Kind::kBool) {
+      out.error = "a spare without id, workspace or ready in: " + r.out.substr(0, 2000);
+      return out;
+    }
+    out.spares.push_back({*id, *workspace, ready->boolean});
+  }
+  return out;
+}
+
+std::string WaitForReadySpare(const std::string& workspace, int timeout_seconds,
+                              const std::string& not_id) {
+  char resolved[PATH_MAX];
+  const std::string canonical =
+      realpath(workspace.c_str(), resolved) != nullptr ? std::string(resolved) : workspace;
+  std::string id;
+  test::WaitFor(
+      [&] {
+        for (const PsSpare& s : PsJson().spares) {
+          if (s.ready && s.workspace == canonical && !s.id.empty() && s.id != not_id) {
+            id = s.id;
+            return true;
+          }
+        }
+        // Each look runs the CLI; a few a second are enough.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return false;
+      },
+      std::chrono::seconds(timeout_seconds));
+  return id;
+}
+
 pid_t SessionWorkerPid() {
   const std::string runtime_flag = "--runtime-dir=" + Env().runtime_dir;
   std::vector<pid_t> found;
@@ -285,6 +578,14 @@ pid_t SessionWorkerPid() {
     if (has("--session-worker") && has(runtime_flag)) found.push_back(pid);
   }
   closedir(proc);
+  // Read after the workers, so that a spare's worker among them has its
+  // directory and marker by now (unless it has only just started).
+  for (const std::string& id : SpareIds()) {
+    const std::string dir = Env().runtime_dir + "/sessions/" + id;
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](pid_t pid) { return HoldsOpenBelow(pid, dir); }),
+                found.end());
+  }
   return found.size() == 1 ? found[0] : -1;
 }
 

@@ -98,19 +98,51 @@ class UserConfig {
   std::string error_;
 };
 
-// Names of this runtime directory's Lazaret containers (any state).
+// A spare (docs/architecture.md "Spare sidecar") is not a session: after a
+// session, lazaret-sessiond keeps one ready for the next `lazaret run` like
+// it (a session directory marked by a file `spare`, holding the sidecar
+// container lazaret-<id>-sidecar), and it may outlive the test that
+// caused it (the next `lazaret run` of another workspace or profile ends
+// it). The helpers below that look for what sessions left ignore it; once
+// adopted (the marker removed) it is a session like any other.
+
+// Ids of the session directories that hold the spare marker.
+std::vector<std::string> SpareIds();
+// Names of this runtime directory's Lazaret containers (any state), but a
+// spare's sidecar.
 std::vector<std::string> SessionContainers();
-// Session directories left in the runtime directory.
+// Session directories left in the runtime directory, but a spare's.
 std::vector<std::string> SessionDirs();
 // The containers and session directories still there once all are gone or
 // `timeout_seconds` have passed: a session's owner removes them right
-// after it reports the exit (docs/architecture.md "Seams").
+// after it reports the exit (docs/architecture.md "Seams"). A spare's are
+// not counted.
 std::vector<std::string> LeftBehind(int timeout_seconds = 30);
 // The session ids `lazaret ps` shows.
 std::vector<std::string> PsSessions();
+
+// What `lazaret ps --json` shows; `error` says why not when it failed or
+// its output did not parse.
+struct PsSpare {
+  std::string id;
+  std::string workspace;
+  bool ready = false;
+};
+struct PsListing {
+  std::vector<std::string> session_ids;
+  std::vector<PsSpare> spares;
+  std::string error;
+};
+PsListing PsJson();
+// Waits until `lazaret ps --json` lists a ready spare for `workspace` (its
+// canonical path) whose id is not `not_id`; returns its id, "" on timeout.
+std::string WaitForReadySpare(const std::string& workspace, int timeout_seconds,
+                              const std::string& not_id = "");
+
 // The pid of the one session worker (`lazaret-sessiond --session-worker`,
 // the session's owner) of this runtime directory; -1 unless exactly one
-// runs.
+// runs. A spare's worker (it holds the spare's session directory open) is
+// no session's owner and is not counted.
 pid_t SessionWorkerPid();
 // Waits until a session's sandbox is running; returns its id ("" on timeout).
 std::string WaitForRunningSession(int timeout_seconds);
