@@ -82,13 +82,20 @@ user-cleanup)
     as_mode podman rm --all --force --time=0 >/dev/null 2>&1 || true
     as_mode podman system reset --force >/dev/null 2>&1 || true
     # Whatever the user still runs (podman's pause process, conmon, a
-    # fuse2fs or fuse-overlayfs still exiting): only this test user's
-    # processes, one pid at a time, until userdel no longer finds one.
+    # fuse2fs or fuse-overlayfs still exiting, an image build a timed-out
+    # test left running as one of its subordinate uids): only this test
+    # user's processes and those of its subuid range, one pid at a time,
+    # until userdel no longer finds one.
+    read -r sub_start sub_count < <(awk -F: -v u="$user" '$1 == u {print $2, $3; exit}' \
+        /etc/subuid) || true
+    sub_start=${sub_start:-0} sub_count=${sub_count:-0}
     for attempt in 1 2 3 4 5 6 7 8 9 10; do
         # A process may end between the stat and the kill: not an error
         # (under set -e an unguarded failing kill ended the cleanup).
         for p in /proc/[0-9]*; do
-            if [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]]; then
+            owner=$(stat -c %u "$p" 2>/dev/null) || continue
+            if [[ $owner == "$uid" ]] ||
+                ((sub_count > 0 && owner >= sub_start && owner < sub_start + sub_count)); then
                 kill -KILL "${p#/proc/}" 2>/dev/null || true
             fi
         done
