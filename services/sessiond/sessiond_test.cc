@@ -342,8 +342,8 @@ TEST_F(SessiondTest, AStartOfAnotherKeyIsNotGivenToTheSpareWhichIsReplaced) {
   std::optional<pb::SpareInfo> first = AwaitReadySpare(dir_);
   ASSERT_TRUE(first.has_value());
 
-  // Another workspace: a worker of its own; the spare waits on until that
-  // session ends and one for its key replaces it.
+  // Another workspace: a worker of its own; the spare is told to end at
+  // once, and once that session ends one for its key takes its place.
   const std::string other = MakeWorkspace("other");
   pb::StartRequest in_other = Request({"start", "0123456789ae"});
   in_other.set_workspace_dir(other);

@@ -32,6 +32,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/e2e/run_e2e_support.h"
+#include "tests/e2e/workspace_test.h"
 #include "tests/support/tmux_session.h"
 
 namespace lazaret::test::e2e {
@@ -74,31 +75,13 @@ void ExpectNoProcessesOf(const std::string& id) {
   }
 }
 
-class RunE2eTest : public ::testing::Test {
+class RunE2eTest : public WorkspaceTest {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(geteuid(), 0u) << "the e2e tests run as root (rootless ones through setpriv)";
-    ws_ = std::make_unique<UserDir>("ws");
-    aux_ = std::make_unique<UserDir>("aux");
-  }
-  void TearDown() override {
-    // Nothing of this test may outlive it, whatever happened.
-    EXPECT_THAT(LeftBehind(), IsEmpty()) << "containers or session directories left behind";
-  }
-
-  CommandResult Run(const std::vector<std::string>& args,
-                    const std::map<std::string, std::string>& extra = {}) {
-    return Lazaret(ws_->path(), args, extra);
-  }
-
   // A --config file with one profile "t1" on the default image.
   std::string Config(const std::string& profile_body) {
     return aux_->Write("t1.toml", "[profiles.t1]\nimage = \"" + std::string(kSandboxImage) +
                                       "\"\n" + profile_body);
   }
-
-  std::unique_ptr<UserDir> ws_;
-  std::unique_ptr<UserDir> aux_;
 };
 
 TEST_F(RunE2eTest, CommandExitCodeIsLazaretsExitCode) {

@@ -27,6 +27,7 @@
 
 #include "absl/strings/numbers.h"
 #include "tests/e2e/run_e2e_support.h"
+#include "tests/e2e/workspace_test.h"
 
 namespace lazaret::test::e2e {
 namespace {
@@ -145,24 +146,10 @@ std::vector<std::string> AllContainers() {
 
 bool ContainerExists(const std::string& name) { return Contains(AllContainers(), name); }
 
-class SpareE2eTest : public ::testing::Test {
+// The spare a test leaves is not counted (LeftBehind); the next `lazaret
+// run` of another workspace ends it.
+class SpareE2eTest : public WorkspaceTest {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(geteuid(), 0u) << "the e2e tests run as root (rootless ones through setpriv)";
-    ws_ = std::make_unique<UserDir>("ws");
-    aux_ = std::make_unique<UserDir>("aux");
-  }
-  void TearDown() override {
-    // Nothing of this test may outlive it but the spare it leaves, which
-    // the next `lazaret run` of another workspace ends.
-    EXPECT_THAT(LeftBehind(), IsEmpty()) << "containers or session directories left behind";
-  }
-
-  CommandResult Run(const std::vector<std::string>& args,
-                    const std::map<std::string, std::string>& extra = {}) {
-    return Lazaret(ws_->path(), args, extra);
-  }
-
   // A session in the workspace, then the spare it leaves, ready; "" (and a
   // failure) when none appears.
   std::string SessionThenSpare() {
@@ -173,9 +160,6 @@ class SpareE2eTest : public ::testing::Test {
                              << Lazaret("/", {"ps", "--json"}).out;
     return id;
   }
-
-  std::unique_ptr<UserDir> ws_;
-  std::unique_ptr<UserDir> aux_;
 };
 
 TEST_F(SpareE2eTest, TwoSessionsInARowShareNothing) {
