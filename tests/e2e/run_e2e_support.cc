@@ -98,10 +98,6 @@ std::vector<std::string> SplitNul(const std::string& s) {
   return out;
 }
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
 // A JSON value as `lazaret ps --json` prints them. The support library is
 // linked into binaries without protobuf (persist_bench), so it reads JSON
 // itself: RFC 8259 values, nesting bounded.
@@ -390,6 +386,15 @@ int WaitChild(pid_t pid, int timeout_seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
 }
 
 UserDir::UserDir(const std::string& prefix) {

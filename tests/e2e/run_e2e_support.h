@@ -63,6 +63,11 @@ pid_t SpawnAs(const std::string& cwd, const std::vector<std::string>& argv,
 // (128+N when killed by N), or -1 on timeout (it is then killed).
 int WaitChild(pid_t pid, int timeout_seconds);
 
+// Whether `path` exists (lstat: a dangling symlink counts).
+bool Exists(const std::string& path);
+// Whether `v` holds `s`.
+bool Contains(const std::vector<std::string>& v, const std::string& s);
+
 // A directory owned by the mode's user (mode 0755), removed at the end.
 class UserDir {
  public:

@@ -48,10 +48,6 @@ constexpr char kEgressFailure[] = "the egress policy could not be applied";
 
 std::string ProbeBinary() { return test::Binary("lazaret_raw_socket_probe"); }
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
 
 std::string ProcStatusField(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -61,9 +57,6 @@ std::string ProcStatusField(pid_t pid, const std::string& field) {
   return "";
 }
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
 
 // No process of the session is left: podman, runsc, the router. podman's
 // own monitor (conmon) runs its exit command and leaves on its own about

@@ -44,14 +44,7 @@ constexpr char kClientCert[] = "/run/lazaret/certs/client.pem";
 // container started and its router answering.
 constexpr int kSpareSeconds = 60;
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
 
 std::string Canonical(const std::string& path) {
   char resolved[PATH_MAX];

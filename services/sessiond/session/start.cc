@@ -370,9 +370,13 @@ absl::Status PrepareSpare(LiveSession* s) {
   return CheckNotStopped(s);
 }
 
-absl::Status CheckSpareRouter(LiveSession* s) {
-  if (s->dir == nullptr || s->hold == nullptr) {
+absl::Status CheckSpare(LiveSession* s) {
+  if (s->dir == nullptr || s->hold == nullptr || s->registration == nullptr) {
     return absl::FailedPreconditionError("the spare holds no router");
+  }
+  // No sandbox without a live supervisor: it still knows the session.
+  if (absl::Status st = s->registration->Check(); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("the supervisor: ", st.message()));
   }
   return CheckHealth(s->dir->router_socket(), 500);
 }

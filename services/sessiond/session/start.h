@@ -44,8 +44,9 @@ absl::StatusOr<pid_t> StartSession(LiveSession* session);
 // error, what was acquired is in `*session` for ReleaseSession.
 absl::Status PrepareSpare(LiveSession* session);
 
-// The adopting request's check that the spare's router still answers.
-absl::Status CheckSpareRouter(LiveSession* session);
+// The adopting request's check that the supervisor still knows the spare
+// and its router still answers.
+absl::Status CheckSpare(LiveSession* session);
 
 }  // namespace lazaret::cli::session
 

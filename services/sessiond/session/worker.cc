@@ -1,9 +1,9 @@
 #include "services/sessiond/session/worker.h"
 
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -287,7 +287,8 @@ absl::Status Plan(const WorkerOptions& o, const RunArgs& args, const sv1::StartR
 // Whether the spare in `s` can serve the request planned into it: the
 // same workspace and --config, the sidecar it would start exactly the one
 // it holds (so the same profile name, escalation, egress proxy, runc and
-// mode), and its router still answering. The reason when not.
+// mode), the supervisor still knowing it and its router still answering.
+// The reason when not.
 std::optional<std::string> SpareMismatch(LiveSession* s, const std::vector<std::string>& held_argv) {
   if (s->plan.sidecar_argv != held_argv) {
     return "the profile's sidecar is not the one prepared (the configuration changed)";
@@ -300,8 +301,8 @@ std::optional<std::string> SpareMismatch(LiveSession* s, const std::vector<std::
       return absl::StrCat("the prepared escalation endpoint does not fit: ", st.message());
     }
   }
-  if (absl::Status st = CheckSpareRouter(s); !st.ok()) {
-    return absl::StrCat("the prepared router does not answer: ", st.message());
+  if (absl::Status st = CheckSpare(s); !st.ok()) {
+    return absl::StrCat("the prepared sidecar cannot serve: ", st.message());
   }
   return std::nullopt;
 }
