@@ -146,6 +146,23 @@ class SessiondTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  // A session of `request` (its fake worker starts session `id`) in dir_,
+  // stopped; then the spare it leaves, once ready (nullopt, with a
+  // failure, when any step failed).
+  std::optional<pb::SpareInfo> SessionThenSpare(const pb::StartRequest& request,
+                                                const std::string& id) {
+    grpc::Status st;
+    StartAll(request, &st);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    if (!st.ok()) return std::nullopt;
+    grpc::Status stopped = Stop(id, /*wait=*/true);
+    EXPECT_TRUE(stopped.ok()) << stopped.error_message();
+    if (!stopped.ok()) return std::nullopt;
+    std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+    EXPECT_TRUE(spare.has_value()) << "no ready spare for " << dir_;
+    return spare;
+  }
+
   // A canonical workspace directory beside dir_'s own files.
   std::string MakeWorkspace(const std::string& name) {
     const std::string ws = dir_ + "/" + name;
@@ -302,10 +319,8 @@ TEST_F(SessiondTest, ASessionThatEndsLeavesASpareThatListShowsApartFromSessions)
 
 TEST_F(SessiondTest, TheNextStartLikeTheLastIsServedByItsSpareAndANewSpareFollows) {
   grpc::Status st;
-  StartAll(Request({"start", "0123456789ab"}), &st);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
-  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  std::optional<pb::SpareInfo> spare =
+      SessionThenSpare(Request({"start", "0123456789ab"}), "0123456789ab");
   ASSERT_TRUE(spare.has_value());
 
   // Another command of the same profile in the same workspace.
@@ -336,10 +351,8 @@ TEST_F(SessiondTest, TheNextStartLikeTheLastIsServedByItsSpareAndANewSpareFollow
 
 TEST_F(SessiondTest, AStartOfAnotherKeyIsNotGivenToTheSpareWhichIsReplaced) {
   grpc::Status st;
-  StartAll(Request({"start", "0123456789ab"}), &st);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
-  std::optional<pb::SpareInfo> first = AwaitReadySpare(dir_);
+  std::optional<pb::SpareInfo> first =
+      SessionThenSpare(Request({"start", "0123456789ab"}), "0123456789ab");
   ASSERT_TRUE(first.has_value());
 
   // Another workspace: a worker of its own; the spare is told to end at
@@ -382,10 +395,8 @@ TEST_F(SessiondTest, AStartOfAnotherKeyIsNotGivenToTheSpareWhichIsReplaced) {
 
 TEST_F(SessiondTest, ASpareThatDeclinesItsRequestLeavesItToANewWorker) {
   grpc::Status st;
-  StartAll(Request({"decline", "0123456789ab"}), &st);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
-  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  std::optional<pb::SpareInfo> spare =
+      SessionThenSpare(Request({"decline", "0123456789ab"}), "0123456789ab");
   ASSERT_TRUE(spare.has_value());
 
   std::vector<pb::StartEvent> events = StartAll(Request({"decline", "0123456789ad"}), &st);
@@ -435,11 +446,8 @@ TEST_F(SessiondTest, AStartThatEndsWithoutASessionLeavesNoSpare) {
 }
 
 TEST_F(SessiondTest, ShuttingDownEndsAWaitingSpare) {
-  grpc::Status st;
-  StartAll(Request({"start", "0123456789ab"}), &st);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
-  std::optional<pb::SpareInfo> spare = AwaitReadySpare(dir_);
+  std::optional<pb::SpareInfo> spare =
+      SessionThenSpare(Request({"start", "0123456789ab"}), "0123456789ab");
   ASSERT_TRUE(spare.has_value());
   workers_->Shutdown(absl::Seconds(5));
   EXPECT_TRUE(Exists(dir_ + "/spare-terminated"));

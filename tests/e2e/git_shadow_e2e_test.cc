@@ -403,7 +403,9 @@ echo http://192.0.2.1/evil > .git/objects/info/http-alternates
 blob=$(echo evil | GIT_DIR=/workspace/evil.git git hash-object -w --stdin)
 tree=$(printf '100644 blob %s\tevil\n' $blob | GIT_DIR=/workspace/evil.git git mktree)
 c=$(GIT_DIR=/workspace/evil.git git commit-tree -m evil $tree)
-git update-ref refs/heads/lazaret/agent-default $c
+# The Git Shadow's write-back (every 2 s) may already have replaced the
+# alternates, and git then refuses the ref itself: the attack ends sooner.
+git update-ref refs/heads/lazaret/agent-default $c || echo "alternates already replaced"
 echo planted
 )SH");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
