@@ -85,6 +85,14 @@ absl::StatusOr<WorkerKey> WorkerTable::Launch(std::string request) {
   return job.result;
 }
 
+WorkerKey WorkerTable::Add(const LaunchedWorker& launched) {
+  const WorkerKey key = next_key_++;
+  workers_[key].process = launched;
+  // Shutdown began while it was being launched: it ends with the rest.
+  if (stopping_) SendSignal(launched.pidfd, SIGTERM);
+  return key;
+}
+
 void WorkerTable::RunLaunchJobs() {
   std::deque<LaunchJob*> jobs;
   {
@@ -95,12 +103,8 @@ void WorkerTable::RunLaunchJobs() {
     absl::StatusOr<LaunchedWorker> launched = LaunchWorker(command_, job->request);
     absl::MutexLock lock(&mu_);
     if (launched.ok()) {
-      const WorkerKey key = next_key_++;
       LAZ_LOG_INFO << "started session worker " << launched->pid;
-      workers_[key].process = *launched;
-      // Shutdown began while it was being launched: it ends with the rest.
-      if (stopping_) SendSignal(launched->pidfd, SIGTERM);
-      job->result = key;
+      job->result = Add(*launched);
     } else {
       LAZ_LOG_WARNING << "could not start a session worker: " << launched.status().message();
       job->result = launched.status();
@@ -335,11 +339,7 @@ void WorkerTable::RunPendingSpares() {
       continue;
     }
     absl::MutexLock lock(&mu_);
-    const WorkerKey k = next_key_++;
-    Worker& w = workers_[k];
-    w.process = *launched;
-    // Shutdown began while it was being launched: it ends with the rest.
-    if (stopping_) SendSignal(w.process.pidfd, SIGTERM);
+    Worker& w = workers_[Add(*launched)];
     w.spare_key = key;
     pb::StartRequest parsed;
     if (parsed.ParseFromString(request)) w.spare_workspace = parsed.workspace_dir();

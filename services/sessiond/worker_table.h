@@ -131,6 +131,8 @@ class WorkerTable {
   void Wake();
   void Loop();
   void RunLaunchJobs();
+  // A worker just launched, into the table under a new key.
+  WorkerKey Add(const LaunchedWorker& launched) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Launches the spares that exited workers asked for (on the thread).
   void RunPendingSpares();
   // Ends every live spare whose key is not `key`; true when one with `key`
