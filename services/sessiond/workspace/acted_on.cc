@@ -139,8 +139,7 @@ class Finder {
 
   // The paths the host's git config names inside the workspace.
   void GitNamed(const std::string& home) {
-    absl::StatusOr<std::vector<lazaret::workspace::GitConfigEntry>> config =
-        ReadHostGitConfig(workspace_);
+    absl::StatusOr<HostGitConfig> config = ReadHostGitConfig(workspace_);
     if (!config.ok()) {
       out_.problems.push_back(
           absl::StrCat("the paths the host's git config names could not be "
@@ -148,7 +147,7 @@ class Finder {
                        config.status().message()));
       return;
     }
-    absl::StatusOr<std::string> top = HostWorktreeTop(workspace_);
+    const absl::StatusOr<std::string>& top = config->top;
     if (!top.ok()) {
       out_.problems.push_back(
           absl::StrCat("the top of the host's working tree could not be "
@@ -157,9 +156,9 @@ class Finder {
       return;
     }
     std::map<std::string, std::string> origins;  // the last one wins, as in git
-    for (const auto& e : *config) origins[e.key] = e.origin;
+    for (const auto& e : config->entries) origins[e.key] = e.origin;
     for (const lazaret::workspace::NamedPath& n :
-         lazaret::workspace::PathsNamedByGitConfig(*config, *top, workspace_, home)) {
+         lazaret::workspace::PathsNamedByGitConfig(config->entries, *top, workspace_, home)) {
       const std::string why = absl::StrCat(n.key, " (", origins[n.key], ")");
       // Walk the components without following any: the first one that is
       // not a directory (a symlink, a file, missing) is what is there.

@@ -1,5 +1,6 @@
 #include "services/sessiond/workspace/git_config.h"
 
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "services/common/status_util.h"
 #include "services/sessiond/gitshadow/git.h"
 
 namespace lazaret::cli::workspace {
@@ -59,12 +61,18 @@ const char* const kTrustForReading[] = {"-c", "safe.directory=*"};
 
 }  // namespace
 
-absl::StatusOr<std::vector<GitConfigEntry>> ReadHostGitConfig(const std::string& dir) {
+absl::StatusOr<HostGitConfig> ReadHostGitConfig(const std::string& dir) {
+  // The top, which makes the origins absolute, meanwhile: two host git
+  // runs cost one on the session's start path.
+  std::future<absl::StatusOr<std::string>> top =
+      std::async(std::launch::async, [&dir] { return HostWorktreeTop(dir); });
   absl::StatusOr<gitshadow::GitResult> r =
       gitshadow::RunGitRaw(dir,
                            {kTrustForReading[0], kTrustForReading[1], "config", "--list",
                             "--show-origin", "--includes", "-z"},
                            gitshadow::kGitQueryTimeout);
+  HostGitConfig config;
+  config.top = top.get();
   if (!r.ok()) {
     return absl::Status(r.status().code(), absl::StrCat("reading the host's git config from ", dir,
                                                         ": ", r.status().message()));
@@ -77,20 +85,18 @@ absl::StatusOr<std::vector<GitConfigEntry>> ReadHostGitConfig(const std::string&
         "host git could not read its config from ", dir, " (exit ", r->exit_code, "): ",
         absl::StripAsciiWhitespace(r->err), "; fix the config so `git config --list` works there"));
   }
-  absl::StatusOr<std::vector<GitConfigEntry>> entries = ParseGitConfigList(r->out);
-  if (!entries.ok()) return entries.status();
+  LAZ_ASSIGN_OR_RETURN(config.entries, ParseGitConfigList(r->out));
   // git prints the origin of a file it found relative to its own working
   // directory (the top of the working tree, or `dir`) without a leading
   // '/'; make each absolute so callers need not know where git ran.
-  absl::StatusOr<std::string> top = HostWorktreeTop(dir);
-  const std::string base = top.ok() && !top->empty() ? *top : dir;
-  for (GitConfigEntry& e : *entries) {
+  const std::string base = config.top.ok() && !config.top->empty() ? *config.top : dir;
+  for (GitConfigEntry& e : config.entries) {
     absl::string_view path = e.origin;
     if (absl::ConsumePrefix(&path, "file:") && !path.empty() && path[0] != '/') {
       e.origin = absl::StrCat("file:", base, "/", path);
     }
   }
-  return entries;
+  return config;
 }
 
 absl::StatusOr<std::string> HostWorktreeTop(const std::string& dir) {

@@ -19,12 +19,19 @@
 namespace lazaret::cli::workspace {
 
 // The host's git config as seen from `dir` (system, global, repository,
-// worktree, includes): runs host git `config --list --show-origin
-// --includes -z` with hooks/fsmonitor off; not a repository -> the
-// non-repository config. Lazaret's own command-line overrides are not
-// listed.
-absl::StatusOr<std::vector<lazaret::workspace::GitConfigEntry>> ReadHostGitConfig(
-    const std::string& dir);
+// worktree, includes), and the top of the working tree there.
+struct HostGitConfig {
+  std::vector<lazaret::workspace::GitConfigEntry> entries;
+  // As HostWorktreeTop(dir) says it.
+  absl::StatusOr<std::string> top;
+};
+
+// Runs host git `config --list --show-origin --includes -z` and
+// `rev-parse --show-toplevel` side by side, with hooks/fsmonitor off; not
+// a repository -> the non-repository config. Lazaret's own command-line
+// overrides are not listed; the origins of files are absolute. Fails only
+// when the config cannot be read (`top` carries its own status).
+absl::StatusOr<HostGitConfig> ReadHostGitConfig(const std::string& dir);
 
 // Parses the output of `git config --list --show-origin -z`
 // (origin NUL key LF value NUL ..., a key without a value has no LF).

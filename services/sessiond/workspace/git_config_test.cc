@@ -51,38 +51,40 @@ TEST_F(WorkspaceScanTest, HostGitConfigOfARepositoryWithAbsoluteOrigins) {
                   " && printf '[alias]\\n\\tlint = !./tools/lint.sh\\n' > team.inc",
                   " && mkdir -p sub"));
   // Asked from a subdirectory: the same config, origins made absolute.
-  absl::StatusOr<std::vector<GitConfigEntry>> e = ReadHostGitConfig(P("sub"));
-  ASSERT_TRUE(e.ok()) << e.status();
-  const GitConfigEntry* hooks = Find(*e, "core.hookspath");
+  absl::StatusOr<HostGitConfig> config = ReadHostGitConfig(P("sub"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::vector<GitConfigEntry>& e = config->entries;
+  const GitConfigEntry* hooks = Find(e, "core.hookspath");
   ASSERT_NE(hooks, nullptr);
   EXPECT_EQ(hooks->value, ".githooks");  // not Lazaret's own /dev/null override
   EXPECT_EQ(hooks->origin, absl::StrCat("file:", ws_, "/.git/config"));
-  const GitConfigEntry* alias = Find(*e, "alias.lint");
+  const GitConfigEntry* alias = Find(e, "alias.lint");
   ASSERT_NE(alias, nullptr);
   EXPECT_EQ(alias->value, "!./tools/lint.sh");
   EXPECT_EQ(alias->origin, absl::StrCat("file:", ws_, "/.git/../team.inc"));
-  for (const GitConfigEntry& x : *e) EXPECT_NE(x.origin.rfind("command line:", 0), 0u) << x.key;
+  for (const GitConfigEntry& x : e) EXPECT_NE(x.origin.rfind("command line:", 0), 0u) << x.key;
+  ASSERT_TRUE(config->top.ok()) << config->top.status();
+  EXPECT_EQ(*config->top, ws_);
   absl::StatusOr<std::string> top = HostWorktreeTop(P("sub"));
   ASSERT_TRUE(top.ok()) << top.status();
   EXPECT_EQ(*top, ws_);
 }
 
 TEST_F(WorkspaceScanTest, HostGitConfigOfAPlainFolderIsTheNonRepositoryConfig) {
-  absl::StatusOr<std::vector<GitConfigEntry>> e = ReadHostGitConfig(ws_);
-  ASSERT_TRUE(e.ok()) << e.status();
-  for (const GitConfigEntry& x : *e) {
+  absl::StatusOr<HostGitConfig> config = ReadHostGitConfig(ws_);
+  ASSERT_TRUE(config.ok()) << config.status();
+  for (const GitConfigEntry& x : config->entries) {
     EXPECT_EQ(x.origin.find(ws_), std::string::npos) << x.key << " from " << x.origin;
     EXPECT_NE(x.origin.rfind("command line:", 0), 0u) << x.key;
   }
-  absl::StatusOr<std::string> top = HostWorktreeTop(ws_);
-  ASSERT_TRUE(top.ok()) << top.status();
-  EXPECT_EQ(*top, "");
+  ASSERT_TRUE(config->top.ok()) << config->top.status();
+  EXPECT_EQ(*config->top, "");
 }
 
 TEST_F(WorkspaceScanTest, HostGitConfigWithABrokenConfigSaysHowToFixIt) {
   Repo("");
   Do(absl::StrCat("printf '[core\\n' >> ", Q(P(".git/config"))));
-  absl::StatusOr<std::vector<GitConfigEntry>> e = ReadHostGitConfig(ws_);
+  absl::StatusOr<HostGitConfig> e = ReadHostGitConfig(ws_);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("git config --list"), std::string::npos) << e.status();
 }
