@@ -349,7 +349,7 @@ TEST_F(SessiondTest, TheNextStartLikeTheLastIsServedByItsSpareAndANewSpareFollow
   EXPECT_NE(next->id(), spare->id());
 }
 
-TEST_F(SessiondTest, AStartOfAnotherKeyIsNotGivenToTheSpareWhichIsReplaced) {
+TEST_F(SessiondTest, AStartOfAnotherKeyReplacesTheSpareAndTwoReplacedInARowPauseSpares) {
   grpc::Status st;
   std::optional<pb::SpareInfo> first =
       SessionThenSpare(Request({"start", "0123456789ab"}), "0123456789ab");
@@ -388,9 +388,41 @@ TEST_F(SessiondTest, AStartOfAnotherKeyIsNotGivenToTheSpareWhichIsReplaced) {
   ASSERT_TRUE(Stop("0123456789af", /*wait=*/true).ok());
   EXPECT_TRUE(EventuallyExists(other + "/spare-terminated"));
   EXPECT_TRUE(EventuallyGone(SparePid(*second)));
+
+  // Two spares in a row ended unused: none is made after this session.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(ListAll().spares_size(), 0);
+  // The same request again: spares are made again, after its session.
+  other_profile.set_args(1, "0123456789b0");
+  events = StartAll(other_profile, &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().has_started());
+  EXPECT_EQ(ListAll().spares_size(), 0);
+  ASSERT_TRUE(Stop("0123456789b0", /*wait=*/true).ok());
   std::optional<pb::SpareInfo> third = AwaitReadySpare(other);
   ASSERT_TRUE(third.has_value());
   EXPECT_NE(third->id(), second->id());
+}
+
+TEST_F(SessiondTest, AStartOfAnotherKeyWhileASessionRunsDropsThatSessionsSpare) {
+  grpc::Status st;
+  StartAll(Request({"start", "0123456789ab"}), &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const std::string other = MakeWorkspace("other");
+  pb::StartRequest in_other = Request({"start", "0123456789ae"});
+  in_other.set_workspace_dir(other);
+  StartAll(in_other, &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+
+  // The first session ends while the later one runs: no spare for the
+  // first one's requests (it would wait beside the running session).
+  ASSERT_TRUE(Stop("0123456789ab", /*wait=*/true).ok());
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(ListAll().spares_size(), 0);
+  // The later request's spare follows its session.
+  ASSERT_TRUE(Stop("0123456789ae", /*wait=*/true).ok());
+  EXPECT_TRUE(AwaitReadySpare(other).has_value());
 }
 
 TEST_F(SessiondTest, ASpareThatDeclinesItsRequestLeavesItToANewWorker) {

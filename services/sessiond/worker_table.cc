@@ -295,6 +295,7 @@ bool WorkerTable::KeepOnlySpare(const std::string& key) {
     // A spare for other requests: only one is kept.
     LAZ_LOG_INFO << "ending spare worker " << w.process.pid << ": replaced";
     w.spare_key.reset();
+    ++unused_spares_;
     SendSignal(w.process.pidfd, SIGTERM);
   }
   return kept;
@@ -302,7 +303,20 @@ bool WorkerTable::KeepOnlySpare(const std::string& key) {
 
 void WorkerTable::EndSparesExcept(const std::string& key) {
   absl::MutexLock lock(&mu_);
+  // A request like one whose spare was not made: spares are used again.
+  if (skipped_key_ == key) {
+    unused_spares_ = 0;
+    skipped_key_.reset();
+  }
   (void)KeepOnlySpare(key);
+  // Nor is one made later for other requests, by a session still ending
+  // or one that runs on: the spare for this request follows its session.
+  std::erase_if(pending_spares_, [&key](const auto& p) { return p.second != key; });
+  for (auto& [k, w] : workers_) {
+    if (w.spare_after_exit.has_value() && w.spare_after_exit->second != key) {
+      w.spare_after_exit.reset();
+    }
+  }
 }
 
 void WorkerTable::PrepareSpareAfterExit(WorkerKey after, std::string spare_request,
@@ -310,6 +324,12 @@ void WorkerTable::PrepareSpareAfterExit(WorkerKey after, std::string spare_reque
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(after);
   if (it == workers_.end() || stopping_) return;
+  if (unused_spares_ >= kUnusedSparesBeforePause) {
+    LAZ_LOG_INFO << "no spare prepared: the last " << unused_spares_
+                 << " were ended unused; one is made again after a request like this one";
+    skipped_key_ = std::move(key);
+    return;
+  }
   if (it->second.exited) {
     pending_spares_.emplace_back(std::move(spare_request), std::move(key));
     Wake();
@@ -367,6 +387,7 @@ std::optional<WorkerKey> WorkerTable::AdoptSpare(const std::string& key,
       return std::nullopt;
     }
     LAZ_LOG_INFO << "session worker " << w.process.pid << " adopted as spare " << w.spare_id;
+    unused_spares_ = 0;
     return k;
   }
   return std::nullopt;

@@ -57,14 +57,15 @@ class WorkerTable {
   // starts one with `spare_request` (a serialized StartRequest with spare
   // set) unless a live spare already has `key`; a spare of another key is
   // told to end (SIGTERM: it removes what it prepared). Nothing once the
-  // table shuts down.
+  // table shuts down, nor while spares are paused (kUnusedSparesBeforePause).
   void PrepareSpareAfterExit(WorkerKey after, std::string spare_request, std::string key);
   // Hands `request` to the ready spare of `key` and makes it an ordinary
   // worker; nullopt when there is none ready (one still preparing is left
   // to finish) or it could not be given the request (it is told to end).
   std::optional<WorkerKey> AdoptSpare(const std::string& key, const std::string& request);
-  // Tells every live spare not of `key` to end (a request of another key
-  // came: its spare is made once that session ends).
+  // Tells every live spare not of `key` to end, and drops the spares of
+  // other keys still to be made after a session's exit (a request of
+  // another key came: its spare is made once that session ends).
   void EndSparesExcept(const std::string& key);
   // The spare, for List; nullopt when there is none.
   std::optional<session::v1::SpareInfo> Spare() const;
@@ -156,6 +157,13 @@ class WorkerTable {
   std::vector<std::pair<std::string, std::string>> pending_spares_ ABSL_GUARDED_BY(mu_);
   WorkerKey next_key_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Spares are made while they get used: once kUnusedSparesBeforePause in
+  // a row were ended unused (a request of another key came each time), a
+  // session's end makes none, until a request like the last one whose
+  // spare was not made comes (the developer repeats a command there).
+  static constexpr int kUnusedSparesBeforePause = 2;
+  int unused_spares_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<std::string> skipped_key_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> stop_deadline_ ABSL_GUARDED_BY(mu_);
 
   std::thread thread_;
