@@ -722,7 +722,7 @@ TEST_F(HeldE2eTest, KilledWorkerIsReapedWithItsHeldChangesCaptured) {
   ASSERT_TRUE(test::WaitFor([&] { return Exists(ws + "/held-e2e-ready"); },
                             std::chrono::seconds(90)))
       << test::ReadFile(log);
-  const pid_t worker = SessionWorkerPid();
+  const pid_t worker = SessionWorkerPid(WaitForRunningSession(60));
   ASSERT_GT(worker, 0);
   ASSERT_EQ(kill(worker, SIGKILL), 0);
   WaitChild(pid, 10);

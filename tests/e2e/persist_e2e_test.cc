@@ -557,7 +557,7 @@ TEST_F(PersistE2eTest, KilledSessionIsUnmountedByTheReaper) {
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
   ASSERT_EQ(OverlayMountsOf(world->ProfileDir(kKilled)).size(), 3u);
-  const pid_t worker = SessionWorkerPid();
+  const pid_t worker = SessionWorkerPid(id);
   ASSERT_GT(worker, 0);
   kill(worker, SIGKILL);
   WaitChild(pid, 30);

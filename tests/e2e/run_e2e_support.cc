@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 extern char** environ;
 
@@ -562,36 +563,28 @@ std::string WaitForReadySpare(const std::string& workspace, int timeout_seconds,
   return id;
 }
 
-pid_t SessionWorkerPid() {
+pid_t SessionWorkerPid(const std::string& id) {
   const std::string runtime_flag = "--runtime-dir=" + Env().runtime_dir;
-  std::vector<pid_t> found;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return -1;
-  while (dirent* e = readdir(proc)) {
-    const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::string cmdline = test::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-    std::vector<std::string> args;
-    for (size_t at = 0; at < cmdline.size();) {
-      const size_t end = cmdline.find('\0', at);
-      args.push_back(cmdline.substr(at, end == std::string::npos ? std::string::npos : end - at));
-      at = end == std::string::npos ? cmdline.size() : end + 1;
-    }
-    const auto has = [&](const std::string& a) {
-      return std::find(args.begin(), args.end(), a) != args.end();
-    };
-    if (has("--session-worker") && has(runtime_flag)) found.push_back(pid);
-  }
-  closedir(proc);
-  // Read after the workers, so that a spare's worker among them has its
-  // directory and marker by now (unless it has only just started).
-  for (const std::string& id : SpareIds()) {
-    const std::string dir = Env().runtime_dir + "/sessions/" + id;
-    found.erase(std::remove_if(found.begin(), found.end(),
-                               [&](pid_t pid) { return HoldsOpenBelow(pid, dir); }),
-                found.end());
-  }
-  return found.size() == 1 ? found[0] : -1;
+  const std::string dir = Env().runtime_dir + "/sessions/" + id;
+  pid_t worker = -1;
+  test::WaitFor(
+      [&] {
+        std::vector<pid_t> found;
+        for (const std::string& name : ListDir("/proc")) {
+          const pid_t pid = std::atoi(name.c_str());
+          if (pid <= 0) continue;
+          const std::vector<std::string> args = absl::StrSplit(
+              test::ReadFile("/proc/" + name + "/cmdline"), '\0', absl::SkipEmpty());
+          if (Contains(args, "--session-worker") && Contains(args, runtime_flag) &&
+              HoldsOpenBelow(pid, dir)) {
+            found.push_back(pid);
+          }
+        }
+        worker = found.size() == 1 ? found[0] : -1;
+        return worker > 0;
+      },
+      std::chrono::seconds(10));
+  return worker;
 }
 
 std::string WaitForRunningSession(int timeout_seconds) {

@@ -144,11 +144,12 @@ PsListing PsJson();
 std::string WaitForReadySpare(const std::string& workspace, int timeout_seconds,
                               const std::string& not_id = "");
 
-// The pid of the one session worker (`lazaret-sessiond --session-worker`,
-// the session's owner) of this runtime directory; -1 unless exactly one
-// runs. A spare's worker (it holds the spare's session directory open) is
-// no session's owner and is not counted.
-pid_t SessionWorkerPid();
+// The pid of session `id`'s worker (`lazaret-sessiond --session-worker`
+// of this runtime directory holding the session's directory open: its
+// owner, also when it was a spare the session adopted); -1 unless exactly
+// one does within 10 s. Another session's worker, or a spare's being made
+// or ended meanwhile, is never taken for it.
+pid_t SessionWorkerPid(const std::string& id);
 // Waits until a session's sandbox is running; returns its id ("" on timeout).
 std::string WaitForRunningSession(int timeout_seconds);
 

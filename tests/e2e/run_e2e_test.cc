@@ -580,7 +580,7 @@ TEST_F(RunE2eTest, KillNineOfTheSessionWorkerIsReapedWithinTwoSecondsAndItsCommi
   ASSERT_EQ(ids.size(), 1u);
   const std::string id = ids[0];
   ASSERT_EQ(SessionContainers().size(), 2u);
-  const pid_t worker = SessionWorkerPid();
+  const pid_t worker = SessionWorkerPid(id);
   ASSERT_GT(worker, 0);
   const auto killed = std::chrono::steady_clock::now();
   kill(worker, SIGKILL);
@@ -625,7 +625,7 @@ TEST_F(RunE2eTest, StopSignalsTheRegisteredOwnerNeverAPidFromAFile) {
   const std::string record = Env().runtime_dir + "/sessions/" + id + "/session.json";
   std::string json = test::ReadFile(record);
   // The registered owner is the session's worker in lazaret-sessiond.
-  const pid_t worker = SessionWorkerPid();
+  const pid_t worker = SessionWorkerPid(id);
   ASSERT_GT(worker, 0) << json;
   const std::string key = "\"pid\": " + std::to_string(worker);
   ASSERT_NE(json.find(key), std::string::npos) << json;
@@ -739,7 +739,7 @@ TEST_F(RunE2eTest, KillingTheWorkerAndTheSupervisorClosesTheNetworkAndUpReaps) {
   const std::string id = PsSessions().at(0);
   const pid_t supervisor = SupervisorPid();
   ASSERT_GT(supervisor, 0);
-  const pid_t worker = SessionWorkerPid();
+  const pid_t worker = SessionWorkerPid(id);
   ASSERT_GT(worker, 0);
   ASSERT_EQ(kill(worker, SIGSTOP), 0);
   ASSERT_EQ(kill(supervisor, SIGKILL), 0);
@@ -1193,7 +1193,7 @@ TEST_F(RunE2eTest, ReapingAKilledSessionRunsItsWorkspaceScan) {
       << test::ReadFile(log);
   const std::string id = WaitForRunningSession(60);
   ASSERT_FALSE(id.empty()) << test::ReadFile(log);
-  const pid_t worker = SessionWorkerPid();
+  const pid_t worker = SessionWorkerPid(id);
   ASSERT_GT(worker, 0);
   kill(worker, SIGKILL);
   WaitChild(pid, 30);

@@ -143,6 +143,18 @@ bool ContainerExists(const std::string& name) { return Contains(AllContainers(),
 // run` of another workspace ends it.
 class SpareE2eTest : public WorkspaceTest {
  protected:
+  // The tests before this one each ended a spare unused (every test has a
+  // workspace of its own), which pauses spares (docs/architecture.md
+  // "Spare sidecar"). A first session here: after it, either its spare
+  // is ready or spares are paused with this workspace's request as the
+  // one that resumes them; the test's own sessions start from either.
+  void SetUp() override {
+    WorkspaceTest::SetUp();
+    CommandResult first = Run({"run", "--", "true"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    ASSERT_THAT(LeftBehind(), IsEmpty()) << "the first session did not end";
+  }
+
   // A session in the workspace, then the spare it leaves, ready; "" (and a
   // failure) when none appears.
   std::string SessionThenSpare() {
@@ -151,6 +163,9 @@ class SpareE2eTest : public WorkspaceTest {
     const std::string id = WaitForReadySpare(ws_->path(), kSpareSeconds);
     EXPECT_FALSE(id.empty()) << "no ready spare for " << ws_->path() << "; lazaret ps --json: "
                              << Lazaret("/", {"ps", "--json"}).out;
+    // The spare may have been prepared while the session ran (one asked
+    // for by the first session); the session itself is gone as well.
+    EXPECT_THAT(LeftBehind(), IsEmpty()) << "the session did not end";
     return id;
   }
 };
@@ -174,6 +189,7 @@ TEST_F(SpareE2eTest, TwoSessionsInARowShareNothing) {
   // inode number.
   const std::string spare = WaitForReadySpare(ws_->path(), kSpareSeconds);
   ASSERT_FALSE(spare.empty()) << Lazaret("/", {"ps", "--json"}).out;
+  ASSERT_THAT(LeftBehind(), IsEmpty()) << "run 1 did not end";
   EXPECT_TRUE(Contains(SpareIds(), spare)) << "its directory has no spare marker";
   const Sidecar held = InspectSidecar(spare);
   ASSERT_EQ(held.error, "");
